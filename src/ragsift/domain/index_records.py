@@ -1,0 +1,19 @@
+"""What an index stores per chunk besides its vector."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class IndexRecord:
+    """One indexable child chunk: its text for BM25 and the fields filters act on."""
+
+    chunk_id: str
+    document_id: str
+    kb_id: str
+    text: str
+    source: str | None = None
+    tenant_id: str | None = None
+    dataset_id: str | None = None
+    visibility: str | None = None

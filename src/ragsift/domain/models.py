@@ -1,0 +1,92 @@
+"""Knowledge bases, documents and chunks as immutable values."""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class DocumentStatus(StrEnum):
+    PENDING = "PENDING"
+    PARSING = "PARSING"
+    INDEXING = "INDEXING"
+    READY = "READY"
+    FAILED = "FAILED"
+    DELETING = "DELETING"
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class KnowledgeBase(Frozen):
+    id: str
+    name: str
+    embedding_model: str
+    embedding_dim: int
+    analyzer: dict[str, Any] = Field(default_factory=dict)
+    created_at: datetime | None = None
+
+
+class DocumentScope(Frozen):
+    """Who a document belongs to; copied onto every chunk so indexes can filter on it."""
+
+    source: str | None = None
+    tenant_id: str | None = None
+    dataset_id: str | None = None
+    visibility: str | None = None
+
+
+class Document(Frozen):
+    id: str
+    kb_id: str
+    filename: str
+    media_type: str
+    sha256: str | None
+    size: int
+    status: DocumentStatus
+    error: str | None = None
+    category: str | None = None
+    scope: DocumentScope = Field(default_factory=DocumentScope)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+
+
+class Locator(Frozen):
+    """Where a chunk sits in its original: a page, a sheet range or a slide."""
+
+    page: int | None = None
+    sheet: str | None = None
+    cell_range: str | None = None
+    slide: int | None = None
+
+
+class Chunk(Frozen):
+    """A piece of a document. Level 0 = parent (a section), level 1 = child (indexed)."""
+
+    id: str
+    document_id: str
+    kb_id: str
+    parent_id: str | None
+    level: int
+    ordinal: int
+    heading_path: tuple[str, ...] = ()
+    locator: Locator = Field(default_factory=Locator)
+    text: str
+    token_count: int
+
+
+PARENT_LEVEL = 0
+CHILD_LEVEL = 1
+
+
+def chunk_id(document_id: str, level: int, ordinal: int, text: str) -> str:
+    """Stable chunk id from document id, position and content hash."""
+    content = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+    key = f"{document_id}:{level}:{ordinal}:{content}"
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]

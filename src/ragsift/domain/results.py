@@ -1,0 +1,79 @@
+"""What retrieval returns: channel hits, fused candidates and final results."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+from ragsift.domain.models import Locator
+
+
+class ChannelHit(BaseModel):
+    """One hit of one channel (dense or sparse); its rank is its position in the list."""
+
+    model_config = ConfigDict(frozen=True)
+
+    chunk_id: str
+    document_id: str
+    score: float
+
+
+class RankedList(BaseModel):
+    """A ranked list from one (channel x variant), named like `dense:original`."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    hits: tuple[ChannelHit, ...]
+
+    @property
+    def channel(self) -> str:
+        return self.name.split(":", 1)[0]
+
+
+class FusedHit(BaseModel):
+    """A candidate after fusion, with its per-channel best ranks and raw scores."""
+
+    model_config = ConfigDict(frozen=True)
+
+    chunk_id: str
+    document_id: str
+    fusion_score: float
+    best_rank: int
+    ranks: dict[str, int]
+    scores: dict[str, float]
+    retrieval_sources: tuple[str, ...]
+
+    def channel_rank(self, channel: str) -> int | None:
+        """Best rank this chunk had in any list of `channel` (dense/sparse), if any."""
+        found = [rank for name, rank in self.ranks.items() if name.split(":", 1)[0] == channel]
+        return min(found) if found else None
+
+    def channel_score(self, channel: str) -> float | None:
+        """Raw score that went with `channel_rank(channel)`."""
+        best: tuple[int, float] | None = None
+        for name, rank in self.ranks.items():
+            if name.split(":", 1)[0] == channel and (best is None or rank < best[0]):
+                best = (rank, self.scores[name])
+        return None if best is None else best[1]
+
+
+class RetrievalHit(BaseModel):
+    """One piece of evidence returned to the caller."""
+
+    model_config = ConfigDict(frozen=True)
+
+    rank: int
+    chunk_id: str
+    document_id: str
+    filename: str
+    text: str
+    heading_path: tuple[str, ...]
+    locator: Locator
+    parent_id: str | None
+    dense_rank: int | None
+    dense_score: float | None
+    sparse_rank: int | None
+    sparse_score: float | None
+    fusion_score: float
+    rerank_score: float | None = None
+    retrieval_sources: tuple[str, ...]

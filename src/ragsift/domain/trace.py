@@ -1,0 +1,83 @@
+"""The record of every retrieval stage (DESIGN section 3)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+DegradationCode = Literal[
+    "dense_retrieval_failed",
+    "sparse_retrieval_failed",
+    "rewrite_failed",
+    "rerank_failed",
+    "expansion_failed",
+]
+
+
+class Degradation(BaseModel):
+    """A stage that failed while the request went on; recorded, never swallowed."""
+
+    model_config = ConfigDict(frozen=True)
+
+    code: DegradationCode
+    reason: str
+
+
+class QueryVariant(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    text: str
+    method: Literal["original", "step_back", "hyde", "expand"]
+
+
+class ChannelRun(BaseModel):
+    """One channel run for one variant: how many candidates, how long, or why it failed."""
+
+    model_config = ConfigDict(frozen=True)
+
+    list_name: str
+    channel: Literal["dense", "sparse"]
+    variant: str
+    candidates: int
+    latency_ms: float
+    error: str | None = None
+
+
+class Switches(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    rewrite: bool = False
+    rerank: bool = False
+    small2big: bool = False
+    auto_merge: bool = False
+
+
+class ScopeTrace(BaseModel):
+    """How the document whitelist and scope filters resolved."""
+
+    model_config = ConfigDict(frozen=True)
+
+    document_ids_requested: int = 0
+    document_ids_allowed: int | None = None
+    empty_reason: str | None = None
+
+
+class RetrievalTrace(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    request_id: str
+    kb_id: str
+    query: str
+    mode: Literal["dense", "sparse", "hybrid"]
+    fusion: Literal["rrf", "weighted"]
+    switches_requested: Switches = Field(default_factory=Switches)
+    switches_applied: Switches = Field(default_factory=Switches)
+    variants: tuple[QueryVariant, ...] = ()
+    channels: tuple[ChannelRun, ...] = ()
+    scope: ScopeTrace = Field(default_factory=ScopeTrace)
+    fused_count: int = 0
+    ready_filtered_count: int = 0
+    returned_count: int = 0
+    degradations: tuple[Degradation, ...] = ()
+    timings_ms: dict[str, float] = Field(default_factory=dict)
