@@ -1,0 +1,249 @@
+"""SQLAlchemy tables for knowledge bases, documents and chunks, their conversions, the engine."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    DateTime,
+    Engine,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    Row,
+    String,
+    Text,
+    UniqueConstraint,
+    create_engine,
+    event,
+)
+from sqlalchemy.engine import make_url
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.pool import StaticPool
+
+from ragsift.domain.models import (
+    Chunk,
+    Document,
+    DocumentScope,
+    DocumentStatus,
+    KnowledgeBase,
+    Locator,
+)
+
+# Deterministic constraint names, so SQLite and PostgreSQL agree and migrations can refer to them.
+NAMING_CONVENTION = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+SQLITE_BUSY_TIMEOUT_MS = 5000
+
+ID = String(64)
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+class KnowledgeBaseRow(Base):
+    __tablename__ = "knowledge_bases"
+    __table_args__ = (UniqueConstraint("name", name="uq_knowledge_bases_name"),)
+
+    id: Mapped[str] = mapped_column(ID, primary_key=True)
+    name: Mapped[str] = mapped_column(String(255))
+    embedding_model: Mapped[str] = mapped_column(String(255))
+    embedding_dim: Mapped[int] = mapped_column(Integer)
+    analyzer: Mapped[dict[str, Any]] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class DocumentRow(Base):
+    __tablename__ = "documents"
+    __table_args__ = (
+        # NULL sha256 (rejected before being read) never collides: NULLs are distinct in both DBs.
+        UniqueConstraint("kb_id", "sha256", name="uq_documents_kb_id_sha256"),
+        Index("ix_documents_kb_id_status", "kb_id", "status"),
+    )
+
+    id: Mapped[str] = mapped_column(ID, primary_key=True)
+    kb_id: Mapped[str] = mapped_column(ID, ForeignKey("knowledge_bases.id", ondelete="CASCADE"))
+    filename: Mapped[str] = mapped_column(Text)
+    media_type: Mapped[str] = mapped_column(String(255))
+    sha256: Mapped[str | None] = mapped_column(String(64))
+    size: Mapped[int] = mapped_column(Integer)
+    status: Mapped[str] = mapped_column(String(16))
+    error: Mapped[str | None] = mapped_column(Text)
+    category: Mapped[str | None] = mapped_column(Text)
+    source: Mapped[str | None] = mapped_column(Text)
+    tenant_id: Mapped[str | None] = mapped_column(Text)
+    dataset_id: Mapped[str | None] = mapped_column(Text)
+    visibility: Mapped[str | None] = mapped_column(Text)
+    # `metadata` is reserved on declarative classes, so the attribute is `meta`.
+    meta: Mapped[dict[str, Any]] = mapped_column("metadata", JSON)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class ChunkRow(Base):
+    __tablename__ = "chunks"
+    __table_args__ = (
+        Index("ix_chunks_document_id", "document_id"),
+        Index("ix_chunks_document_id_parent_id_ordinal", "document_id", "parent_id", "ordinal"),
+    )
+
+    id: Mapped[str] = mapped_column(ID, primary_key=True)
+    document_id: Mapped[str] = mapped_column(ID, ForeignKey("documents.id", ondelete="CASCADE"))
+    kb_id: Mapped[str] = mapped_column(ID)
+    # No FK to chunks.id: parents and children are bulk-inserted together in any order.
+    parent_id: Mapped[str | None] = mapped_column(ID)
+    level: Mapped[int] = mapped_column(Integer)
+    ordinal: Mapped[int] = mapped_column(Integer)
+    heading_path: Mapped[list[str]] = mapped_column(JSON)
+    locator: Mapped[dict[str, Any]] = mapped_column(JSON)
+    text: Mapped[str] = mapped_column(Text)
+    token_count: Mapped[int] = mapped_column(Integer)
+
+
+def to_utc(value: datetime) -> datetime:
+    """`value` as an aware UTC datetime."""
+    # SQLite hands back naive datetimes; everything stored is UTC.
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def kb_from_row(row: KnowledgeBaseRow) -> KnowledgeBase:
+    """The domain value of a knowledge base row."""
+    return KnowledgeBase(
+        id=row.id,
+        name=row.name,
+        embedding_model=row.embedding_model,
+        embedding_dim=row.embedding_dim,
+        analyzer=dict(row.analyzer),
+        created_at=to_utc(row.created_at),
+    )
+
+
+def document_from_row(row: DocumentRow) -> Document:
+    """The domain value of a document row."""
+    return Document(
+        id=row.id,
+        kb_id=row.kb_id,
+        filename=row.filename,
+        media_type=row.media_type,
+        sha256=row.sha256,
+        size=row.size,
+        status=DocumentStatus(row.status),
+        error=row.error,
+        category=row.category,
+        scope=DocumentScope(
+            source=row.source,
+            tenant_id=row.tenant_id,
+            dataset_id=row.dataset_id,
+            visibility=row.visibility,
+        ),
+        metadata=dict(row.meta),
+        created_at=to_utc(row.created_at),
+        updated_at=to_utc(row.updated_at),
+    )
+
+
+def document_row(document: Document, created_at: datetime, updated_at: datetime) -> DocumentRow:
+    """A new row holding `document` with the given timestamps."""
+    return DocumentRow(
+        id=document.id,
+        kb_id=document.kb_id,
+        filename=document.filename,
+        media_type=document.media_type,
+        sha256=document.sha256,
+        size=document.size,
+        status=document.status.value,
+        error=document.error,
+        category=document.category,
+        source=document.scope.source,
+        tenant_id=document.scope.tenant_id,
+        dataset_id=document.scope.dataset_id,
+        visibility=document.scope.visibility,
+        meta=dict(document.metadata),
+        created_at=created_at,
+        updated_at=updated_at,
+    )
+
+
+_LOCATOR_FIELDS = tuple(Locator.model_fields)
+# The Core table: bulk inserts and selects through it skip the ORM identity map.
+CHUNK_TABLE = Base.metadata.tables[ChunkRow.__tablename__]
+
+
+def chunk_from_row(row: Row[Any]) -> Chunk:
+    """The domain value of a row selected from the chunks table."""
+    # model_construct skips validation: these values were validated on the way in, and
+    # retrieval reads chunks on every query, so validating again would be pure overhead.
+    return Chunk.model_construct(
+        id=row.id,
+        document_id=row.document_id,
+        kb_id=row.kb_id,
+        parent_id=row.parent_id,
+        level=row.level,
+        ordinal=row.ordinal,
+        heading_path=tuple(row.heading_path),
+        locator=Locator.model_construct(**row.locator),
+        text=row.text,
+        token_count=row.token_count,
+    )
+
+
+def chunk_values(chunk: Chunk) -> dict[str, Any]:
+    """The chunks-table column values of `chunk`, for a bulk insert."""
+    locator = chunk.locator
+    return {
+        "id": chunk.id,
+        "document_id": chunk.document_id,
+        "kb_id": chunk.kb_id,
+        "parent_id": chunk.parent_id,
+        "level": chunk.level,
+        "ordinal": chunk.ordinal,
+        "heading_path": list(chunk.heading_path),
+        # Only the set fields, built by hand: model_dump costs more than the insert itself.
+        "locator": {
+            name: value for name in _LOCATOR_FIELDS if (value := getattr(locator, name)) is not None
+        },
+        "text": chunk.text,
+        "token_count": chunk.token_count,
+    }
+
+
+def _is_sqlite_memory(url: str) -> bool:
+    parsed = make_url(url)
+    return parsed.get_backend_name() == "sqlite" and parsed.database in (None, "", ":memory:")
+
+
+def make_engine(url: str) -> Engine:
+    """An engine for `url`; SQLite gets foreign keys, WAL and a busy timeout on every connection."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite":
+        return create_engine(url, pool_pre_ping=True)
+    if _is_sqlite_memory(url):
+        # One shared connection, otherwise every pooled connection sees its own empty database.
+        engine = create_engine(url, poolclass=StaticPool, connect_args={"check_same_thread": False})
+    else:
+        engine = create_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000})
+
+    @event.listens_for(engine, "connect")
+    def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute("PRAGMA foreign_keys=ON")
+            cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+            # WAL lets readers run while a writer commits; a no-op for in-memory databases.
+            cursor.execute("PRAGMA journal_mode=WAL")
+            # NORMAL is crash-safe under WAL; only a power loss can drop the last commits.
+            cursor.execute("PRAGMA synchronous=NORMAL")
+        finally:
+            cursor.close()
+
+    return engine

@@ -1,0 +1,148 @@
+"""SqlRepository: storing, replacing and fetching chunks."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from sql_factories import make_chunks, make_document, make_kb
+from sqlalchemy import create_engine, text
+
+from ragsift.adapters.sql import SqlRepository
+from ragsift.adapters.sql.orm import make_engine
+from ragsift.domain.errors import InvalidInput, NotFound
+from ragsift.domain.models import Chunk, Locator
+
+
+@pytest.fixture
+def doc_repo(repo: SqlRepository) -> SqlRepository:
+    repo.create_kb(make_kb())
+    repo.add_document(make_document("d1"))
+    return repo
+
+
+def _many_chunks(count: int, doc_id: str = "d1") -> list[Chunk]:
+    return [
+        Chunk(
+            id=f"{doc_id}-{i:06d}",
+            document_id=doc_id,
+            kb_id="kb1",
+            parent_id=None if i % 10 == 0 else f"{doc_id}-{i // 10 * 10:06d}",
+            level=0 if i % 10 == 0 else 1,
+            ordinal=i,
+            heading_path=("Chapter", f"Section {i // 100}"),
+            locator=Locator(page=i // 40 + 1),
+            text=f"chunk number {i} " * 20,
+            token_count=60,
+        )
+        for i in range(count)
+    ]
+
+
+def test_replace_chunks_round_trips_heading_path_and_locator(doc_repo: SqlRepository) -> None:
+    chunks = make_chunks("d1")
+    chunks.append(
+        chunks[-1].model_copy(
+            update={"id": "d1-slide", "ordinal": 9, "heading_path": (), "locator": Locator(slide=7)}
+        )
+    )
+    doc_repo.replace_chunks("d1", chunks)
+    stored = doc_repo.list_chunks("d1")
+    assert stored == chunks
+    assert stored[0].heading_path == ("第一章", "Intro")
+    assert isinstance(stored[0].heading_path, tuple)
+    assert stored[1].locator == Locator(page=1, sheet="Sheet1", cell_range="A0:B0")
+    assert stored[-1].locator == Locator(slide=7)
+
+
+def test_list_chunks_orders_by_level_then_ordinal(doc_repo: SqlRepository) -> None:
+    chunks = make_chunks("d1", children=5)
+    doc_repo.replace_chunks("d1", list(reversed(chunks)))
+    assert [(c.level, c.ordinal) for c in doc_repo.list_chunks("d1")] == [
+        (0, 0),
+        (1, 0),
+        (1, 1),
+        (1, 2),
+        (1, 3),
+        (1, 4),
+    ]
+
+
+def test_replace_chunks_drops_the_previous_chunks(doc_repo: SqlRepository) -> None:
+    doc_repo.replace_chunks("d1", make_chunks("d1", children=5))
+    fresh = _many_chunks(3)
+    doc_repo.replace_chunks("d1", fresh)
+    assert doc_repo.list_chunks("d1") == fresh
+    assert doc_repo.get_chunks(["d1-c4"]) == []
+    doc_repo.replace_chunks("d1", [])
+    assert doc_repo.list_chunks("d1") == []
+
+
+def test_replace_chunks_rejects_chunks_of_another_document(doc_repo: SqlRepository) -> None:
+    with pytest.raises(InvalidInput, match="other documents"):
+        doc_repo.replace_chunks("d1", make_chunks("d2"))
+
+
+def test_replace_chunks_of_an_unknown_document_is_not_found(doc_repo: SqlRepository) -> None:
+    with pytest.raises(NotFound):
+        doc_repo.replace_chunks("ghost", make_chunks("ghost"))
+
+
+def test_failed_replace_keeps_the_previous_chunks(doc_repo: SqlRepository) -> None:
+    original = make_chunks("d1")
+    doc_repo.replace_chunks("d1", original)
+    duplicated = [*_many_chunks(2), _many_chunks(2)[0]]
+    with pytest.raises(InvalidInput, match="duplicate chunk ids"):
+        doc_repo.replace_chunks("d1", duplicated)
+    assert doc_repo.list_chunks("d1") == original
+
+
+def test_get_chunks_preserves_the_requested_order_beyond_1000_ids(
+    doc_repo: SqlRepository,
+) -> None:
+    chunks = _many_chunks(1500)
+    doc_repo.replace_chunks("d1", chunks)
+    wanted = [c.id for c in chunks]
+    random.Random(7).shuffle(wanted)
+    got = doc_repo.get_chunks(wanted)
+    assert [c.id for c in got] == wanted
+    by_id = {c.id: c for c in chunks}
+    assert all(c == by_id[c.id] for c in got)
+
+
+def test_get_chunks_skips_unknown_ids(doc_repo: SqlRepository) -> None:
+    doc_repo.replace_chunks("d1", make_chunks("d1"))
+    got = doc_repo.get_chunks(["d1-c2", "missing", "d1-p0"])
+    assert [c.id for c in got] == ["d1-c2", "d1-p0"]
+    assert doc_repo.get_chunks([]) == []
+
+
+def test_deleting_a_document_row_cascades_to_chunks_in_the_database(
+    doc_repo: SqlRepository, db_url: str
+) -> None:
+    # Proves the FK cascade itself, with the pragma the repository's engine sets.
+    doc_repo.replace_chunks("d1", make_chunks("d1"))
+    engine = make_engine(db_url)
+    try:
+        with engine.begin() as connection:
+            connection.execute(text("DELETE FROM documents WHERE id = 'd1'"))
+    finally:
+        engine.dispose()
+    assert doc_repo.list_chunks("d1") == []
+    # A plain engine without the pragma would have left orphans: the pragma is what matters.
+    plain = create_engine(db_url)
+    try:
+        with plain.connect() as connection:
+            assert connection.exec_driver_sql("PRAGMA foreign_keys").scalar() == 0
+    finally:
+        plain.dispose()
+
+
+def test_replace_chunks_stores_a_large_batch_completely(
+    doc_repo: SqlRepository,
+) -> None:
+    # speed is measured by benchmarks/, not here; this proves the bulk path loses nothing
+    chunks = _many_chunks(20_000)
+    doc_repo.replace_chunks("d1", chunks)
+    assert len(doc_repo.list_chunks("d1")) == 20_000
+    assert doc_repo.get_chunks([chunks[-1].id, chunks[0].id]) == [chunks[-1], chunks[0]]
