@@ -1,0 +1,1 @@
+"""Document ingestion: parsing files into sections, chunking and indexing them."""

@@ -1,0 +1,103 @@
+"""Parsed-document values and the text normalisation every parser shares.
+
+Parsers turn a file into sections: runs of body text under one heading path. Paragraphs inside a
+section are separated by a blank line ("\\n\\n"); the chunker splits on them later. Normalisation
+collapses runs of horizontal whitespace, strips each line and squeezes blank lines; it does not
+apply NFKC, so full-width punctuation (，。：) stays as written.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ragsift.domain.models import Locator
+
+_HSPACE = re.compile(r"[ \t\f\v\xa0\u1680\u2000-\u200a\u202f\u205f\u3000]+")
+# Zero-width characters, soft hyphens and control characters other than tab and line breaks.
+_INVISIBLE = re.compile(r"[\u200b\u200c\u200d\u2060\ufeff\u00ad\x00-\x08\x0e-\x1f\x7f-\x9f]")
+_BLANK_LINES = re.compile(r"\n{3,}")
+# Regex character-class body: CJK radicals, punctuation, kana, ideographs and full-width forms.
+CJK_CHARS = (
+    r"\u2e80-\u2fdf\u3000-\u303f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef"
+)
+_CJK_LINE_BREAK = re.compile(rf"(?<=[{CJK_CHARS}])[ \t\r\f]*\n[ \t\r\f]*(?=[{CJK_CHARS}])")
+
+
+@dataclass(frozen=True, slots=True)
+class Section:
+    """A run of body text under one heading path (for PDF: one page)."""
+
+    heading_path: tuple[str, ...]
+    text: str
+    locator: Locator
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedDocument:
+    """The sections of one document, in reading order; never empty once returned."""
+
+    media_type: str
+    sections: tuple[Section, ...]
+
+
+def normalize_text(text: str) -> str:
+    """Collapse horizontal whitespace, strip lines and keep at most one blank line in a row."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\v", "\n")
+    text = _INVISIBLE.sub("", text)
+    lines = (_HSPACE.sub(" ", line).strip() for line in text.split("\n"))
+    return _BLANK_LINES.sub("\n\n", "\n".join(lines)).strip()
+
+
+def normalize_inline(text: str) -> str:
+    """Normalise text that must fit on one line (headings, table cells)."""
+    text = _INVISIBLE.sub("", join_cjk_lines(text))
+    return _HSPACE.sub(" ", text.replace("\r", " ").replace("\n", " ")).strip()
+
+
+def join_cjk_lines(text: str) -> str:
+    """Drop a source line break between two CJK characters (hard-wrapped Chinese prose)."""
+    return _CJK_LINE_BREAK.sub("", text)
+
+
+class SectionBuilder:
+    """Collects headings and body blocks in reading order and cuts them into sections.
+
+    Heading levels may skip (h1 then h3); a heading closes every open heading of the same or a
+    deeper level. A heading with no body of its own yields no section but stays in the path of the
+    headings below it. Level 0 is above level 1 (used for a DOCX "Title").
+    """
+
+    def __init__(self, locator: Locator | None = None) -> None:
+        self._locator = locator or Locator()
+        self._stack: list[tuple[int, str]] = []
+        self._blocks: list[str] = []
+        self._sections: list[Section] = []
+
+    def heading(self, level: int, title: str) -> None:
+        """Start a new heading; an empty title is ignored."""
+        title = normalize_inline(title)
+        if not title:
+            return
+        self._flush()
+        while self._stack and self._stack[-1][0] >= level:
+            self._stack.pop()
+        self._stack.append((level, title))
+
+    def add_block(self, text: str) -> None:
+        """Append body text; blank lines inside it become paragraph breaks."""
+        text = normalize_text(text)
+        if text:
+            self._blocks.append(text)
+
+    def sections(self) -> tuple[Section, ...]:
+        """Close the current section and return every non-empty section."""
+        self._flush()
+        return tuple(self._sections)
+
+    def _flush(self) -> None:
+        if self._blocks:
+            path = tuple(title for _, title in self._stack)
+            text = "\n\n".join(self._blocks)
+            self._sections.append(Section(heading_path=path, text=text, locator=self._locator))
+            self._blocks = []

@@ -1,0 +1,143 @@
+"""PDF parsing: page locators, Chinese CID text, paragraph recovery and every kind of bad PDF."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from pypdf import PdfReader, PdfWriter
+from reportlab.lib.pagesizes import A4
+from reportlab.lib.styles import ParagraphStyle, getSampleStyleSheet
+from reportlab.pdfbase import pdfmetrics
+from reportlab.pdfbase.cidfonts import UnicodeCIDFont
+from reportlab.pdfgen import canvas
+from reportlab.platypus import PageBreak, Paragraph, SimpleDocTemplate
+
+from ragsift.domain.errors import DocumentRejected
+from ragsift.domain.models import Locator
+from ragsift.ingestion.parsers import parse_document
+
+CJK_FONT = "STSong-Light"
+pdfmetrics.registerFont(UnicodeCIDFont(CJK_FONT))
+
+ENGLISH = (
+    "The Aurora X200 needs a C wire for continuous power. Without it the display shows error "
+    "E-101 and the thermostat does not connect to Wi-Fi networks at all."
+)
+CHINESE = (
+    "密码长度至少 12 位，须包含大写字母、小写字母、数字和特殊字符中的至少三类。密码每 90 天必须"
+    "更换一次，新密码不得与最近 5 次使用过的密码相同，连续输错 5 次账号锁定 30 分钟。"
+)
+
+
+def build_pdf(pages: list[list[tuple[str, str]]]) -> bytes:
+    """A PDF with one page per list entry; each entry is (style, text) with style h or p."""
+    base = getSampleStyleSheet()
+    styles = {
+        "h": ParagraphStyle("h", parent=base["Heading1"], fontName=CJK_FONT, fontSize=16),
+        "p": ParagraphStyle(
+            "p", parent=base["BodyText"], fontName=CJK_FONT, fontSize=10.5, leading=15,
+            spaceBefore=8, wordWrap="CJK",
+        ),
+    }
+    story: list[object] = []
+    for index, page in enumerate(pages):
+        if index:
+            story.append(PageBreak())
+        story.extend(Paragraph(text, styles[kind]) for kind, text in page)
+    buffer = io.BytesIO()
+    SimpleDocTemplate(buffer, pagesize=A4, invariant=1).build(story)
+    return buffer.getvalue()
+
+
+def blank_pdf() -> bytes:
+    buffer = io.BytesIO()
+    page = canvas.Canvas(buffer, pagesize=A4)
+    page.rect(100, 100, 200, 200, fill=1)  # a drawing but no text, as in a scanned page
+    page.showPage()
+    page.save()
+    return buffer.getvalue()
+
+
+def encrypt(data: bytes, user_password: str) -> bytes:
+    writer = PdfWriter(clone_from=PdfReader(io.BytesIO(data)))
+    writer.encrypt(user_password=user_password, owner_password="owner", algorithm="RC4-128")
+    buffer = io.BytesIO()
+    writer.write(buffer)
+    return buffer.getvalue()
+
+
+TWO_PAGES = build_pdf([[("h", "1. Power"), ("p", ENGLISH)], [("h", "第五章 密码"), ("p", CHINESE)]])
+
+
+def test_each_page_is_a_section_with_a_page_locator_from_one() -> None:
+    parsed = parse_document("manual.pdf", TWO_PAGES)
+    assert parsed.media_type == "application/pdf"
+    assert [s.locator for s in parsed.sections] == [Locator(page=1), Locator(page=2)]
+    assert all(section.heading_path == () for section in parsed.sections)
+
+
+def test_chinese_text_in_a_cid_font_is_extracted_exactly() -> None:
+    text = parse_document("policy.pdf", TWO_PAGES).sections[1].text
+    assert "第五章 密码" in text
+    assert CHINESE in text  # wrapped lines are joined again without spaces
+
+
+def test_english_wrapped_lines_are_joined_into_their_sentence() -> None:
+    text = parse_document("manual.pdf", TWO_PAGES).sections[0].text
+    assert ENGLISH in text
+
+
+def test_headings_and_paragraphs_are_separated_by_blank_lines() -> None:
+    data = build_pdf([[("h", "Wi-Fi setup"), ("p", ENGLISH), ("p", ENGLISH), ("h", "E-104")]])
+    text = parse_document("manual.pdf", data).sections[0].text
+    assert text == f"Wi-Fi setup\n\n{ENGLISH}\n\n{ENGLISH}\n\nE-104"
+
+
+def test_pages_without_text_are_skipped_but_keep_their_page_numbers() -> None:
+    writer = PdfWriter()
+    for source in (blank_pdf(), TWO_PAGES):
+        writer.append(PdfReader(io.BytesIO(source)))
+    buffer = io.BytesIO()
+    writer.write(buffer)
+    parsed = parse_document("mixed.pdf", buffer.getvalue())
+    assert [s.locator.page for s in parsed.sections] == [2, 3]
+
+
+def test_pdf_without_extractable_text_is_rejected_as_probably_scanned() -> None:
+    with pytest.raises(DocumentRejected, match=r"no extractable text \(scanned PDF\?\)"):
+        parse_document("scan.pdf", blank_pdf())
+
+
+def test_truncated_pdf_is_rejected_as_corrupt() -> None:
+    with pytest.raises(DocumentRejected, match="PDF is corrupt or truncated") as caught:
+        parse_document("broken.pdf", TWO_PAGES[: len(TWO_PAGES) // 2])
+    assert caught.value.__cause__ is not None
+
+
+def test_file_without_pdf_header_is_rejected() -> None:
+    with pytest.raises(DocumentRejected, match="not a PDF"):
+        parse_document("fake.pdf", b"This is a text file renamed to .pdf")
+
+
+def test_password_protected_pdf_is_rejected_as_encrypted() -> None:
+    with pytest.raises(DocumentRejected, match="PDF is encrypted"):
+        parse_document("secret.pdf", encrypt(TWO_PAGES, user_password="s3cret"))
+
+
+def test_pdf_encrypted_with_empty_user_password_is_read() -> None:
+    parsed = parse_document("restricted.pdf", encrypt(TWO_PAGES, user_password=""))
+    assert CHINESE in parsed.sections[1].text
+
+
+def test_pdf_whose_pages_all_fail_to_extract_is_rejected_as_corrupt(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from pypdf import PageObject
+
+    def broken(*args: object, **kwargs: object) -> str:
+        raise ValueError("bad content stream")
+
+    monkeypatch.setattr(PageObject, "extract_text", broken)
+    with pytest.raises(DocumentRejected, match="text extraction failed on 2 page"):
+        parse_document("broken.pdf", TWO_PAGES)
