@@ -31,3 +31,9 @@ class RetrievalUnavailable(RagsiftError):
     """Every requested retrieval channel failed: an error, never an empty result."""
 
     code = "retrieval_unavailable"
+
+
+class UpstreamError(RagsiftError):
+    """A model server or other dependency answered badly or not at all."""
+
+    code = "upstream_error"

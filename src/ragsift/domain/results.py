@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 from ragsift.domain.models import Locator
+from ragsift.domain.trace import RetrievalTrace
 
 
 class ChannelHit(BaseModel):
@@ -77,3 +78,12 @@ class RetrievalHit(BaseModel):
     fusion_score: float
     rerank_score: float | None = None
     retrieval_sources: tuple[str, ...]
+
+
+class RetrievalResult(BaseModel):
+    """The evidence chosen for one query and the trace of how it was chosen."""
+
+    model_config = ConfigDict(frozen=True)
+
+    hits: tuple[RetrievalHit, ...]
+    trace: RetrievalTrace

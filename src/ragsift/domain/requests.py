@@ -1,0 +1,32 @@
+"""A retrieval request: the query, the scope, and per-request overrides of the defaults."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Mode = Literal["dense", "sparse", "hybrid"]
+Fusion = Literal["rrf", "weighted"]
+
+
+class SearchRequest(BaseModel):
+    """Fields left as None take the service's defaults (config.Settings)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    query: str
+    kb_id: str
+    mode: Mode | None = None
+    top_k: int | None = Field(default=None, ge=1, le=200)
+    candidate_k: int | None = Field(default=None, ge=1, le=1000)
+    channel_k: int | None = Field(default=None, ge=1, le=1000)
+    fusion: Fusion | None = None
+    rrf_k: int | None = Field(default=None, ge=1)
+    dense_weight: float | None = Field(default=None, ge=0)
+    sparse_weight: float | None = Field(default=None, ge=0)
+    document_ids: tuple[str, ...] | None = None
+    sources: tuple[str, ...] | None = None
+    tenant_ids: tuple[str, ...] | None = None
+    dataset_ids: tuple[str, ...] | None = None
+    visibilities: tuple[str, ...] | None = None

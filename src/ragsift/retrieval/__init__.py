@@ -1,0 +1,1 @@
+"""Retrieval logic (pure functions) and its orchestration (the service)."""

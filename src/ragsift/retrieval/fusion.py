@@ -1,0 +1,115 @@
+"""Fusion of ranked lists: weighted Reciprocal Rank Fusion and score-normalised convex fusion.
+
+Both are pure: they deduplicate by chunk id, order by fused score, then by the best single
+rank, then by chunk id, and record which lists found each chunk. Raw cosine and BM25 scores
+are never added together.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from ragsift.domain.results import FusedHit, RankedList
+
+
+def _collect(
+    lists: Sequence[RankedList],
+) -> dict[str, tuple[str, dict[str, int], dict[str, float]]]:
+    """chunk id -> (document id, rank per list, raw score per list); ranks start at 1."""
+    seen: dict[str, tuple[str, dict[str, int], dict[str, float]]] = {}
+    for ranked in lists:
+        for position, hit in enumerate(ranked.hits, start=1):
+            _, ranks, scores = seen.setdefault(hit.chunk_id, (hit.document_id, {}, {}))
+            if ranked.name not in ranks:  # a list naming a chunk twice keeps its first rank
+                ranks[ranked.name] = position
+                scores[ranked.name] = hit.score
+    return seen
+
+
+def _ordered(
+    lists: Sequence[RankedList], fused: Mapping[str, float]
+) -> list[FusedHit]:
+    collected = _collect(lists)
+    order = [ranked.name for ranked in lists]
+    hits = [
+        FusedHit(
+            chunk_id=chunk,
+            document_id=document_id,
+            fusion_score=fused[chunk],
+            best_rank=min(ranks.values()),
+            ranks=ranks,
+            scores=scores,
+            retrieval_sources=tuple(name for name in order if name in ranks),
+        )
+        for chunk, (document_id, ranks, scores) in collected.items()
+    ]
+    hits.sort(key=lambda hit: (-hit.fusion_score, hit.best_rank, hit.chunk_id))
+    return hits
+
+
+def _weight(weights: Mapping[str, float] | None, name: str) -> float:
+    """A list's weight: by full name (`dense:original`), else by channel (`dense`), else 1."""
+    if weights is None:
+        return 1.0
+    if name in weights:
+        return weights[name]
+    return weights.get(name.split(":", 1)[0], 1.0)
+
+
+def rrf(
+    lists: Sequence[RankedList],
+    k: int = 60,
+    weights: Mapping[str, float] | None = None,
+) -> list[FusedHit]:
+    """RRF(d) = sum over lists of w_i / (k + rank_i(d)), ranks from 1.
+
+    With one non-empty list the channel's raw score is kept as the fusion score, so a
+    single-channel search reports cosine or BM25 rather than a rank transform.
+    """
+    if k < 1:
+        raise ValueError("rrf k must be >= 1")
+    live = [ranked for ranked in lists if ranked.hits]
+    if len(live) == 1:
+        only = live[0]
+        raw: dict[str, float] = {}
+        for hit in only.hits:
+            raw.setdefault(hit.chunk_id, hit.score)
+        return _ordered(live, raw)
+    fused: dict[str, float] = {}
+    for ranked in live:
+        weight = _weight(weights, ranked.name)
+        seen: set[str] = set()
+        for position, hit in enumerate(ranked.hits, start=1):
+            if hit.chunk_id in seen:
+                continue
+            seen.add(hit.chunk_id)
+            fused[hit.chunk_id] = fused.get(hit.chunk_id, 0.0) + weight / (k + position)
+    return _ordered(live, fused)
+
+
+def weighted_fusion(
+    lists: Sequence[RankedList],
+    weights: Mapping[str, float] | None = None,
+) -> list[FusedHit]:
+    """Convex fusion of min-max normalised scores: sum of w_i * (s - min_i) / (max_i - min_i).
+
+    Each list is normalised on its own returned candidates, so the best hit of a list scores 1
+    and its last 0; a list whose scores are all equal gives each hit 1. A chunk missing from
+    a list gets 0 from it. With one non-empty list the raw score is kept, as in `rrf`.
+    """
+    live = [ranked for ranked in lists if ranked.hits]
+    if len(live) == 1:
+        return rrf(live)
+    fused: dict[str, float] = {}
+    for ranked in live:
+        weight = _weight(weights, ranked.name)
+        scores = [hit.score for hit in ranked.hits]
+        low, high = min(scores), max(scores)
+        seen: set[str] = set()
+        for hit in ranked.hits:
+            if hit.chunk_id in seen:
+                continue
+            seen.add(hit.chunk_id)
+            norm = 1.0 if high == low else (hit.score - low) / (high - low)
+            fused[hit.chunk_id] = fused.get(hit.chunk_id, 0.0) + weight * norm
+    return _ordered(live, fused)
