@@ -1,0 +1,163 @@
+"""Parent/child chunking: sections become parents, children fit the embedder's token budget.
+
+Children are packed from whole sentences; a sentence longer than the budget is cut between
+words (jieba words, which keep English words whole), so no word is ever split. Only a single
+"word" longer than the whole budget (a URL, a hash) is cut by characters. The overlap
+repeats the trailing whole sentences of the previous child that fit in the overlap budget.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import rjieba
+
+from ragsift.domain.models import CHILD_LEVEL, PARENT_LEVEL, Chunk, chunk_id
+from ragsift.ingestion.parsers.base import ParsedDocument, Section
+from ragsift.ports import Tokenizer
+
+_PARAGRAPHS = re.compile(r"\n\s*\n")
+# A sentence ends at CJK or Latin terminal punctuation (plus closing quotes) or a line break.
+_SENTENCE = re.compile(r".+?(?:[。！？!?；;…]+[”’\"'）)]*\s*|\.(?:\s+|$)|\n|$)", re.S)
+
+
+@dataclass(frozen=True, slots=True)
+class _Unit:
+    text: str
+    tokens: int
+
+
+class Chunker:
+    """Turns a parsed document into parent chunks (level 0) and child chunks (level 1)."""
+
+    def __init__(
+        self,
+        tokenizer: Tokenizer,
+        chunk_tokens: int = 256,
+        overlap_tokens: int = 32,
+        parent_max_tokens: int = 1024,
+    ) -> None:
+        if chunk_tokens < 8:
+            raise ValueError("chunk_tokens must be at least 8")
+        if not 0 <= overlap_tokens < chunk_tokens // 2:
+            raise ValueError("overlap_tokens must be >= 0 and less than half of chunk_tokens")
+        if parent_max_tokens < chunk_tokens:
+            raise ValueError("parent_max_tokens must be at least chunk_tokens")
+        self._tokenizer = tokenizer
+        self._budget = chunk_tokens
+        self._overlap = overlap_tokens
+        self._parent_budget = parent_max_tokens
+
+    def chunk(self, document_id: str, kb_id: str, parsed: ParsedDocument) -> list[Chunk]:
+        """All parents, then all children; children's ordinals run across the document."""
+        parents: list[Chunk] = []
+        children: list[Chunk] = []
+        for section in parsed.sections:
+            for group in self._parent_groups(section.text):
+                parent_text = "".join(unit.text for unit in group).strip()
+                if not parent_text:
+                    continue
+                parent = self._make(
+                    document_id, kb_id, None, PARENT_LEVEL, len(parents), section, parent_text,
+                    sum(unit.tokens for unit in group),
+                )
+                parents.append(parent)
+                for text, tokens in self._children(group):
+                    children.append(
+                        self._make(
+                            document_id, kb_id, parent.id, CHILD_LEVEL, len(children), section,
+                            text, tokens,
+                        )
+                    )
+        return parents + children
+
+    @staticmethod
+    def _make(
+        document_id: str, kb_id: str, parent_id: str | None, level: int, ordinal: int,
+        section: Section, text: str, tokens: int,
+    ) -> Chunk:
+        return Chunk(
+            id=chunk_id(document_id, level, ordinal, text),
+            document_id=document_id,
+            kb_id=kb_id,
+            parent_id=parent_id,
+            level=level,
+            ordinal=ordinal,
+            heading_path=section.heading_path,
+            locator=section.locator,
+            text=text,
+            token_count=tokens,
+        )
+
+    def _count(self, text: str) -> int:
+        return self._tokenizer.count_tokens(text)
+
+    def _units(self, text: str) -> list[_Unit]:
+        """Sentences (words when a sentence alone exceeds the budget), paragraph breaks kept.
+
+        Sentence units make the overlap land on sentence boundaries; a paragraph break
+        rides on the paragraph's last unit so joined text keeps its layout.
+        """
+        units: list[_Unit] = []
+        for paragraph in filter(None, (p.strip() for p in _PARAGRAPHS.split(text))):
+            pieces = [unit for s in _SENTENCE.findall(paragraph) for unit in self._fit(s)]
+            if pieces:
+                last = pieces[-1]
+                pieces[-1] = _Unit(last.text.rstrip() + "\n\n", last.tokens)
+            units.extend(pieces)
+        return units
+
+    def _fit(self, text: str) -> list[_Unit]:
+        tokens = self._count(text)
+        if tokens <= self._budget or not text:
+            return [_Unit(text, tokens)] if text else []
+        words = [w for w in rjieba.cut(text) if w]
+        if len(words) > 1:
+            return [unit for word in words for unit in self._fit(word)]
+        half = max(1, len(text) // 2)  # one word beyond the budget: cut by characters
+        return self._fit(text[:half]) + self._fit(text[half:])
+
+    def _parent_groups(self, text: str) -> list[list[_Unit]]:
+        groups: list[list[_Unit]] = [[]]
+        used = 0
+        for unit in self._units(text):
+            if groups[-1] and used + unit.tokens > self._parent_budget:
+                groups.append([])
+                used = 0
+            groups[-1].append(unit)
+            used += unit.tokens
+        return [group for group in groups if group]
+
+    def _children(self, units: Sequence[_Unit]) -> list[tuple[str, int]]:
+        """Greedy packing with a tail overlap; each child's real token count is verified."""
+        children: list[tuple[str, int]] = []
+        start = 0
+        while start < len(units):
+            end, used = start, 0
+            while end < len(units) and used + units[end].tokens <= self._budget:
+                used += units[end].tokens
+                end += 1
+            end = max(end, start + 1)
+            text, tokens = self._joined(units[start:end])
+            while tokens > self._budget and end - start > 1:
+                end -= 1  # unit counts are not additive at the seams: shrink until it fits
+                text, tokens = self._joined(units[start:end])
+            children.append((text, tokens))
+            if end >= len(units):
+                break
+            start = self._overlap_start(units, start, end)
+        return children
+
+    def _joined(self, units: Sequence[_Unit]) -> tuple[str, int]:
+        text = "".join(unit.text for unit in units).strip()
+        return text, self._count(text)
+
+    def _overlap_start(self, units: Sequence[_Unit], start: int, end: int) -> int:
+        """Index where the next child starts: back up over whole trailing units within overlap."""
+        back, carried = end, 0
+        while back - 1 > start and carried + units[back - 1].tokens <= self._overlap:
+            back -= 1
+            carried += units[back].tokens
+        return back
