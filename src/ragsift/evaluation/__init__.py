@@ -1,0 +1,1 @@
+"""Offline retrieval evaluation: ranking metrics matching trec_eval, computed per query."""
