@@ -1,0 +1,1 @@
+"""Adapters: one module or package per real technology behind a port."""

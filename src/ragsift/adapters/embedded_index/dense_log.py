@@ -1,0 +1,154 @@
+"""On-disk layout of the dense store: a raw float32 vector file plus a JSON-lines row log."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from pathlib import Path
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ragsift.domain.index_records import IndexRecord
+
+logger = logging.getLogger(__name__)
+
+# chunk_id, then the filter fields in FILTER_FIELDS order.
+Row = tuple[str, str, str, str | None, str | None, str | None, str | None]
+FILTER_FIELDS = ("document_id", "kb_id", "source", "tenant_id", "dataset_id", "visibility")
+
+_META = "meta.json"
+_COPY_BLOCK_ROWS = 8192
+
+
+def row_of_record(record: IndexRecord) -> Row:
+    """The persisted metadata of one record (its text is not needed for dense search)."""
+    return (
+        record.chunk_id,
+        record.document_id,
+        record.kb_id,
+        record.source,
+        record.tenant_id,
+        record.dataset_id,
+        record.visibility,
+    )
+
+
+def _row_of_json(item: list[str | None]) -> Row:
+    if len(item) != 7 or not all(isinstance(v, str) for v in item[:3]):
+        raise ValueError(f"malformed dense log row: {item!r}")
+    cid, did, kb, source, tenant, dataset, visibility = item
+    assert cid is not None and did is not None and kb is not None  # checked above
+    return (cid, did, kb, source, tenant, dataset, visibility)
+
+
+class DenseFiles:
+    """Generation-numbered files; compaction writes a new generation and flips meta.json."""
+
+    def __init__(self, directory: Path, dimension: int) -> None:
+        self._directory = directory
+        self._dimension = dimension
+        directory.mkdir(parents=True, exist_ok=True)
+        meta_path = directory / _META
+        if meta_path.exists():
+            meta = json.loads(meta_path.read_text(encoding="utf-8"))
+            if int(meta["dimension"]) != dimension:
+                raise ValueError(
+                    f"dense store at {directory} has dimension {meta['dimension']}, not {dimension}"
+                )
+            self._generation = int(meta["generation"])
+        else:
+            self._generation = 0
+            self._write_meta()
+
+    @property
+    def vectors_path(self) -> Path:
+        """Raw row-major float32 file of the current generation."""
+        return self._directory / f"vectors-{self._generation}.f32"
+
+    @property
+    def log_path(self) -> Path:
+        """Row metadata and tombstone log of the current generation."""
+        return self._directory / f"log-{self._generation}.jsonl"
+
+    def replay(self) -> tuple[list[Row], set[int]]:
+        """Rows in file order and the tombstoned row numbers; repairs a torn last write."""
+        rows: list[Row] = []
+        deleted: set[int] = set()
+        good_bytes = 0
+        if self.log_path.exists():
+            with self.log_path.open("rb") as log:
+                for line in log:
+                    try:
+                        entry = json.loads(line)
+                        added = [_row_of_json(item) for item in entry.get("add", [])]
+                        dead = [int(r) for r in entry.get("del", [])]
+                    except (ValueError, TypeError, AttributeError):
+                        logger.warning("dropping a torn or invalid entry at the end of %s", log)
+                        break
+                    if not line.endswith(b"\n"):
+                        break  # a write that stopped before its newline never completed
+                    deleted.update(dead)
+                    rows.extend(added)
+                    good_bytes += len(line)
+            if good_bytes < self.log_path.stat().st_size:
+                os.truncate(self.log_path, good_bytes)
+        expected = len(rows) * self._dimension * 4
+        size = self.vectors_path.stat().st_size if self.vectors_path.exists() else 0
+        if size < expected:
+            raise RuntimeError(
+                f"{self.vectors_path} holds {size} bytes but its log needs {expected}; "
+                "the dense store is damaged and must be rebuilt"
+            )
+        if size > expected:
+            # Vectors are written before their log entry, so surplus bytes are an unfinished batch.
+            os.truncate(self.vectors_path, expected)
+        return rows, deleted
+
+    def append(self, matrix: NDArray[np.float32], rows: list[Row], dead: list[int]) -> None:
+        """Persist one write batch: vectors first, then one log line that commits it."""
+        if matrix.size:
+            with self.vectors_path.open("ab") as vectors:
+                vectors.write(np.ascontiguousarray(matrix, dtype=np.float32).tobytes())
+        entry: dict[str, object] = {}
+        if rows:
+            entry["add"] = rows
+        if dead:
+            entry["del"] = dead
+        with self.log_path.open("ab") as log:
+            log.write(json.dumps(entry, ensure_ascii=False).encode("utf-8") + b"\n")
+
+    def map(self, rows: int) -> NDArray[np.float32]:
+        """A read-only memory map of the first `rows` vectors (remapped after every growth)."""
+        if rows == 0:
+            return np.empty((0, self._dimension), dtype=np.float32)
+        return np.memmap(
+            self.vectors_path, dtype=np.float32, mode="r", shape=(rows, self._dimension)
+        )
+
+    def rewrite(self, matrix: NDArray[np.float32], keep: NDArray[np.intp], rows: list[Row]) -> None:
+        """Write `matrix[keep]` with its `rows` as the next generation and switch to it."""
+        old_vectors, old_log = self.vectors_path, self.log_path
+        self._generation += 1
+        for path in (self.vectors_path, self.log_path):
+            path.unlink(missing_ok=True)
+        with self.vectors_path.open("wb") as vectors:
+            # Blocks bound the memory a compaction needs, whatever the size of the store.
+            for start in range(0, keep.size, _COPY_BLOCK_ROWS):
+                block = matrix[keep[start : start + _COPY_BLOCK_ROWS]]
+                vectors.write(np.ascontiguousarray(block, dtype=np.float32).tobytes())
+        self.append(np.empty((0, self._dimension), np.float32), rows, [])
+        self._write_meta()
+        for path in (old_vectors, old_log):
+            try:
+                path.unlink(missing_ok=True)
+            except OSError:  # pragma: no cover - e.g. a platform that locks mapped files
+                logger.warning("could not remove old dense store file %s", path)
+
+    def _write_meta(self) -> None:
+        # Write-then-rename makes the switch to a new generation atomic.
+        meta = {"dimension": self._dimension, "generation": self._generation}
+        tmp = self._directory / (_META + ".tmp")
+        tmp.write_text(json.dumps(meta), encoding="utf-8")
+        os.replace(tmp, self._directory / _META)

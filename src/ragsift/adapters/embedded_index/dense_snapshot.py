@@ -1,0 +1,146 @@
+"""Immutable views of the dense store that searches read, and the filter-then-rank search."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ragsift.adapters.embedded_index.dense_log import FILTER_FIELDS, Row
+from ragsift.domain.filters import SearchFilter
+from ragsift.domain.results import ChannelHit
+
+Int32Array = NDArray[np.int32]
+IntpArray = NDArray[np.intp]
+BoolArray = NDArray[np.bool_]
+Float32Array = NDArray[np.float32]
+
+# Gathering scattered rows copies them, so it only pays off for a small share of the matrix;
+# above this share one product over the whole matrix is cheaper.
+_GATHER_MAX_SHARE = 0.35
+_GATHER_BLOCK_ROWS = 256
+# Rows usually arrive a document at a time, so candidates form contiguous runs; when runs are
+# this long on average, multiplying each run in place beats copying the rows out.
+_MIN_MEAN_RUN = 24
+_CACHE_SIZE = 64
+
+
+@dataclass(frozen=True, slots=True)
+class Candidates:
+    """Rows a filter allows, in row order, and where each contiguous run of them starts."""
+
+    rows: IntpArray
+    run_starts: IntpArray
+
+
+@dataclass(frozen=True, eq=False)
+class Snapshot:
+    """What one search reads; never mutated after publication except its filter cache."""
+
+    size: int
+    matrix: Float32Array
+    alive: BoolArray
+    live: int
+    # Per filter field: code + 1 of each row's value, 0 meaning None, so 0 never matches.
+    codes: dict[str, Int32Array]
+    # Shared, append-only: later rows are appended past `size`, which this snapshot ignores.
+    rows: list[Row]
+    # Value -> code per filter field; append-only until compaction replaces it wholesale.
+    vocab: dict[str, dict[str, int]]
+    cache: dict[SearchFilter, Candidates] = field(default_factory=dict)
+
+    def search(
+        self, query: Float32Array, search_filter: SearchFilter, limit: int
+    ) -> list[ChannelHit]:
+        """Top-`limit` allowed rows by dot product with a unit query; ties by chunk_id."""
+        if limit <= 0 or self.live == 0:
+            return []
+        candidates = self.candidates(search_filter)
+        rows = candidates.rows
+        if rows.size == 0:
+            return []
+        scores = self._scores(candidates, query)
+        k = min(limit, rows.size)
+        if k < rows.size:
+            top = np.argpartition(scores, rows.size - k)[rows.size - k :]
+            # Keep every row tied with the k-th score so the chunk_id tie-break is exact.
+            picked = np.flatnonzero(scores >= scores[top].min())
+        else:
+            picked = np.arange(rows.size)
+        ranked = sorted(
+            ((float(scores[i]), self.rows[int(rows[i])]) for i in picked),
+            key=lambda item: (-item[0], item[1][0]),
+        )[:k]
+        return [
+            ChannelHit(chunk_id=row[0], document_id=row[1], score=score) for score, row in ranked
+        ]
+
+    def candidates(self, search_filter: SearchFilter) -> Candidates:
+        """Rows the filter allows, cached because the same filters repeat across queries."""
+        cached = self.cache.get(search_filter)
+        if cached is not None:
+            return cached
+        rows = self._allowed_rows(search_filter)
+        run_starts = np.concatenate(([0], np.flatnonzero(np.diff(rows) != 1) + 1))
+        found = Candidates(rows=rows, run_starts=run_starts.astype(np.intp))
+        if len(self.cache) >= _CACHE_SIZE:
+            self.cache.clear()
+        self.cache[search_filter] = found
+        return found
+
+    def _allowed_rows(self, search_filter: SearchFilter) -> IntpArray:
+        empty: IntpArray = np.empty(0, dtype=np.intp)
+        kb_code = self.vocab["kb_id"].get(search_filter.kb_id)
+        if kb_code is None:
+            return empty
+        rows = np.flatnonzero(self.alive & (self.codes["kb_id"] == kb_code + 1))
+        restrictions: dict[str, frozenset[str]] = dict(search_filter.scope_fields())
+        if search_filter.document_ids is not None:
+            restrictions["document_id"] = search_filter.document_ids
+        for name, values in restrictions.items():
+            field_vocab = self.vocab[name]
+            wanted = [field_vocab[v] + 1 for v in values if v in field_vocab]
+            if not wanted:
+                return empty
+            # A lookup table indexed by code is one gather, whatever the number of values.
+            lookup = np.zeros(max(wanted) + 1, dtype=np.bool_)
+            lookup[wanted] = True
+            field_codes = self.codes[name][rows]
+            in_range = field_codes < lookup.size
+            rows = rows[in_range][lookup[field_codes[in_range]]]
+        return rows
+
+    def _scores(self, candidates: Candidates, query: Float32Array) -> Float32Array:
+        rows, run_starts = candidates.rows, candidates.run_starts
+        out = np.empty(rows.size, dtype=np.float32)
+        if rows.size >= _MIN_MEAN_RUN * run_starts.size:
+            ends = [*run_starts[1:].tolist(), rows.size]
+            for start, end in zip(run_starts.tolist(), ends, strict=True):
+                first = int(rows[start])
+                out[start:end] = self.matrix[first : first + end - start] @ query
+        elif rows.size <= _GATHER_MAX_SHARE * self.size:
+            # Blocks keep each gathered copy cache-sized.
+            for start in range(0, rows.size, _GATHER_BLOCK_ROWS):
+                block = rows[start : start + _GATHER_BLOCK_ROWS]
+                out[start : start + block.size] = self.matrix[block] @ query
+        else:
+            out[:] = (self.matrix @ query)[rows]
+        return out
+
+
+def encode_rows(vocab: dict[str, dict[str, int]], rows: list[Row]) -> dict[str, Int32Array]:
+    """Per filter field, code + 1 of each row's value (0 for None), growing `vocab`."""
+    codes: dict[str, Int32Array] = {}
+    for pos, name in enumerate(FILTER_FIELDS, start=1):
+        field_vocab = vocab[name]
+        out = np.zeros(len(rows), dtype=np.int32)
+        for index, row in enumerate(rows):
+            value = row[pos]
+            if value is not None:
+                code = field_vocab.get(value)
+                if code is None:
+                    code = field_vocab[value] = len(field_vocab)
+                out[index] = code + 1
+        codes[name] = out
+    return codes
