@@ -1,0 +1,270 @@
+"""The `ragsift` command: ingest, search, explain, and manage knowledge bases and documents."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from ragsift.bootstrap import Container, build
+from ragsift.cli_render import render_hits, render_trace
+from ragsift.config import Settings
+from ragsift.domain.errors import InvalidInput, RagsiftError
+from ragsift.domain.models import DocumentScope, DocumentStatus, KnowledgeBase
+from ragsift.domain.requests import SearchRequest
+from ragsift.domain.results import RetrievalResult
+from ragsift.ingestion.parsers import SUPPORTED_EXTENSIONS
+
+app = typer.Typer(help="ragsift: hybrid retrieval for RAG over Chinese and English documents.",
+                  no_args_is_help=True, add_completion=False)
+kb_app = typer.Typer(help="Knowledge bases.", no_args_is_help=True)
+docs_app = typer.Typer(help="Documents of a knowledge base.", no_args_is_help=True)
+app.add_typer(kb_app, name="kb")
+app.add_typer(docs_app, name="docs")
+
+out = Console(soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
+
+DataDir = Annotated[
+    Path | None,
+    typer.Option("--data-dir", envvar="RAGSIFT_DATA_DIR", help="Data directory [./.ragsift]."),
+]
+KbName = Annotated[str, typer.Option("--kb", help="Knowledge base name.")]
+JsonFlag = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
+
+
+class CliFailure(Exception):
+    def __init__(self, message: str, exit_code: int) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+@contextmanager
+def _container(data_dir: Path | None) -> Iterator[Container]:
+    try:
+        settings = Settings(data_dir=data_dir) if data_dir else Settings()
+    except ValidationError as exc:
+        raise CliFailure(f"invalid settings: {exc}", 2) from exc
+    container = build(settings)
+    try:
+        yield container
+    finally:
+        container.close()
+
+
+def _kb(container: Container, name: str) -> KnowledgeBase:
+    kb = container.repository.get_kb_by_name(name)
+    if kb is None:
+        known = ", ".join(k.name for k in container.repository.list_kbs()) or "none"
+        raise InvalidInput(f"unknown knowledge base {name!r} (known: {known})")
+    return kb
+
+
+def _files(paths: list[Path]) -> list[Path]:
+    found: list[Path] = []
+    for path in paths:
+        if not path.exists():
+            raise InvalidInput(f"no such file or directory: {path}")
+        if path.is_dir():
+            found.extend(p for p in sorted(path.rglob("*"))
+                         if p.is_file() and not p.name.startswith("."))
+        else:
+            found.append(path)
+    return found
+
+
+@app.command()
+def ingest(
+    paths: Annotated[list[Path], typer.Argument(help="Files or folders (folders recurse).")],
+    kb: KbName,
+    data_dir: DataDir = None,
+    source: Annotated[str | None, typer.Option(help="Source label for filters.")] = None,
+    tenant_id: Annotated[str | None, typer.Option(help="Tenant of the documents.")] = None,
+    dataset_id: Annotated[str | None, typer.Option(help="Dataset of the documents.")] = None,
+    visibility: Annotated[str | None, typer.Option(help="Visibility level.")] = None,
+) -> None:
+    """Ingest files into a knowledge base (created if needed). Exit 2 if any document failed."""
+    files = _files(paths)
+    scope = DocumentScope(source=source, tenant_id=tenant_id, dataset_id=dataset_id,
+                          visibility=visibility)
+    failed = 0
+    with _container(data_dir) as container:
+        knowledge_base = container.ingestion.ensure_kb(kb)
+        columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                   TimeElapsedColumn())
+        with Progress(*columns, console=err, transient=True) as bar:
+            files_task = bar.add_task("documents", total=len(files))
+            for path in files:
+                chunk_task = bar.add_task(f"  {path.name}: chunks embedded", total=None)
+                outcome = container.ingestion.ingest_path(
+                    knowledge_base, path, scope,
+                    progress=lambda n, t=chunk_task: bar.advance(t, n),  # type: ignore[misc]
+                )
+                bar.remove_task(chunk_task)
+                bar.advance(files_task)
+                document = outcome.document
+                if document.status == DocumentStatus.FAILED:
+                    failed += 1
+                    err.print(f"[red]FAILED[/] {path}: {document.error}")
+                elif outcome.duplicate:
+                    out.print(f"[yellow]duplicate[/] {path} (same bytes as document {document.id})")
+                else:
+                    out.print(f"[green]READY[/] {path} -> {document.id} ({outcome.chunks} chunks)")
+    out.print(f"{len(files) - failed} of {len(files)} documents ingested into {kb!r}")
+    if failed:
+        raise CliFailure(f"{failed} document(s) failed; supported: "
+                         f"{', '.join(sorted(SUPPORTED_EXTENSIONS))}", 2)
+
+
+def _search(
+    data_dir: Path | None, kb: str, query: str, mode: str | None, top_k: int | None,
+    doc_ids: list[str] | None, fusion: str | None,
+) -> RetrievalResult:
+    with _container(data_dir) as container:
+        knowledge_base = _kb(container, kb)
+        try:
+            request = SearchRequest(
+                query=query, kb_id=knowledge_base.id, mode=mode, top_k=top_k,  # type: ignore[arg-type]
+                fusion=fusion,  # type: ignore[arg-type]
+                document_ids=tuple(doc_ids) if doc_ids else None,
+            )
+        except ValidationError as exc:
+            raise InvalidInput(_validation_message(exc)) from exc
+        return asyncio.run(container.retrieval.search(request))
+
+
+def _validation_message(exc: ValidationError) -> str:
+    return "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+
+
+ModeOpt = Annotated[str | None, typer.Option("--mode", help="dense | sparse | hybrid [hybrid]")]
+TopK = Annotated[int | None, typer.Option("--top-k", help="Results to return [5].")]
+DocIds = Annotated[list[str] | None, typer.Option("--doc-id", help="Restrict to a document.")]
+FusionOpt = Annotated[str | None, typer.Option("--fusion", help="rrf | weighted [rrf]")]
+
+
+@app.command()
+def search(
+    query: Annotated[str, typer.Argument(help="The question.")],
+    kb: KbName,
+    mode: ModeOpt = None,
+    top_k: TopK = None,
+    doc_id: DocIds = None,
+    fusion: FusionOpt = None,
+    as_json: JsonFlag = False,
+    data_dir: DataDir = None,
+) -> None:
+    """Search a knowledge base and print the evidence."""
+    result = _search(data_dir, kb, query, mode, top_k, doc_id, fusion)
+    if as_json:
+        typer.echo(json.dumps([hit.model_dump(mode="json") for hit in result.hits],
+                              ensure_ascii=False, indent=2))
+        return
+    render_hits(out, result)
+
+
+@app.command()
+def explain(
+    query: Annotated[str, typer.Argument(help="The question.")],
+    kb: KbName,
+    mode: ModeOpt = None,
+    top_k: TopK = None,
+    doc_id: DocIds = None,
+    fusion: FusionOpt = None,
+    as_json: JsonFlag = False,
+    data_dir: DataDir = None,
+) -> None:
+    """Search and show how every stage chose the evidence (the trace)."""
+    result = _search(data_dir, kb, query, mode, top_k, doc_id, fusion)
+    if as_json:
+        payload: dict[str, Any] = {
+            "results": [hit.model_dump(mode="json") for hit in result.hits],
+            "trace": result.trace.model_dump(mode="json"),
+        }
+        typer.echo(json.dumps(payload, ensure_ascii=False, indent=2))
+        return
+    render_hits(out, result)
+    render_trace(out, result.trace)
+
+
+@kb_app.command("list")
+def kb_list(data_dir: DataDir = None, as_json: JsonFlag = False) -> None:
+    """List knowledge bases with their document counts."""
+    with _container(data_dir) as container:
+        rows = []
+        for kb in container.repository.list_kbs():
+            documents = container.repository.list_documents(kb.id)
+            ready = sum(1 for d in documents if d.status == DocumentStatus.READY)
+            rows.append({"id": kb.id, "name": kb.name, "embedding_model": kb.embedding_model,
+                         "documents": len(documents), "ready": ready})
+    if as_json:
+        typer.echo(json.dumps(rows, ensure_ascii=False, indent=2))
+        return
+    for row in rows:
+        out.print(f"{row['name']}\t{row['id']}\t{row['ready']}/{row['documents']} READY"
+                  f"\t{row['embedding_model']}")
+
+
+@docs_app.command("list")
+def docs_list(kb: KbName, data_dir: DataDir = None, as_json: JsonFlag = False) -> None:
+    """List the documents of a knowledge base with status and error."""
+    with _container(data_dir) as container:
+        documents = container.repository.list_documents(_kb(container, kb).id)
+    if as_json:
+        typer.echo(json.dumps([d.model_dump(mode="json") for d in documents],
+                              ensure_ascii=False, indent=2))
+        return
+    for d in documents:
+        error = f"\t{d.error}" if d.error else ""
+        out.print(f"{d.id}\t{d.status.value}\t{d.filename}{error}")
+
+
+@docs_app.command("delete")
+def docs_delete(
+    doc_ids: Annotated[list[str], typer.Argument(help="Document ids.")],
+    kb: KbName,
+    data_dir: DataDir = None,
+) -> None:
+    """Delete documents from the facts and from both indexes."""
+    with _container(data_dir) as container:
+        knowledge_base = _kb(container, kb)
+        for doc_id in doc_ids:
+            document = container.repository.get_document(doc_id)
+            if document is None or document.kb_id != knowledge_base.id:
+                raise InvalidInput(f"document {doc_id!r} is not in knowledge base {kb!r}")
+            container.ingestion.delete_document(doc_id)
+            out.print(f"deleted {doc_id} ({document.filename})")
+
+
+def main() -> None:
+    """Entry point: exit 0 ok, 2 bad usage or input, 1 internal error."""
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        app()  # standalone: typer itself reports usage errors with exit code 2
+    except CliFailure as exc:
+        err.print(f"[red]error:[/] {exc}")
+        sys.exit(exc.exit_code)
+    except InvalidInput as exc:
+        err.print(f"[red]error:[/] {exc}")
+        sys.exit(2)
+    except RagsiftError as exc:
+        err.print(f"[red]error ({exc.code}):[/] {exc}")
+        sys.exit(1)
+    except Exception as exc:
+        logging.getLogger("ragsift").debug("internal error", exc_info=True)
+        err.print(f"[red]internal error:[/] {type(exc).__name__}: {exc}")
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,78 @@
+"""Rich rendering of results and traces for the terminal."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from ragsift.domain.models import Locator
+from ragsift.domain.results import RetrievalResult
+from ragsift.domain.trace import RetrievalTrace
+
+
+def _fmt(value: float | int | None, digits: int = 4) -> str:
+    if value is None:
+        return "-"
+    return str(value) if isinstance(value, int) else f"{value:.{digits}f}"
+
+
+def _where(heading_path: tuple[str, ...], locator: Locator) -> str:
+    parts = [" > ".join(heading_path)] if heading_path else []
+    if locator.page is not None:
+        parts.append(f"p.{locator.page}")
+    if locator.sheet is not None:
+        parts.append(f"{locator.sheet}!{locator.cell_range or ''}")
+    if locator.slide is not None:
+        parts.append(f"slide {locator.slide}")
+    return " · ".join(parts)
+
+
+def render_hits(console: Console, result: RetrievalResult, snippet: int = 160) -> None:
+    """One block per hit: rank, scores, file, location and the start of the text."""
+    if not result.hits:
+        reason = result.trace.scope.empty_reason or "no matching evidence"
+        console.print(f"[yellow]no results[/]: {reason}")
+        return
+    for hit in result.hits:
+        text = " ".join(hit.text.split())
+        if len(text) > snippet:
+            text = text[:snippet] + "…"
+        console.print(
+            f"[bold]{hit.rank}.[/] [cyan]{hit.filename}[/] {_where(hit.heading_path, hit.locator)}"
+            f"  [dim]fusion={_fmt(hit.fusion_score)} dense#{_fmt(hit.dense_rank)}"
+            f" sparse#{_fmt(hit.sparse_rank)}[/]"
+        )
+        console.print(f"   {text}")
+
+
+def render_trace(console: Console, trace: RetrievalTrace) -> None:
+    """The trace as tables: request, channels, per-hit scores are in render_hits."""
+    summary = Table(title="retrieval trace", show_header=False)
+    summary.add_row("request", trace.request_id)
+    summary.add_row("mode / fusion", f"{trace.mode} / {trace.fusion}")
+    summary.add_row("variants", "; ".join(f"{v.method}: {v.text}" for v in trace.variants))
+    scope = trace.scope
+    if scope.document_ids_requested:
+        summary.add_row(
+            "document whitelist",
+            f"{scope.document_ids_allowed}/{scope.document_ids_requested} READY"
+            + (f" ({scope.empty_reason})" if scope.empty_reason else ""),
+        )
+    summary.add_row("fused candidates", str(trace.fused_count))
+    summary.add_row("dropped by READY check", str(trace.ready_filtered_count))
+    summary.add_row("returned", str(trace.returned_count))
+    summary.add_row(
+        "degradations",
+        "; ".join(f"{d.code}: {d.reason}" for d in trace.degradations) or "none",
+    )
+    summary.add_row(
+        "timings (ms)", ", ".join(f"{k}={v:.1f}" for k, v in trace.timings_ms.items())
+    )
+    console.print(summary)
+    channels = Table(title="channels")
+    for column in ("list", "candidates", "latency ms", "error"):
+        channels.add_column(column)
+    for run in trace.channels:
+        channels.add_row(run.list_name, str(run.candidates), f"{run.latency_ms:.1f}",
+                         run.error or "")
+    console.print(channels)

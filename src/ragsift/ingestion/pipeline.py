@@ -1,0 +1,230 @@
+"""IngestionService: PENDING -> PARSING -> INDEXING -> READY | FAILED, one document at a time.
+
+A bad document ends FAILED with its reason and never affects the rest of the knowledge base.
+Chunks reach the index before the document is READY, but search re-checks READY in the facts,
+so nothing of a document is visible before it is complete.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import re
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path, PurePath
+
+import numpy as np
+
+from ragsift.domain.errors import DocumentRejected, InvalidInput, NotFound
+from ragsift.domain.index_records import IndexRecord
+from ragsift.domain.models import (
+    CHILD_LEVEL,
+    Chunk,
+    Document,
+    DocumentScope,
+    DocumentStatus,
+    KnowledgeBase,
+)
+from ragsift.ingestion.chunking import Chunker
+from ragsift.ingestion.parsers import media_type_for, parse_document
+from ragsift.ports import Embedder, ObjectStore, Repository, SearchIndex
+
+logger = logging.getLogger(__name__)
+
+Progress = Callable[[int], None]
+"""Called with the number of chunks just embedded."""
+
+
+@dataclass(frozen=True, slots=True)
+class IngestOutcome:
+    document: Document
+    duplicate: bool = False
+    chunks: int = 0
+
+
+class IngestionService:
+    """Ingests files into a knowledge base and deletes documents from facts and indexes."""
+
+    def __init__(
+        self,
+        repository: Repository,
+        index: SearchIndex,
+        embedder: Embedder,
+        object_store: ObjectStore,
+        chunker: Chunker,
+        max_file_bytes: int,
+        batch_size: int = 16,
+    ) -> None:
+        if max_file_bytes < 1 or batch_size < 1:
+            raise ValueError("max_file_bytes and batch_size must be positive")
+        self._repository = repository
+        self._index = index
+        self._embedder = embedder
+        self._objects = object_store
+        self._chunker = chunker
+        self._max_bytes = max_file_bytes
+        self._batch = batch_size
+
+    def ensure_kb(self, name: str) -> KnowledgeBase:
+        """The knowledge base called `name`, created with the current embedder if missing."""
+        if not name.strip():
+            raise InvalidInput("knowledge base name must not be empty")
+        kb = self._repository.get_kb_by_name(name)
+        if kb is None:
+            kb = self._repository.create_kb(
+                KnowledgeBase(
+                    id=uuid.uuid4().hex,
+                    name=name,
+                    embedding_model=self._embedder.model_id,
+                    embedding_dim=self._embedder.dimension,
+                    created_at=datetime.now(UTC),
+                )
+            )
+        elif kb.embedding_model != self._embedder.model_id:
+            raise InvalidInput(
+                f"knowledge base {name!r} was built with {kb.embedding_model}; the configured "
+                f"embedder is {self._embedder.model_id} (changing the model needs a rebuild)"
+            )
+        return kb
+
+    def ingest_path(
+        self, kb: KnowledgeBase, path: Path, scope: DocumentScope | None = None,
+        progress: Progress | None = None,
+    ) -> IngestOutcome:
+        """Ingest one file; its size is checked before a single byte is read."""
+        size = path.stat().st_size
+        if size > self._max_bytes:
+            reason = f"file is {size} bytes, over the limit of {self._max_bytes} bytes"
+            return IngestOutcome(self._failed(kb, path.name, None, size, reason, scope))
+        return self.ingest_bytes(kb, path.name, path.read_bytes(), scope, progress)
+
+    def ingest_bytes(
+        self, kb: KnowledgeBase, filename: str, data: bytes, scope: DocumentScope | None = None,
+        progress: Progress | None = None,
+    ) -> IngestOutcome:
+        """Ingest one file's bytes; a duplicate of a live document is reported, not re-added."""
+        if len(data) > self._max_bytes:
+            reason = f"file is {len(data)} bytes, over the limit of {self._max_bytes} bytes"
+            return IngestOutcome(self._failed(kb, filename, None, len(data), reason, scope))
+        sha = hashlib.sha256(data).hexdigest()
+        existing = self._repository.find_document_by_sha256(kb.id, sha)
+        if existing is not None and existing.status != DocumentStatus.FAILED:
+            return IngestOutcome(existing, duplicate=True)
+        if existing is not None:
+            self.delete_document(existing.id)  # a failed attempt is retried from scratch
+        try:
+            media_type = media_type_for(filename)
+        except DocumentRejected as exc:
+            return IngestOutcome(self._failed(kb, filename, sha, len(data), str(exc), scope))
+        document = self._repository.add_document(
+            Document(
+                id=uuid.uuid4().hex, kb_id=kb.id, filename=filename, media_type=media_type,
+                sha256=sha, size=len(data), status=DocumentStatus.PENDING,
+                scope=scope or DocumentScope(), created_at=datetime.now(UTC),
+            )
+        )
+        try:
+            self._objects.put(_object_key(document), data)
+            count = self._index_document(document, data, progress)
+        except DocumentRejected as exc:
+            return IngestOutcome(self._fail_existing(document, str(exc)))
+        except Exception as exc:  # one document's failure must not stop the batch
+            logger.exception("ingesting %s failed", filename)
+            return IngestOutcome(self._fail_existing(document, f"{type(exc).__name__}: {exc}"))
+        self._repository.set_status(document.id, DocumentStatus.READY)
+        return IngestOutcome(self._reload(document.id), chunks=count)
+
+    def reindex(self, document_id: str, progress: Progress | None = None) -> IngestOutcome:
+        """Re-parse a document from its stored original (after a chunking change, say)."""
+        document = self._reload(document_id)
+        data = self._objects.get(_object_key(document))
+        self._index.delete_document(document_id)
+        try:
+            count = self._index_document(document, data, progress)
+        except Exception as exc:
+            return IngestOutcome(self._fail_existing(document, f"{type(exc).__name__}: {exc}"))
+        self._repository.set_status(document_id, DocumentStatus.READY)
+        return IngestOutcome(self._reload(document_id), chunks=count)
+
+    def delete_document(self, document_id: str) -> None:
+        """Remove a document from the indexes, the object store and the facts."""
+        document = self._reload(document_id)
+        self._repository.set_status(document_id, DocumentStatus.DELETING, document.error)
+        self._index.delete_document(document_id)
+        self._objects.delete_prefix(f"{document.kb_id}/{document_id}")
+        self._repository.delete_document(document_id)
+
+    def _index_document(
+        self, document: Document, data: bytes, progress: Progress | None
+    ) -> int:
+        self._repository.set_status(document.id, DocumentStatus.PARSING)
+        parsed = parse_document(document.filename, data)
+        chunks = self._chunker.chunk(document.id, document.kb_id, parsed)
+        children = [chunk for chunk in chunks if chunk.level == CHILD_LEVEL]
+        if not children:
+            raise DocumentRejected("document has no text to index")
+        self._repository.set_status(document.id, DocumentStatus.INDEXING)
+        vectors = self._embed(children, progress)
+        self._index.upsert(_records(document, children), vectors)
+        self._repository.replace_chunks(document.id, chunks)
+        return len(children)
+
+    def _embed(self, children: Sequence[Chunk], progress: Progress | None) -> np.ndarray:
+        parts = []
+        for start in range(0, len(children), self._batch):
+            batch = children[start : start + self._batch]
+            parts.append(self._embedder.embed_passages([chunk.text for chunk in batch]))
+            if progress is not None:
+                progress(len(batch))
+        return np.concatenate(parts).astype(np.float32, copy=False)
+
+    def _failed(
+        self, kb: KnowledgeBase, filename: str, sha: str | None, size: int, reason: str,
+        scope: DocumentScope | None,
+    ) -> Document:
+        media_type = "application/octet-stream"
+        with contextlib.suppress(DocumentRejected):
+            media_type = media_type_for(filename)
+        return self._repository.add_document(
+            Document(
+                id=uuid.uuid4().hex, kb_id=kb.id, filename=filename, media_type=media_type,
+                sha256=sha, size=size, status=DocumentStatus.FAILED, error=reason,
+                scope=scope or DocumentScope(), created_at=datetime.now(UTC),
+            )
+        )
+
+    def _fail_existing(self, document: Document, reason: str) -> Document:
+        try:
+            self._index.delete_document(document.id)
+        except Exception:  # the FAILED status matters more than index cleanup
+            logger.exception("could not remove chunks of failed document %s", document.id)
+        self._repository.set_status(document.id, DocumentStatus.FAILED, reason)
+        return self._reload(document.id)
+
+    def _reload(self, document_id: str) -> Document:
+        document = self._repository.get_document(document_id)
+        if document is None:
+            raise NotFound(f"document {document_id!r} does not exist")
+        return document
+
+
+def _object_key(document: Document) -> str:
+    # user-given names never become paths: keep only a tame basename
+    safe = re.sub(r"[^\w.\-]", "_", PurePath(document.filename.replace("\\", "/")).name)
+    return f"{document.kb_id}/{document.id}/{safe.strip('.') or 'original'}"
+
+
+def _records(document: Document, children: Sequence[Chunk]) -> list[IndexRecord]:
+    scope = document.scope
+    return [
+        IndexRecord(
+            chunk_id=chunk.id, document_id=document.id, kb_id=document.kb_id, text=chunk.text,
+            source=scope.source, tenant_id=scope.tenant_id, dataset_id=scope.dataset_id,
+            visibility=scope.visibility,
+        )
+        for chunk in children
+    ]

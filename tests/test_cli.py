@@ -1,0 +1,156 @@
+"""The `ragsift` command as a user runs it: a real process, exit codes 0 / 1 / 2."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ragsift import cli
+from ragsift.domain.errors import RetrievalUnavailable
+from ragsift.retrieval.service import RetrievalService
+
+MANUAL = """# Aurora X200 manual
+
+## Error codes
+
+E-104 means Wi-Fi authentication failed: re-enter the network password.
+
+## 保修
+
+本产品自购买之日起保修两年，人为损坏不在保修范围内。
+"""
+
+
+def ragsift(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "RAGSIFT_DATA_DIR": str(data_dir)}
+    return subprocess.run(
+        [sys.executable, "-m", "ragsift.cli", *args],
+        capture_output=True, text=True, env=env, timeout=300, check=False,
+    )
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("corpus")
+    (root / "sub").mkdir()
+    (root / "manual.md").write_text(MANUAL, encoding="utf-8")
+    (root / "sub" / "notes.txt").write_text("Firmware 3.2 fixes E-104 on mesh networks.\n")
+    return root
+
+
+@pytest.fixture(scope="module")
+def data_dir(corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    data = tmp_path_factory.mktemp("data")
+    done = ragsift(data, "ingest", str(corpus), "--kb", "manuals")
+    assert done.returncode == 0, done.stderr
+    assert "2 of 2 documents ingested" in done.stdout
+    return data
+
+
+def test_ingest_recurses_folders_and_reports_bad_files_with_exit_2(tmp_path: Path) -> None:
+    (tmp_path / "docs" / "deep").mkdir(parents=True)
+    (tmp_path / "docs" / "deep" / "ok.md").write_text(MANUAL, encoding="utf-8")
+    (tmp_path / "docs" / "broken.pdf").write_bytes(b"%PDF-1.4 garbage")
+    done = ragsift(tmp_path / "data", "ingest", str(tmp_path / "docs"), "--kb", "k")
+    assert done.returncode == 2
+    assert "broken.pdf" in done.stderr and "corrupt" in done.stderr
+    listed = ragsift(tmp_path / "data", "docs", "list", "--kb", "k", "--json")
+    statuses = {d["filename"]: d["status"] for d in json.loads(listed.stdout)}
+    assert statuses == {"broken.pdf": "FAILED", "ok.md": "READY"}
+
+
+def test_search_json_is_the_plain_results_array(data_dir: Path) -> None:
+    done = ragsift(data_dir, "search", "what is E-104?", "--kb", "manuals", "--json")
+    assert done.returncode == 0, done.stderr
+    hits = json.loads(done.stdout)
+    assert isinstance(hits, list) and 1 <= len(hits) <= 5
+    first = hits[0]
+    assert first["rank"] == 1 and "E-104" in first["text"]
+    for key in ("dense_rank", "dense_score", "sparse_rank", "sparse_score", "fusion_score",
+                "retrieval_sources", "document_id", "chunk_id", "heading_path", "locator"):
+        assert key in first
+
+
+def test_search_modes_and_top_k(data_dir: Path) -> None:
+    done = ragsift(data_dir, "search", "保修多久", "--kb", "manuals", "--mode", "sparse",
+                   "--top-k", "1", "--json")
+    (hit,) = json.loads(done.stdout)
+    assert hit["retrieval_sources"] == ["sparse:original"] and hit["dense_rank"] is None
+    assert "保修两年" in hit["text"]
+
+
+def test_explain_json_carries_results_and_trace(data_dir: Path) -> None:
+    done = ragsift(data_dir, "explain", "warranty period", "--kb", "manuals", "--json")
+    payload = json.loads(done.stdout)
+    assert set(payload) == {"results", "trace"}
+    trace = payload["trace"]
+    assert trace["mode"] == "hybrid"
+    assert [c["list_name"] for c in trace["channels"]] == ["dense:original", "sparse:original"]
+    assert trace["returned_count"] == len(payload["results"])
+
+
+def test_explain_renders_readable_tables(data_dir: Path) -> None:
+    done = ragsift(data_dir, "explain", "warranty period", "--kb", "manuals")
+    assert done.returncode == 0
+    assert "retrieval trace" in done.stdout and "dense:original" in done.stdout
+
+
+def test_kb_and_docs_listing_and_delete(data_dir: Path, tmp_path: Path) -> None:
+    kbs = json.loads(ragsift(data_dir, "kb", "list", "--json").stdout)
+    assert [(k["name"], k["ready"]) for k in kbs] == [("manuals", 2)]
+    docs = json.loads(ragsift(data_dir, "docs", "list", "--kb", "manuals", "--json").stdout)
+    notes = next(d for d in docs if d["filename"] == "notes.txt")
+    assert ragsift(data_dir, "docs", "delete", notes["id"], "--kb", "manuals").returncode == 0
+    hits = json.loads(ragsift(data_dir, "search", "mesh firmware", "--kb", "manuals",
+                              "--json").stdout)
+    assert all(h["document_id"] != notes["id"] for h in hits)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("search", "E-104", "--kb", "nope"), "unknown knowledge base 'nope'"),
+        (("search", "   ", "--kb", "manuals"), "query is empty"),
+        (("search", "?!。", "--kb", "manuals"), "no letters or digits"),
+        (("search", "x" * 1200, "--kb", "manuals"), "rejected rather than truncated"),
+        (("search", "E-104", "--kb", "manuals", "--mode", "fuzzy"), "mode"),
+        (("search", "E-104", "--kb", "manuals",
+          *[arg for i in range(51) for arg in ("--doc-id", f"d{i}")]), "at most 50"),
+        (("docs", "delete", "missing", "--kb", "manuals"), "not in knowledge base"),
+        (("frobnicate",), "No such command"),
+    ],
+)
+def test_bad_input_exits_2_with_a_clear_message(
+    data_dir: Path, args: tuple[str, ...], message: str
+) -> None:
+    done = ragsift(data_dir, *args)
+    assert done.returncode == 2
+    assert message in done.stderr
+
+
+def test_a_whitelist_of_unknown_ids_returns_no_results_and_says_why(data_dir: Path) -> None:
+    done = ragsift(data_dir, "explain", "E-104", "--kb", "manuals", "--doc-id", 'x" OR 1==1',
+                   "--json")
+    payload = json.loads(done.stdout)
+    assert payload["results"] == []
+    assert "none of the 1 requested documents is READY" in payload["trace"]["scope"]["empty_reason"]
+
+
+def test_all_channels_failing_exits_1_with_the_reason(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    async def down(self: RetrievalService, request: object) -> None:
+        raise RetrievalUnavailable("every retrieval channel failed: index offline")
+
+    monkeypatch.setattr(RetrievalService, "search", down)
+    monkeypatch.setattr(sys, "argv", ["ragsift", "search", "E-104", "--kb", "manuals",
+                                      "--data-dir", str(data_dir)])
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main()
+    assert exit_info.value.code == 1
+    assert "index offline" in capsys.readouterr().err
