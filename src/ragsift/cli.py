@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ragsift.bootstrap import Container, build
-from ragsift.cli_render import render_hits, render_trace
+from ragsift.cli_render import render_hits, render_scores, render_trace
 from ragsift.config import Settings
 from ragsift.domain.errors import InvalidInput, RagsiftError
 from ragsift.domain.models import DocumentScope, DocumentStatus, KnowledgeBase
@@ -194,6 +194,7 @@ def explain(
         typer.echo(json.dumps(payload, ensure_ascii=False, indent=2))
         return
     render_hits(out, result)
+    render_scores(out, result)
     render_trace(out, result.trace)
 
 

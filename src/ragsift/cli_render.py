@@ -45,6 +45,21 @@ def render_hits(console: Console, result: RetrievalResult, snippet: int = 160) -
         console.print(f"   {text}")
 
 
+def render_scores(console: Console, result: RetrievalResult) -> None:
+    """Per-hit scores of every stage: channel ranks and raw scores, fusion, sources."""
+    table = Table(title="per-hit scores")
+    for column in ("#", "chunk", "dense rank", "dense score", "sparse rank", "sparse score",
+                   "fusion", "sources"):
+        table.add_column(column)
+    for hit in result.hits:
+        table.add_row(
+            str(hit.rank), hit.chunk_id[:12], _fmt(hit.dense_rank), _fmt(hit.dense_score),
+            _fmt(hit.sparse_rank), _fmt(hit.sparse_score), _fmt(hit.fusion_score),
+            ", ".join(hit.retrieval_sources),
+        )
+    console.print(table)
+
+
 def render_trace(console: Console, trace: RetrievalTrace) -> None:
     """The trace as tables: request, channels, per-hit scores are in render_hits."""
     summary = Table(title="retrieval trace", show_header=False)
