@@ -9,20 +9,33 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, get_args
 
 import typer
 from pydantic import ValidationError
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 from ragsift.bootstrap import Container, build
 from ragsift.cli_render import render_hits, render_scores, render_trace
 from ragsift.config import Settings
 from ragsift.domain.errors import InvalidInput, RagsiftError
 from ragsift.domain.models import DocumentScope, DocumentStatus, KnowledgeBase
-from ragsift.domain.requests import SearchRequest
+from ragsift.domain.requests import Fusion, Mode, SearchRequest
 from ragsift.domain.results import RetrievalResult
+from ragsift.evaluation.datasets import load_beir_folder
+from ragsift.evaluation.progress import Advance, ProgressFactory
+from ragsift.evaluation.report import render_table as render_report
+from ragsift.evaluation.report import to_json as report_json
+from ragsift.evaluation.report import to_markdown as report_markdown
+from ragsift.evaluation.session import EvalOptions, evaluate
 from ragsift.ingestion.parsers import SUPPORTED_EXTENSIONS
 
 app = typer.Typer(help="ragsift: hybrid retrieval for RAG over Chinese and English documents.",
@@ -50,9 +63,9 @@ class CliFailure(Exception):
 
 
 @contextmanager
-def _container(data_dir: Path | None) -> Iterator[Container]:
+def _container(data_dir: Path | None, **overrides: Any) -> Iterator[Container]:
     try:
-        settings = Settings(data_dir=data_dir) if data_dir else Settings()
+        settings = Settings(data_dir=data_dir, **overrides) if data_dir else Settings(**overrides)
     except ValidationError as exc:
         raise CliFailure(f"invalid settings: {exc}", 2) from exc
     container = build(settings)
@@ -245,6 +258,76 @@ def docs_delete(
                 raise InvalidInput(f"document {doc_id!r} is not in knowledge base {kb!r}")
             container.ingestion.delete_document(doc_id)
             out.print(f"deleted {doc_id} ({document.filename})")
+
+
+def _eval_progress(bar: Progress) -> ProgressFactory:
+    def start(description: str, total: int) -> Advance:
+        task = bar.add_task(description, total=total)
+        return lambda done: bar.advance(task, done)
+    return start
+
+
+def _flag(name: str, text: str) -> Any:
+    return typer.Option(name, help=text)
+
+
+NOT_YET = "Accepted; the stage is not implemented yet (recorded in the output)."
+EvalDir = Annotated[Path, typer.Argument(help="Folder with corpus.jsonl, queries, qrels.tsv.")]
+QueriesOpt = Annotated[Path | None, typer.Option(
+    help="Queries JSONL {id,text} or labels {query,relevant}; default queries.dev.jsonl.")]
+QrelsOpt = Annotated[Path | None, typer.Option(help="Qrels TSV; default DATASET/qrels.tsv.")]
+DumpRunOpt = Annotated[Path | None, typer.Option(
+    help="TREC run file; with --ablation one per config, named FILE-stem.CONFIG.suffix.")]
+
+
+@app.command("eval")
+def eval_command(
+    dataset: EvalDir,
+    queries: QueriesOpt = None,
+    qrels: QrelsOpt = None,
+    mode: Annotated[str, typer.Option(help="dense | sparse | hybrid.")] = "hybrid",
+    fusion: Annotated[str, typer.Option(help="rrf | weighted (hybrid only).")] = "rrf",
+    k: Annotated[int, typer.Option("--k", help="k of the table; JSON has 1,3,5,10,100 too.")
+                 ] = 10,
+    ablation: Annotated[bool, _flag("--ablation", "dense, sparse, hybrid rrf, hybrid weighted."
+                                    )] = False,
+    chunk: Annotated[bool, _flag("--chunk", "Chunk passages (default: one chunk each).")
+                     ] = False,
+    channel_k: Annotated[int, typer.Option(help="Hits per channel before fusion.")] = 100,
+    limit_queries: Annotated[int | None, typer.Option(help="Only the first N queries.")] = None,
+    dump_run: DumpRunOpt = None,
+    markdown: Annotated[bool, _flag("--markdown", "Also print a markdown table.")] = False,
+    disable_rewrite: Annotated[bool, _flag("--disable-rewrite", NOT_YET)] = False,
+    disable_rerank: Annotated[bool, _flag("--disable-rerank", NOT_YET)] = False,
+    enable_parent_expansion: Annotated[bool, _flag("--enable-parent-expansion", NOT_YET)
+                                       ] = False,
+    as_json: JsonFlag = False,
+    data_dir: DataDir = None,
+) -> None:
+    """Measure retrieval quality and latency on a labelled corpus (built into KB eval-NAME)."""
+    if mode not in get_args(Mode) or fusion not in get_args(Fusion):
+        raise InvalidInput(f"--mode must be one of {get_args(Mode)} and --fusion one of "
+                           f"{get_args(Fusion)}")
+    data = load_beir_folder(dataset, queries, qrels)
+    if limit_queries is not None:
+        data = data.limited(limit_queries)
+    options = EvalOptions(
+        mode=mode, fusion=fusion, ablation=ablation, k=k,  # type: ignore[arg-type]
+        chunk=chunk, channel_k=channel_k, dump_run=dump_run, disable_rewrite=disable_rewrite,
+        disable_rerank=disable_rerank, enable_parent_expansion=enable_parent_expansion,
+    )
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+               TimeElapsedColumn(), TimeRemainingColumn())
+    # no query-embedding cache: every configuration pays for its own query embeddings
+    with _container(data_dir, query_cache_size=0) as container, \
+            Progress(*columns, console=err, transient=True) as bar:
+        report = evaluate(container, data, options, _eval_progress(bar))
+    if as_json:
+        typer.echo(json.dumps(report_json(report), ensure_ascii=False, indent=2))
+        return
+    render_report(out, report)
+    if markdown:
+        out.print(report_markdown(report), markup=False, highlight=False)
 
 
 def main() -> None:

@@ -1,0 +1,172 @@
+"""Runs the queries of a dataset through RetrievalService per configuration and scores them."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ragsift.domain.errors import InvalidInput
+from ragsift.domain.requests import Fusion, Mode, SearchRequest
+from ragsift.domain.results import RetrievalHit
+from ragsift.evaluation.datasets import EvalQuery, Qrels
+from ragsift.evaluation.metrics import DEFAULT_KS, evaluate_run, mean_metrics
+from ragsift.evaluation.progress import Advance, ProgressFactory, no_progress
+from ragsift.retrieval.service import RetrievalService
+
+logger = logging.getLogger(__name__)
+
+MAX_TOP_K = 200  # SearchRequest's bound on top_k
+
+
+@dataclass(frozen=True, slots=True)
+class RunConfig:
+    """One retrieval configuration; fusion is None for a single channel."""
+
+    name: str
+    mode: Mode
+    fusion: Fusion | None = None
+
+
+ABLATION: tuple[RunConfig, ...] = (
+    RunConfig("dense", "dense"),
+    RunConfig("sparse", "sparse"),
+    RunConfig("hybrid-rrf", "hybrid", "rrf"),
+    RunConfig("hybrid-weighted", "hybrid", "weighted"),
+)
+
+
+def configs_for(mode: Mode, fusion: Fusion, ablation: bool) -> tuple[RunConfig, ...]:
+    """The four ablation configurations, or the one that `mode` and `fusion` name."""
+    if ablation:
+        return ABLATION
+    if mode == "hybrid":
+        return (RunConfig(f"hybrid-{fusion}", "hybrid", fusion),)
+    return (RunConfig(mode, mode),)
+
+
+@dataclass(frozen=True, slots=True)
+class RankedDoc:
+    """A corpus document in a run, with the score of its best-ranked chunk."""
+
+    corpus_id: str
+    score: float
+
+
+@dataclass(frozen=True)
+class ConfigResult:
+    """Runs, per-query and mean metrics, and latencies of one configuration."""
+
+    config: RunConfig
+    runs: dict[str, list[RankedDoc]]
+    per_query: dict[str, dict[str, float]]
+    means: dict[str, float]
+    latencies_ms: tuple[float, ...]
+    failed_queries: dict[str, str]
+    degraded_queries: int
+
+    def latency_ms(self, percentile: float) -> float | None:
+        """A latency percentile (linear interpolation) over the timed queries."""
+        if not self.latencies_ms:
+            return None
+        return float(np.percentile(np.asarray(self.latencies_ms), percentile))
+
+
+def dedupe_hits(hits: Sequence[RetrievalHit], corpus_ids: Mapping[str, str]) -> list[RankedDoc]:
+    """Hits as corpus documents, each at the rank of its first chunk; later chunks dropped."""
+    ranked: dict[str, RankedDoc] = {}
+    for hit in hits:
+        corpus_id = corpus_ids.get(hit.document_id)
+        if corpus_id is None:
+            logger.warning("hit of unknown document %s ignored", hit.document_id)
+            continue
+        if corpus_id not in ranked:
+            ranked[corpus_id] = RankedDoc(corpus_id, hit.fusion_score)
+    return list(ranked.values())
+
+
+class EvalRunner:
+    """Searches one knowledge base with every query and scores the document-level runs."""
+
+    def __init__(
+        self,
+        retrieval: RetrievalService,
+        kb_id: str,
+        corpus_ids: Mapping[str, str],
+        ks: Sequence[int] = DEFAULT_KS,
+        channel_k: int = 100,
+        depth: int | None = None,
+    ) -> None:
+        self._retrieval = retrieval
+        self._kb_id = kb_id
+        self._corpus_ids = corpus_ids
+        self._ks = tuple(sorted(set(ks)))
+        self._depth = min(MAX_TOP_K, depth or max(self._ks))
+        if self._depth < max(self._ks):
+            raise ValueError(f"k can be at most {MAX_TOP_K}")
+        self._channel_k = max(channel_k, self._depth)
+
+    @property
+    def ks(self) -> tuple[int, ...]:
+        return self._ks
+
+    @property
+    def channel_k(self) -> int:
+        return self._channel_k
+
+    @property
+    def depth(self) -> int:
+        """Chunks requested per query (top_k)."""
+        return self._depth
+
+    def request(self, config: RunConfig, query: str) -> SearchRequest:
+        """The search request one query runs with under `config`."""
+        return SearchRequest(
+            query=query, kb_id=self._kb_id, mode=config.mode, fusion=config.fusion or "rrf",
+            top_k=self._depth, candidate_k=max(self._depth, self._channel_k),
+            channel_k=self._channel_k,
+        )
+
+    def run(
+        self, config: RunConfig, queries: Sequence[EvalQuery], qrels: Qrels,
+        progress: ProgressFactory = no_progress,
+    ) -> ConfigResult:
+        """Every query once (after one untimed warm-up query), then the metrics."""
+        advance = progress(f"querying {config.name}", len(queries))
+        runs, latencies, failed, degraded = asyncio.run(self._search_all(config, queries, advance))
+        ranked = {qid: [doc.corpus_id for doc in docs] for qid, docs in runs.items()}
+        per_query = evaluate_run(ranked, qrels, self._ks)
+        return ConfigResult(
+            config=config, runs=runs, per_query=per_query, means=mean_metrics(per_query),
+            latencies_ms=tuple(latencies), failed_queries=failed, degraded_queries=degraded,
+        )
+
+    async def _search_all(
+        self, config: RunConfig, queries: Sequence[EvalQuery], advance: Advance
+    ) -> tuple[dict[str, list[RankedDoc]], list[float], dict[str, str], int]:
+        runs: dict[str, list[RankedDoc]] = {}
+        latencies: list[float] = []
+        failed: dict[str, str] = {}
+        degraded = 0
+        if queries:  # warm-up: model load and first-search costs stay out of the percentiles
+            with contextlib.suppress(InvalidInput):
+                await self._retrieval.search(self.request(config, queries[0].text))
+        for query in queries:
+            started = time.perf_counter()
+            try:
+                result = await self._retrieval.search(self.request(config, query.text))
+            except InvalidInput as exc:  # e.g. a punctuation-only query: it scores zero
+                failed[query.id] = str(exc)
+                logger.warning("query %s rejected: %s", query.id, exc)
+                runs[query.id] = []
+            else:
+                latencies.append((time.perf_counter() - started) * 1000)
+                degraded += bool(result.trace.degradations)
+                runs[query.id] = dedupe_hits(result.hits, self._corpus_ids)
+            advance(1)
+        return runs, latencies, failed, degraded

@@ -1,0 +1,138 @@
+"""One evaluation end to end: index the corpus (or reuse it), run each configuration, report."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+from ragsift.bootstrap import Container, build_embedder
+from ragsift.domain.errors import InvalidInput
+from ragsift.domain.requests import Fusion, Mode
+from ragsift.evaluation.corpus_index import CorpusIndexer, measure_embedder, passage_text
+from ragsift.evaluation.datasets import EvalDataset
+from ragsift.evaluation.metrics import DEFAULT_KS
+from ragsift.evaluation.progress import ProgressFactory, no_progress
+from ragsift.evaluation.report import EmbedderRates, EvalReport, run_paths, write_trec_run
+from ragsift.evaluation.runner import MAX_TOP_K, EvalRunner, configs_for
+from ragsift.ingestion.chunking import Chunker
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class EvalOptions:
+    """What to run: the configurations, k, the corpus layout and the (absent) optional stages."""
+
+    mode: Mode = "hybrid"
+    fusion: Fusion = "rrf"
+    ablation: bool = False
+    k: int = 10
+    chunk: bool = False
+    channel_k: int = 100
+    dump_run: Path | None = None
+    disable_rewrite: bool = False
+    disable_rerank: bool = False
+    enable_parent_expansion: bool = False
+    write_batch: int = 512
+    embedder_sample: int = 128
+
+
+def stage_notes(options: EvalOptions) -> dict[str, str]:
+    """How each optional stage figured in the numbers: none exists yet, so none did."""
+    rewrite = "not implemented yet: no configuration rewrites queries"
+    rerank = "not implemented yet: no configuration reranks; hits are in fusion order"
+    expansion = "not implemented yet: hits are child chunks"
+    if options.disable_rewrite:
+        rewrite += " (--disable-rewrite changes nothing)"
+    if options.disable_rerank:
+        rerank += " (--disable-rerank changes nothing)"
+    if options.enable_parent_expansion:
+        expansion = ("requested with --enable-parent-expansion but " + expansion
+                     + "; the numbers are without it")
+    return {"rewrite": rewrite, "rerank": rerank, "parent_expansion": expansion}
+
+
+def kb_name(dataset: str, chunk: bool) -> str:
+    """The knowledge base an evaluation corpus lives in; chunked and whole passages differ."""
+    return f"eval-{dataset}-chunked" if chunk else f"eval-{dataset}"
+
+
+def _ks(k: int) -> tuple[int, ...]:
+    if not 1 <= k <= MAX_TOP_K:
+        raise InvalidInput(f"--k must be between 1 and {MAX_TOP_K}, got {k}")
+    return tuple(sorted({*DEFAULT_KS, k}))
+
+
+def _indexer(container: Container, options: EvalOptions) -> CorpusIndexer:
+    settings = container.settings
+    chunker = None
+    layout = "passage"
+    if options.chunk:
+        chunker = Chunker(container.embedder, chunk_tokens=settings.chunk_tokens,
+                          overlap_tokens=settings.chunk_overlap_tokens,
+                          parent_max_tokens=settings.parent_max_tokens)
+        layout = (f"chunked:{settings.chunk_tokens}/{settings.chunk_overlap_tokens}"
+                  f"/{settings.parent_max_tokens}")
+    return CorpusIndexer(container.repository, container.index, container.embedder,
+                         chunker=chunker, layout=layout,
+                         embed_batch=settings.embedding_batch_size,
+                         write_batch=options.write_batch)
+
+
+def _embedder_alone(container: Container, texts: list[str]) -> float | None:
+    """The configured embedder's own rate on `texts`, through a fresh instance (no cache)."""
+    if not texts:
+        return None
+    raw = build_embedder(container.settings)
+    try:
+        return measure_embedder(raw, texts, container.settings.embedding_batch_size)
+    finally:
+        close = getattr(raw, "close", None)
+        if callable(close):
+            close()
+
+
+def evaluate(
+    container: Container, dataset: EvalDataset, options: EvalOptions,
+    progress: ProgressFactory = no_progress,
+) -> EvalReport:
+    """Build or reuse the corpus index, run each configuration, write run files if asked."""
+    ks = _ks(options.k)
+    if options.channel_k < 1:
+        raise InvalidInput("--channel-k must be at least 1")
+    kb = container.ingestion.ensure_kb(kb_name(dataset.name, options.chunk))
+    misses = container.embedder.misses
+    build = _indexer(container, options).build(kb, dataset.corpus, progress)
+    embedded = container.embedder.misses - misses
+    sample = [passage_text(p) for p in dataset.corpus[: options.embedder_sample]]
+    alone = _embedder_alone(container, sample) if build.built else None
+    logger.info("index %s: built %d, reused %d, %.1fs", kb.name, build.built, build.reused,
+                build.seconds)
+    corpus_ids = {
+        doc.id: str(doc.metadata.get("corpus_id", doc.filename))
+        for doc in container.repository.list_documents(kb.id)
+    }
+    depth = min(MAX_TOP_K, max(ks) * (2 if options.chunk else 1))
+    runner = EvalRunner(container.retrieval, kb.id, corpus_ids, ks=ks,
+                        channel_k=options.channel_k, depth=depth)
+    configs = configs_for(options.mode, options.fusion, options.ablation)
+    results = tuple(runner.run(c, dataset.queries, dataset.qrels, progress) for c in configs)
+    run_files: dict[str, str] = {}
+    if options.dump_run is not None:
+        paths = run_paths(options.dump_run, [c.name for c in configs])
+        for result in results:
+            path = paths[result.config.name]
+            write_trec_run(path, result, f"ragsift-{result.config.name}")
+            run_files[result.config.name] = str(path)
+    return EvalReport(
+        dataset=dataset.name, queries_loaded=len(dataset.queries),
+        queries_judged=dataset.judged_queries(), k=options.k, ks=ks,
+        channel_k=runner.channel_k, depth=runner.depth, index=build,
+        embedder=EmbedderRates(
+            model_id=container.embedder.model_id,
+            batch_size=container.settings.embedding_batch_size, embedded=embedded,
+            alone_per_s=alone, sample=len(sample) if alone is not None else 0,
+        ),
+        results=results, stages=stage_notes(options), run_files=run_files,
+    )

@@ -1,0 +1,59 @@
+"""`ragsift eval` as a user runs it: a real process, JSON on stdout, exit codes 0 / 2."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+
+def ragsift(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "RAGSIFT_DATA_DIR": str(data_dir)}
+    return subprocess.run(
+        [sys.executable, "-m", "ragsift.cli", *args],
+        capture_output=True, text=True, env=env, timeout=300, check=False,
+    )
+
+
+def test_eval_json_reports_every_configuration_and_the_absent_stages(
+    dataset_dir: Path, tmp_path: Path
+) -> None:
+    run_file = tmp_path / "run.trec"
+    done = ragsift(tmp_path / "data", "eval", str(dataset_dir), "--ablation", "--json",
+                   "--dump-run", str(run_file), "--limit-queries", "3", "--disable-rerank",
+                   "--enable-parent-expansion")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["dataset"] == "tinyset"
+    assert report["kb"]["name"] == "eval-tinyset"
+    assert report["queries"] == {"loaded": 3, "judged": 3}
+    assert [c["name"] for c in report["configs"]] == [
+        "dense", "sparse", "hybrid-rrf", "hybrid-weighted"]
+    for config in report["configs"]:
+        assert 0.0 <= config["metrics"]["ndcg@10"] <= 1.0
+        assert config["latency_ms"]["p50"] > 0 and config["queries_scored"] == 3
+    assert "--disable-rerank changes nothing" in report["stages"]["rerank"]
+    assert "not implemented yet" in report["stages"]["parent_expansion"]
+    assert report["index"]["built"] == 8
+    assert Path(report["run_files"]["hybrid-rrf"]) == tmp_path / "run.hybrid-rrf.trec"
+    first = (tmp_path / "run.dense.trec").read_text("utf-8").splitlines()[0].split()
+    assert first[1] == "Q0" and first[3] == "1" and first[5] == "ragsift-dense"
+
+    table = ragsift(tmp_path / "data", "eval", str(dataset_dir), "--mode", "sparse")
+    assert table.returncode == 0, table.stderr
+    assert "sparse" in table.stdout and "nDCG@10" in table.stdout
+    assert "reused knowledge base eval-tinyset" in table.stdout
+
+
+def test_eval_bad_mode_and_malformed_data_exit_2(dataset_dir: Path, tmp_path: Path) -> None:
+    done = ragsift(tmp_path / "data", "eval", str(dataset_dir), "--mode", "fuzzy")
+    assert done.returncode == 2 and "--mode" in done.stderr
+    (dataset_dir / "qrels.tsv").write_text("q1\tp1\tmaybe\n", encoding="utf-8")
+    done = ragsift(tmp_path / "data", "eval", str(dataset_dir))
+    assert done.returncode == 2 and "qrels.tsv:1" in done.stderr
