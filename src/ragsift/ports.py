@@ -12,6 +12,7 @@ from ragsift.domain.filters import SearchFilter
 from ragsift.domain.index_records import IndexRecord
 from ragsift.domain.models import Chunk, Document, DocumentStatus, KnowledgeBase
 from ragsift.domain.results import ChannelHit
+from ragsift.domain.stages import RerankScore, RewriteProposal
 
 Vectors = NDArray[np.float32]
 
@@ -35,6 +36,28 @@ class Embedder(Tokenizer, Protocol):
 
     def embed_query(self, text: str) -> Vectors:
         """One unit-length float32 vector."""
+        ...
+
+
+class QueryRewriter(Protocol):
+    """Proposes at most one rewrite of a query (an LLM behind an HTTP API)."""
+
+    def rewrite(self, query: str) -> RewriteProposal:
+        """Raises UpstreamError when the server fails or answers something unusable."""
+        ...
+
+
+class Reranker(Protocol):
+    """Scores passages against a query; scores order this batch only."""
+
+    @property
+    def model_id(self) -> str: ...
+
+    def rerank(self, query: str, passages: Sequence[str]) -> list[RerankScore]:
+        """Scores for (some of) the passages, by index; raises UpstreamError on failure.
+
+        The caller validates the answer (indices in range, no duplicates, not empty).
+        """
         ...
 
 
