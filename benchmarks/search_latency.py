@@ -245,12 +245,14 @@ def ingest_section(
     rng: np.random.Generator, words: list[str], probs: NDArray[np.float64], documents: int
 ) -> list[str]:
     """Full ingest rate: parse + chunk (real e5 tokenizer) + BM25 + dense + facts."""
-    texts = [
-        markdown_document(
-            [make_text(rng, words, probs, int(rng.integers(60, 200))) for _ in range(60)], n
+    def paragraph() -> str:  # real prose has sentences; 3-10 of 8-24 words each
+        count = int(rng.integers(3, 11))
+        return " ".join(
+            make_text(rng, words, probs, int(rng.integers(8, 25))) + ("。" if i % 2 else ".")
+            for i in range(count)
         )
-        for n in range(documents)
-    ]
+
+    texts = [markdown_document([paragraph() for _ in range(60)], n) for n in range(documents)]
     children, seconds = pipeline_ingest_rate(texts)
     return ["", f"Full ingest through `IngestionService` ({documents} synthetic markdown "
             f"documents, {children:,} child chunks; parse + chunk with the e5 tokenizer + BM25 + "

