@@ -1,0 +1,146 @@
+"""Query rewriter over any OpenAI-compatible `/v1/chat/completions` server (JSON mode)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+from typing import Any
+
+import httpx
+from pydantic import ValidationError
+
+from ragsift.domain.errors import UpstreamError
+from ragsift.domain.stages import RewriteProposal
+
+logger = logging.getLogger(__name__)
+
+# The word "JSON" must appear in the messages: OpenAI (and DashScope compatible mode) reject
+# response_format=json_object otherwise, and some models stream whitespace without it.
+SYSTEM_PROMPT = """\
+You rewrite search queries for a retrieval system over Chinese and English documents.
+Choose at most one method:
+- "step_back": a more general question whose answer contains the answer to the query;
+- "hyde": a short passage (2-4 sentences) that would plausibly answer the query;
+- "expand": the query plus synonyms, abbreviations spelled out and key related terms;
+- "none": the query is already precise; return it unchanged.
+Rules:
+- Keep every number, date, version, code, model number, identifier and quoted name of the query
+  exactly as written (same characters, same spelling, same case).
+- Answer in the language of the query: Chinese for a Chinese query, English for an English one,
+  both for a mixed query. Never translate names or codes.
+- Do not answer the question, do not add facts that are not implied by the query.
+Reply with ONE JSON object and nothing else, of the form:
+{"method": "step_back" | "hyde" | "expand" | "none", "text": "<the rewritten query>"}
+你是检索查询改写器。保留查询中的所有数字、日期、编号、型号和引号内的名称，原样不变；用查询的语言回答；
+只输出一个 JSON 对象。"""
+
+_FENCE = re.compile(r"^```[A-Za-z0-9_-]*\s*\n?(.*?)\n?```$", re.DOTALL)
+# Reasoning models served without a reasoning parser put their thoughts before the answer.
+_THINK = re.compile(r"^<think>.*?</think>", re.DOTALL)
+
+
+class OpenAIRewriter:
+    """Asks a chat model for one rewrite of a query and returns it as a validated proposal.
+
+    `base_url` ends in `/v1` as with the OpenAI SDK (OpenAI, DashScope compatible mode, vLLM,
+    Ollama). Only the shape of the answer is checked here; whether the rewrite is useful
+    (identical, numbers dropped) is decided by the caller.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        api_key: str | None = None,
+        timeout_s: float = 20.0,
+        transport: httpx.BaseTransport | None = None,
+        max_tokens: int = 512,
+    ) -> None:
+        if not base_url.startswith(("http://", "https://")):
+            raise ValueError(f"rewriter base_url must be http(s), got {base_url!r}")
+        if not model:
+            raise ValueError("rewriter model name is required")
+        if timeout_s <= 0:
+            raise ValueError("rewriter timeout_s must be positive")
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._url = base_url.rstrip("/") + "/chat/completions"
+        self._client = httpx.Client(headers=headers, timeout=timeout_s, transport=transport)
+        self._model = model
+        self._max_tokens = max_tokens
+
+    @property
+    def model_id(self) -> str:
+        return f"openai:{self._model}"
+
+    def rewrite(self, query: str) -> RewriteProposal:
+        """One proposal for `query`; raises UpstreamError when the answer is unusable."""
+        body: dict[str, Any] = {
+            "model": self._model,
+            "messages": [
+                {"role": "system", "content": SYSTEM_PROMPT},
+                {"role": "user", "content": query},
+            ],
+            "temperature": 0,
+            "max_tokens": self._max_tokens,
+            "response_format": {"type": "json_object"},
+            "stream": False,
+        }
+        started = time.perf_counter()
+        content = self._complete(body)
+        proposal = parse_proposal(content)
+        logger.debug(
+            "rewrite by %s: method=%s in %.0f ms",
+            self._model,
+            proposal.method,
+            (time.perf_counter() - started) * 1000,
+        )
+        return proposal
+
+    def _complete(self, body: dict[str, Any]) -> str:
+        try:
+            response = self._client.post(self._url, json=body)
+        except httpx.TimeoutException as exc:
+            raise UpstreamError(f"rewriter timed out: {type(exc).__name__}") from exc
+        except httpx.HTTPError as exc:
+            raise UpstreamError(f"rewriter unreachable: {exc}") from exc
+        if response.status_code >= 400:
+            raise UpstreamError(
+                f"rewriter answered HTTP {response.status_code}: {response.text[:200]}"
+            )
+        try:
+            payload = response.json()
+            content = payload["choices"][0]["message"]["content"]
+        except (ValueError, KeyError, IndexError, TypeError) as exc:
+            raise UpstreamError(
+                f"rewriter answered an unexpected envelope: {response.text[:200]!r}"
+            ) from exc
+        if not isinstance(content, str) or not content.strip():
+            raise UpstreamError("rewriter answered no message content")
+        return content
+
+    def close(self) -> None:
+        self._client.close()
+
+
+def parse_proposal(content: str) -> RewriteProposal:
+    """The RewriteProposal in a model's message, tolerating code fences and a think block."""
+    text = _THINK.sub("", content.strip()).strip()
+    fenced = _FENCE.match(text)
+    if fenced:
+        text = fenced.group(1).strip()
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise UpstreamError(f"rewriter answer is not JSON: {content[:200]!r}") from exc
+    if not isinstance(data, dict):
+        raise UpstreamError(f"rewriter answer is not a JSON object: {content[:200]!r}")
+    try:
+        return RewriteProposal.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(part) for part in error['loc']) or 'answer'}: {error['msg']}"
+            for error in exc.errors()
+        )
+        raise UpstreamError(f"rewriter answer does not match the schema: {problems}") from exc

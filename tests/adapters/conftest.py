@@ -1,0 +1,23 @@
+"""Fixtures for adapter tests: one fake model server process per session, reset per test."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from support.fixtures import LLMServer, run_llm_server
+
+
+@pytest.fixture(scope="session")
+def llm_server_process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LLMServer]:
+    log_path = tmp_path_factory.mktemp("llm_server") / "stderr.log"
+    with run_llm_server(log_path) as server:
+        yield server
+
+
+@pytest.fixture
+def llm_server(llm_server_process: LLMServer) -> LLMServer:
+    """The running fake server, back in "ok" mode with no recorded requests."""
+    llm_server_process.reset()
+    return llm_server_process

@@ -1,0 +1,232 @@
+"""A scriptable fake model server (chat completions + three rerank shapes), run as a process.
+
+Run `python llm_server.py`: it binds 127.0.0.1 on a free port and writes `PORT <n>` on stdout.
+Behaviour is set per test with `POST /_control`; `GET /_last` returns the last request bodies.
+Control body: {"chat": {"mode": ..., "content": str, "stall_s": float},
+"rerank": {"mode": ..., "stall_s": float, "raw": <verbatim JSON answer>}, "reset": bool}.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+CHAT_MODES = {"ok", "error500", "stall", "garbage", "invalid_json", "schema", "no_choices"}
+RERANK_MODES = {
+    "ok", "error500", "stall", "garbage", "out_of_range", "duplicates", "empty", "short",
+    "missing_fields",
+}
+RERANK_PATHS = {"/v1/rerank": "cohere", "/tei/rerank": "tei", "/dashscope/text-rerank": "dashscope"}
+_TOKEN = re.compile(r"[a-z0-9]+|[\u4e00-\u9fff]")
+
+_lock = threading.Lock()
+_state: dict[str, Any] = {}
+
+
+def _reset() -> None:
+    with _lock:
+        _state.clear()
+        _state.update(chat={"mode": "ok"}, rerank={"mode": "ok"}, last={})
+
+
+def _tokens(text: str) -> set[str]:
+    return set(_TOKEN.findall(text.lower()))
+
+
+def overlap_scores(query: str, documents: list[str]) -> list[tuple[int, float]]:
+    """(index, share of query tokens found in the document), best first, ties by index."""
+    wanted = _tokens(query)
+    scored = [
+        (i, round(len(wanted & _tokens(doc)) / len(wanted), 6) if wanted else 0.0)
+        for i, doc in enumerate(documents)
+    ]
+    return sorted(scored, key=lambda pair: (-pair[1], pair[0]))
+
+
+def _chat_content(config: dict[str, Any], body: dict[str, Any]) -> str:
+    if "content" in config:
+        return str(config["content"])
+    mode = config["mode"]
+    if mode == "invalid_json":
+        return "Sure! Here is a rewrite: {method: expand"
+    if mode == "schema":
+        return json.dumps({"method": "translate", "rewrite": 42})
+    users = [m for m in body.get("messages", []) if m.get("role") == "user"]
+    query = str(users[-1].get("content", "")) if users else ""
+    return json.dumps({"method": "expand", "text": f"{query} overview"}, ensure_ascii=False)
+
+
+def _ranked(config: dict[str, Any], query: str, docs: list[str]) -> list[tuple[int, float]]:
+    ranked = overlap_scores(query, docs)
+    mode = config["mode"]
+    if mode == "out_of_range":
+        ranked = [*ranked, (len(docs), 0.5)]
+    elif mode == "duplicates" and ranked:
+        ranked = [ranked[0], *ranked]
+    elif mode == "empty":
+        ranked = []
+    elif mode == "short":
+        ranked = ranked[:1]
+    return ranked
+
+
+class Handler(BaseHTTPRequestHandler):
+    """Routes one request; behaviour comes from the shared state set through /_control."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # quiet: stderr is a file nobody reads unless start-up fails
+
+    def do_GET(self) -> None:
+        if self.path == "/health":
+            self._json(200, {"status": "ok"})
+        elif self.path == "/_last":
+            with _lock:
+                self._json(200, _state["last"])
+        else:
+            self._json(404, {"error": f"no route {self.path}"})
+
+    def do_POST(self) -> None:
+        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            self._json(400, {"error": "request body is not JSON"})
+            return
+        if self.path == "/_control":
+            self._control(body)
+            return
+        kind = "chat" if self.path == "/v1/chat/completions" else RERANK_PATHS.get(self.path)
+        if kind is None:
+            self._json(404, {"error": f"no route {self.path}"})
+            return
+        with _lock:
+            _state["last"][kind] = {
+                "path": self.path,
+                "authorization": self.headers.get("Authorization"),
+                "body": body,
+            }
+            config = dict(_state["chat" if kind == "chat" else "rerank"])
+        if self._failed(config):
+            return
+        if kind == "chat":
+            self._chat(config, body)
+        else:
+            self._rerank(kind, config, body)
+
+    def _control(self, body: dict[str, Any]) -> None:
+        if body.get("reset"):
+            _reset()
+        with _lock:
+            for section, modes in (("chat", CHAT_MODES), ("rerank", RERANK_MODES)):
+                if section in body:
+                    config = {"mode": "ok", **body[section]}
+                    if config["mode"] not in modes:
+                        self._json(400, {"error": f"unknown {section} mode {config['mode']}"})
+                        return
+                    _state[section] = config
+        self._json(200, {"chat": _state["chat"], "rerank": _state["rerank"]})
+
+    def _failed(self, config: dict[str, Any]) -> bool:
+        mode = config["mode"]
+        if mode == "stall":
+            time.sleep(float(config.get("stall_s", 5)))
+            return False
+        if mode == "error500":
+            self._json(500, {"error": {"message": "scripted failure", "type": "server_error"}})
+            return True
+        if mode == "garbage":
+            self._send(200, b"<html><body>502 Bad Gateway</body></html>", "text/html")
+            return True
+        return False
+
+    def _chat(self, config: dict[str, Any], body: dict[str, Any]) -> None:
+        model = str(body.get("model", "fake"))
+        if config["mode"] == "no_choices":
+            self._json(200, {"id": "chatcmpl-fake", "object": "chat.completion", "model": model})
+            return
+        content = _chat_content(config, body)
+        if not body.get("stream"):
+            message = {"role": "assistant", "content": content}
+            self._json(200, {
+                "id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": model,
+                "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+            })
+            return
+        deltas: list[dict[str, Any]] = [{"role": "assistant", "content": ""}]
+        deltas += [{"content": content[i : i + 8]} for i in range(0, len(content), 8)]
+        events = [
+            {"index": 0, "delta": delta, "finish_reason": None} for delta in deltas
+        ] + [{"index": 0, "delta": {}, "finish_reason": "stop"}]
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        for choice in events:
+            chunk = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0,
+                     "model": model, "choices": [choice]}
+            self.wfile.write(f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n".encode())
+            self.wfile.flush()
+        self.wfile.write(b"data: [DONE]\n\n")
+        self.wfile.flush()
+        self.close_connection = True
+
+    def _rerank(self, kind: str, config: dict[str, Any], body: dict[str, Any]) -> None:
+        if "raw" in config:  # a verbatim answer, to test shapes the modes do not cover
+            self._json(200, config["raw"])
+            return
+        if kind == "dashscope":
+            query, docs = body["input"]["query"], body["input"]["documents"]
+            top_n = body.get("parameters", {}).get("top_n")
+        else:
+            query, docs = body["query"], body["texts" if kind == "tei" else "documents"]
+            top_n = body.get("top_n")
+        ranked = _ranked(config, query, docs)
+        if top_n is not None and config["mode"] == "ok":
+            ranked = ranked[: int(top_n)]
+        field = "score" if kind == "tei" else "relevance_score"
+        if config["mode"] == "missing_fields":
+            field = "relevance"
+        rows = [{"index": index, field: score} for index, score in ranked]
+        if kind == "tei":
+            self._json(200, rows)
+        elif kind == "dashscope":
+            self._json(200, {"output": {"results": rows}, "usage": {"total_tokens": 1},
+                             "request_id": "fake"})
+        else:
+            self._json(200, {"id": "rerank-fake", "results": rows})
+
+    def _json(self, status: int, payload: Any) -> None:
+        self._send(status, json.dumps(payload, ensure_ascii=False).encode(), "application/json")
+
+    def _send(self, status: int, data: bytes, content_type: str) -> None:
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up (a timeout test); nothing left to tell it
+
+
+def main() -> None:
+    """Serve until terminated."""
+    _reset()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    sys.stdout.write(f"PORT {server.server_address[1]}\n")
+    sys.stdout.flush()
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
