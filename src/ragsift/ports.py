@@ -120,6 +120,18 @@ class Repository(Protocol):
 
     def list_chunks(self, document_id: str) -> list[Chunk]: ...
 
+    def get_neighbours(self, anchors: Sequence[Chunk], window: int) -> list[Chunk]:
+        """Chunks within `window` ordinals of each anchor in its document, level and parent.
+
+        One SQL statement whatever the number of anchors (up to the largest top_k); the
+        anchors themselves are not returned.
+        """
+        ...
+
+    def get_ancestors(self, chunk_ids: Sequence[str]) -> list[Chunk]:
+        """Every ancestor (parent, grandparent, ...) of these chunks; one statement per 500 ids."""
+        ...
+
     def delete_document(self, document_id: str) -> None: ...
 
     def ready_document_ids(self, kb_id: str, document_ids: Iterable[str]) -> set[str]:

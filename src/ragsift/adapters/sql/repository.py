@@ -11,6 +11,12 @@ from sqlalchemy import delete, insert, select, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import sessionmaker
 
+from ragsift.adapters.sql.chunk_queries import (
+    RANGES_PER_STATEMENT,
+    ancestors_query,
+    neighbour_query,
+    neighbour_ranges,
+)
 from ragsift.adapters.sql.migrate import upgrade_to_head
 from ragsift.adapters.sql.orm import (
     CHUNK_TABLE,
@@ -254,3 +260,39 @@ class SqlRepository:
         )
         with self._sessions.begin() as session:
             return [chunk_from_row(row) for row in session.execute(query)]
+
+
+    def get_neighbours(self, anchors: Sequence[Chunk], window: int) -> list[Chunk]:
+        """Chunks within `window` ordinals of each anchor, same document, level and parent.
+
+        One statement for up to RANGES_PER_STATEMENT anchors (more than the largest top_k),
+        whatever their number. Anchors are left out; ordered by document, level, ordinal.
+        """
+        if window < 0:
+            raise ValueError("window must be >= 0")
+        ranges = neighbour_ranges(anchors, window)
+        anchor_ids = {anchor.id for anchor in anchors}
+        found: dict[str, Chunk] = {}
+        with self._sessions.begin() as session:
+            for batch in _batches(ranges, RANGES_PER_STATEMENT):
+                for row in session.execute(neighbour_query(batch)):
+                    if row.id not in anchor_ids:
+                        found[row.id] = chunk_from_row(row)
+        return sorted(found.values(), key=_reading_order)
+
+    def get_ancestors(self, chunk_ids: Sequence[str]) -> list[Chunk]:
+        """Every ancestor (parent, its parent, ...) of these chunks; ordered by document, level.
+
+        One recursive statement per IN_BATCH ids, whatever the depth.
+        """
+        unique = list(dict.fromkeys(chunk_ids))
+        found: dict[str, Chunk] = {}
+        with self._sessions.begin() as session:
+            for batch in _batches(unique):
+                for row in session.execute(ancestors_query(batch)):
+                    found[row.id] = chunk_from_row(row)
+        return sorted(found.values(), key=_reading_order)
+
+
+def _reading_order(chunk: Chunk) -> tuple[str, int, int, str]:
+    return chunk.document_id, chunk.level, chunk.ordinal, chunk.id
