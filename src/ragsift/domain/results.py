@@ -78,6 +78,9 @@ class RetrievalHit(BaseModel):
     fusion_score: float
     rerank_score: float | None = None
     retrieval_sources: tuple[str, ...]
+    merged_from: tuple[str, ...] = ()
+    context_chunk_ids: tuple[str, ...] = ()
+    context_text: str | None = None
 
 
 class RetrievalResult(BaseModel):

@@ -63,6 +63,19 @@ class ScopeTrace(BaseModel):
     empty_reason: str | None = None
 
 
+StageStatus = Literal["off", "applied", "skipped", "failed"]
+
+
+class StageTrace(BaseModel):
+    """What an optional stage did and why (rewrite, rerank, auto-merge, Small2Big)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    status: StageStatus = "off"
+    reason: str | None = None
+    detail: dict[str, float | int | str] = Field(default_factory=dict)
+
+
 class RetrievalTrace(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -78,6 +91,11 @@ class RetrievalTrace(BaseModel):
     scope: ScopeTrace = Field(default_factory=ScopeTrace)
     fused_count: int = 0
     ready_filtered_count: int = 0
+    rewrite: StageTrace = Field(default_factory=StageTrace)
+    auto_merge: StageTrace = Field(default_factory=StageTrace)
+    rerank: StageTrace = Field(default_factory=StageTrace)
+    threshold: StageTrace = Field(default_factory=StageTrace)
+    small2big: StageTrace = Field(default_factory=StageTrace)
     returned_count: int = 0
     degradations: tuple[Degradation, ...] = ()
     timings_ms: dict[str, float] = Field(default_factory=dict)

@@ -44,5 +44,6 @@ def rerank_order(candidates: int, scores: Sequence[RerankScore]) -> list[tuple[i
     """
     scored = sorted(scores, key=lambda s: (-s.score, s.index))
     seen = {s.index for s in scored}
-    tail = [(index, None) for index in range(candidates) if index not in seen]
-    return [(s.index, s.score) for s in scored] + tail
+    order: list[tuple[int, float | None]] = [(s.index, s.score) for s in scored]
+    order += [(index, None) for index in range(candidates) if index not in seen]
+    return order

@@ -1,65 +1,41 @@
-"""RetrievalService: scope -> channels (concurrently) -> fusion -> READY check -> top_k."""
+"""RetrievalService: scope -> variants x channels -> fusion -> READY -> auto-merge -> rerank
+-> threshold -> top_k -> Small2Big, with every stage recorded in the trace."""
 
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
-from typing import TypeVar
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 from ragsift.config import Settings
 from ragsift.domain.errors import NotFound, RetrievalUnavailable
 from ragsift.domain.filters import SearchFilter
-from ragsift.domain.models import Chunk, Document
-from ragsift.domain.requests import Fusion, Mode, SearchRequest
-from ragsift.domain.results import (
-    ChannelHit,
-    FusedHit,
-    RankedList,
-    RetrievalHit,
-    RetrievalResult,
+from ragsift.domain.models import Chunk
+from ragsift.domain.requests import SearchRequest
+from ragsift.domain.results import FusedHit, RetrievalHit, RetrievalResult
+from ragsift.domain.trace import (
+    Degradation,
+    QueryVariant,
+    RetrievalTrace,
+    StageTrace,
+    Switches,
 )
-from ragsift.domain.trace import ChannelRun, Degradation, QueryVariant, RetrievalTrace
-from ragsift.ports import Embedder, Repository, SearchIndex
+from ragsift.ports import Embedder, QueryRewriter, Repository, Reranker, SearchIndex
+from ragsift.retrieval.auto_merge import auto_merge, candidate
+from ragsift.retrieval.channels import ChannelRunner
+from ragsift.retrieval.expansion import Expansion, plan_expansion
 from ragsift.retrieval.fusion import rrf, weighted_fusion
+from ragsift.retrieval.options import Options, resolve_options
 from ragsift.retrieval.query import validate_query
 from ragsift.retrieval.scope import check_document_ids, resolve_whitelist
-
-logger = logging.getLogger(__name__)
-T = TypeVar("T")
-
-
-@dataclass(frozen=True, slots=True)
-class _Options:
-    mode: Mode
-    top_k: int
-    candidate_k: int
-    channel_k: int
-    fusion: Fusion
-    rrf_k: int
-    weights: dict[str, float]
-
-
-def _pick(value: T | None, default: T) -> T:
-    return default if value is None else value
-
-
-def _options(request: SearchRequest, settings: Settings) -> _Options:
-    return _Options(
-        mode=_pick(request.mode, settings.mode),
-        top_k=_pick(request.top_k, settings.top_k),
-        candidate_k=_pick(request.candidate_k, settings.candidate_k),
-        channel_k=_pick(request.channel_k, settings.channel_k),
-        fusion=_pick(request.fusion, settings.fusion),
-        rrf_k=_pick(request.rrf_k, settings.rrf_k),
-        weights={
-            "dense": _pick(request.dense_weight, settings.dense_weight),
-            "sparse": _pick(request.sparse_weight, settings.sparse_weight),
-        },
-    )
+from ragsift.retrieval.stages import (
+    RerankLimits,
+    check_rerank_query,
+    rerank_stage,
+    rewrite_stage,
+)
 
 
 def _ms(start: float) -> float:
@@ -68,6 +44,20 @@ def _ms(start: float) -> float:
 
 def _frozen(values: Sequence[str] | None) -> frozenset[str] | None:
     return None if values is None else frozenset(values)
+
+
+@dataclass(frozen=True, slots=True)
+class _Candidate:
+    """A fused candidate with its chunk (a parent after auto-merge) and rerank score."""
+
+    fused: FusedHit
+    chunk: Chunk
+    merged_from: tuple[str, ...] = ()
+    rerank_score: float | None = None
+
+    @property
+    def score(self) -> float:
+        return self.fused.fusion_score if self.rerank_score is None else self.rerank_score
 
 
 class RetrievalService:
@@ -79,27 +69,36 @@ class RetrievalService:
         index: SearchIndex,
         embedder: Embedder,
         settings: Settings,
+        rewriter: QueryRewriter | None = None,
+        reranker: Reranker | None = None,
     ) -> None:
         self._repository = repository
-        self._index = index
         self._embedder = embedder
+        self._channels = ChannelRunner(index, embedder)
         self._settings = settings
+        self._rewriter = rewriter
+        self._reranker = reranker
+        self._rerank_limits = RerankLimits(
+            budget_tokens=settings.rerank_budget_tokens,
+            margin_tokens=settings.rerank_margin_tokens,
+            max_query_tokens=settings.rerank_max_query_tokens,
+        )
 
     async def search(self, request: SearchRequest) -> RetrievalResult:
         """Run one retrieval; raises InvalidInput, NotFound or RetrievalUnavailable."""
         started = time.perf_counter()
-        query = validate_query(request.query, self._settings.max_query_chars)
-        options = _options(request, self._settings)
-        if options.top_k > options.candidate_k:
-            options = _with_candidates(options, options.top_k)
-        requested_ids = check_document_ids(request.document_ids, self._settings.max_document_ids)
+        settings = self._settings
+        query = validate_query(request.query, settings.max_query_chars)
+        options = resolve_options(request, settings)
+        requested_ids = check_document_ids(request.document_ids, settings.max_document_ids)
+        rerank_wanted = options.switches.rerank and self._reranker is not None
+        query_tokens = (
+            check_rerank_query(self._embedder, query, self._rerank_limits) if rerank_wanted else 0
+        )
         timings: dict[str, float] = {}
         trace = RetrievalTrace(
-            request_id=uuid.uuid4().hex,
-            kb_id=request.kb_id,
-            query=query,
-            mode=options.mode,
-            fusion=options.fusion,
+            request_id=uuid.uuid4().hex, kb_id=request.kb_id, query=query, mode=options.mode,
+            fusion=options.fusion, switches_requested=options.switches,
             variants=(QueryVariant(text=query, method="original"),),
         )
 
@@ -117,144 +116,216 @@ class RetrievalService:
         if decision.allowed is not None and not decision.allowed:
             timings["total"] = _ms(started)
             return RetrievalResult(hits=(), trace=trace.model_copy(update={"timings_ms": timings}))
-
         search_filter = SearchFilter(
-            kb_id=request.kb_id,
-            document_ids=decision.allowed,
-            sources=_frozen(request.sources),
-            tenant_ids=_frozen(request.tenant_ids),
-            dataset_ids=_frozen(request.dataset_ids),
-            visibilities=_frozen(request.visibilities),
+            kb_id=request.kb_id, document_ids=decision.allowed,
+            sources=_frozen(request.sources), tenant_ids=_frozen(request.tenant_ids),
+            dataset_ids=_frozen(request.dataset_ids), visibilities=_frozen(request.visibilities),
         )
+
+        # the original query's channels run while the rewriter thinks
         stage = time.perf_counter()
-        lists, runs, degradations = await self._run_channels(query, search_filter, options)
+        original = asyncio.create_task(
+            self._channels.run([("original", query)], search_filter, options.mode,
+                               options.channel_k)
+        )
+        try:
+            rewrite = await rewrite_stage(
+                self._rewriter, options.switches.rewrite, query, settings.max_query_chars * 4
+            )
+        except BaseException:
+            original.cancel()
+            raise
+        outcome = await original
+        lists, runs, degradations = outcome.lists, outcome.runs, outcome.degradations
+        variants = [QueryVariant(text=query, method="original")]
+        if rewrite.degradation is not None:
+            degradations.append(rewrite.degradation)
+        if rewrite.variant is not None:
+            variants.append(rewrite.variant)
+            extra = await self._channels.run(
+                [("rewrite", rewrite.variant.text)], search_filter, options.mode,
+                options.channel_k,
+            )
+            lists += extra.lists
+            runs += extra.runs
+            degradations += extra.degradations
         timings["channels"] = _ms(stage)
+        if not lists:
+            reasons = "; ".join(
+                d.reason for d in degradations if d.code.endswith("_retrieval_failed")
+            )
+            raise RetrievalUnavailable(f"every retrieval channel failed: {reasons}")
 
         stage = time.perf_counter()
         if options.fusion == "rrf":
             fused = rrf(lists, k=options.rrf_k, weights=options.weights)
         else:
             fused = weighted_fusion(lists, weights=options.weights)
-        candidates = fused[: options.candidate_k]
         timings["fusion"] = _ms(stage)
 
         stage = time.perf_counter()
-        hits, filtered = await asyncio.to_thread(self._hydrate, request.kb_id, candidates, options)
+        candidates, filtered = await asyncio.to_thread(
+            self._ready_candidates, request.kb_id, fused[: options.candidate_k]
+        )
         timings["ready_check"] = _ms(stage)
-        timings["total"] = _ms(started)
-        trace = trace.model_copy(
-            update={
-                "channels": tuple(runs),
-                "degradations": tuple(degradations),
-                "fused_count": len(fused),
-                "ready_filtered_count": filtered,
-                "returned_count": len(hits),
-                "timings_ms": timings,
-            }
-        )
-        return RetrievalResult(hits=tuple(hits), trace=trace)
 
-    async def _run_channels(
-        self, query: str, search_filter: SearchFilter, options: _Options
-    ) -> tuple[list[RankedList], list[ChannelRun], list[Degradation]]:
-        """Run the mode's channels concurrently; a failed channel degrades, all failed raise."""
-        channels: dict[str, Callable[[], Awaitable[list[ChannelHit]]]] = {}
-        if options.mode in ("dense", "hybrid"):
-            channels["dense"] = lambda: self._dense(query, search_filter, options.channel_k)
-        if options.mode in ("sparse", "hybrid"):
-            channels["sparse"] = lambda: asyncio.to_thread(
-                self._index.search_sparse, query, search_filter, options.channel_k
+        merge_trace = StageTrace(status="off", reason="not requested")
+        if options.switches.auto_merge:
+            stage = time.perf_counter()
+            candidates, merge_trace = await asyncio.to_thread(
+                self._auto_merge, candidates, options.auto_merge_threshold
             )
-        outcomes = await asyncio.gather(
-            *(_timed(run) for run in channels.values()), return_exceptions=True
-        )
-        lists: list[RankedList] = []
-        runs: list[ChannelRun] = []
-        degradations: list[Degradation] = []
-        for channel, outcome in zip(channels, outcomes, strict=True):
-            name = f"{channel}:original"
-            if isinstance(outcome, BaseException):
-                if not isinstance(outcome, Exception):
-                    raise outcome  # cancellation and interpreter exits are not degradations
-                reason = f"{type(outcome).__name__}: {outcome}"
-                logger.warning("%s retrieval failed: %s", channel, reason)
-                runs.append(ChannelRun(
-                    list_name=name, channel=channel,  # type: ignore[arg-type]
-                    variant="original", candidates=0, latency_ms=0.0, error=reason,
-                ))
-                degradations.append(Degradation(
-                    code=f"{channel}_retrieval_failed", reason=reason  # type: ignore[arg-type]
-                ))
-                continue
-            hits, latency = outcome
-            lists.append(RankedList(name=name, hits=tuple(hits)))
-            runs.append(ChannelRun(
-                list_name=name, channel=channel,  # type: ignore[arg-type]
-                variant="original", candidates=len(hits), latency_ms=latency,
-            ))
-        if not lists:
-            reasons = "; ".join(d.reason for d in degradations)
-            raise RetrievalUnavailable(f"every retrieval channel failed: {reasons}")
-        return lists, runs, degradations
+            timings["auto_merge"] = _ms(stage)
 
-    async def _dense(
-        self, query: str, search_filter: SearchFilter, limit: int
-    ) -> list[ChannelHit]:
-        vector = await asyncio.to_thread(self._embedder.embed_query, query)
-        return await asyncio.to_thread(self._index.search_dense, vector, search_filter, limit)
-
-    def _hydrate(
-        self, kb_id: str, candidates: Sequence[FusedHit], options: _Options
-    ) -> tuple[list[RetrievalHit], int]:
-        """Drop hits whose document is not READY (or whose chunk left the facts), keep top_k."""
-        ready = self._repository.ready_document_ids(
-            kb_id, {hit.document_id for hit in candidates}
+        rerank_trace = StageTrace(
+            status="off",
+            reason="not requested" if not options.switches.rerank else "no reranker configured",
         )
-        kept = [hit for hit in candidates if hit.document_id in ready]
-        chunks = {c.id: c for c in self._repository.get_chunks([h.chunk_id for h in kept])}
-        kept = [hit for hit in kept if hit.chunk_id in chunks]
-        filtered = len(candidates) - len(kept)
-        final = kept[: options.top_k]
+        if rerank_wanted and candidates:
+            assert self._reranker is not None
+            stage = time.perf_counter()
+            result = await rerank_stage(
+                self._reranker, self._embedder, query, query_tokens,
+                [c.chunk.text for c in candidates], self._rerank_limits,
+            )
+            rerank_trace = result.trace
+            if result.degradation is not None:
+                degradations.append(result.degradation)
+            if result.trace.status == "applied":
+                candidates = [
+                    replace(candidates[index], rerank_score=score)
+                    for index, score in result.order
+                ]
+            timings["rerank"] = _ms(stage)
+
+        threshold_trace = StageTrace(status="off", reason="no minimum score")
+        if options.min_score is not None:
+            reranked = rerank_trace.status == "applied"
+            kept = [
+                c for c in candidates
+                if (c.rerank_score if reranked else c.fused.fusion_score) is not None
+                and c.score >= options.min_score
+                and (not reranked or c.rerank_score is not None)
+            ]
+            threshold_trace = StageTrace(
+                status="applied",
+                detail={"min_score": options.min_score,
+                        "compared_with": "rerank_score" if reranked else "fusion_score",
+                        "dropped": len(candidates) - len(kept)},
+            )
+            candidates = kept
+        final = candidates[: options.top_k]
+
+        expansions: dict[str, Expansion] = {}
+        expand_trace = StageTrace(status="off", reason="not requested")
+        if options.switches.small2big and final:
+            stage = time.perf_counter()
+            expansions, expand_trace, failure = await self._small2big(final, options)
+            if failure is not None:
+                degradations.append(failure)
+            timings["small2big"] = _ms(stage)
+
         documents = {
-            doc.id: doc
-            for doc in self._repository.get_documents(sorted({h.document_id for h in final}))
+            doc.id: doc for doc in await asyncio.to_thread(
+                self._repository.get_documents, sorted({c.chunk.document_id for c in final})
+            )
         }
-        return [
-            _to_hit(rank, hit, chunks[hit.chunk_id], documents.get(hit.document_id))
-            for rank, hit in enumerate(final, start=1)
-        ], filtered
+        hits = tuple(
+            _to_hit(rank, c, documents[c.chunk.document_id].filename
+                    if c.chunk.document_id in documents else "", expansions.get(c.chunk.id))
+            for rank, c in enumerate(final, start=1)
+        )
+        timings["total"] = _ms(started)
+        applied = Switches(
+            rewrite=rewrite.variant is not None,
+            rerank=rerank_trace.status == "applied",
+            small2big=expand_trace.status == "applied",
+            auto_merge=merge_trace.status == "applied",
+        )
+        trace = trace.model_copy(update={
+            "variants": tuple(variants), "channels": tuple(runs),
+            "degradations": tuple(degradations), "switches_applied": applied,
+            "fused_count": len(fused), "ready_filtered_count": filtered,
+            "rewrite": rewrite.trace, "auto_merge": merge_trace, "rerank": rerank_trace,
+            "threshold": threshold_trace, "small2big": expand_trace,
+            "returned_count": len(hits), "timings_ms": timings,
+        })
+        return RetrievalResult(hits=hits, trace=trace)
+
+    def _ready_candidates(
+        self, kb_id: str, fused: Sequence[FusedHit]
+    ) -> tuple[list[_Candidate], int]:
+        """Candidates whose document is READY and whose chunk is in the facts, in order."""
+        ready = self._repository.ready_document_ids(kb_id, {hit.document_id for hit in fused})
+        kept = [hit for hit in fused if hit.document_id in ready]
+        chunks = {c.id: c for c in self._repository.get_chunks([h.chunk_id for h in kept])}
+        candidates = [
+            _Candidate(hit, chunks[hit.chunk_id]) for hit in kept if hit.chunk_id in chunks
+        ]
+        return candidates, len(fused) - len(candidates)
+
+    def _auto_merge(
+        self, candidates: list[_Candidate], threshold: int
+    ) -> tuple[list[_Candidate], StageTrace]:
+        parents = {
+            c.id: c for c in self._repository.get_ancestors([x.chunk.id for x in candidates])
+        }
+        merged = auto_merge(
+            [candidate(c.chunk, c.fused.fusion_score) for c in candidates], parents, threshold
+        )
+        by_id = {c.chunk.id: c for c in candidates}
+        result: list[_Candidate] = []
+        for entry in merged:
+            if not entry.is_merged:
+                result.append(by_id[entry.chunk_id])
+                continue
+            # the best-ranked original candidate lends the parent its fusion data
+            best = next(by_id[m] for m in entry.merged_from if m in by_id)
+            result.append(_Candidate(best.fused, parents[entry.chunk_id], entry.merged_from))
+        count = sum(1 for entry in merged if entry.is_merged)
+        if not count:
+            reason = f"no parent had {threshold} or more children among the candidates"
+            return result, StageTrace(status="skipped", reason=reason)
+        return result, StageTrace(status="applied", detail={"merged_parents": count})
+
+    async def _small2big(
+        self, final: Sequence[_Candidate], options: Options
+    ) -> tuple[dict[str, Expansion], StageTrace, Degradation | None]:
+        hits = [c.chunk for c in final if not c.merged_from]  # a merged parent is context already
+        try:
+            neighbours = await asyncio.to_thread(
+                self._repository.get_neighbours, hits, options.small2big_window
+            )
+            planned = plan_expansion(
+                hits, neighbours, options.small2big_window, options.small2big_budget
+            )
+        except Exception as exc:
+            reason = f"{type(exc).__name__}: {exc}"
+            return {}, StageTrace(status="failed", reason=reason), Degradation(
+                code="expansion_failed", reason=reason
+            )
+        expansions = {e.chunk_id: e for e in planned}
+        added = sum(len(e.context_chunk_ids) - 1 for e in planned)
+        return expansions, StageTrace(
+            status="applied",
+            detail={"window": options.small2big_window, "budget_tokens": options.small2big_budget,
+                    "context_tokens": sum(e.token_count for e in planned),
+                    "neighbours_added": added},
+        ), None
 
 
-async def _timed(
-    run: Callable[[], Awaitable[list[ChannelHit]]],
-) -> tuple[list[ChannelHit], float]:
-    start = time.perf_counter()
-    hits = await run()
-    return hits, _ms(start)
-
-
-def _with_candidates(options: _Options, candidate_k: int) -> _Options:
-    return _Options(
-        mode=options.mode, top_k=options.top_k, candidate_k=candidate_k,
-        channel_k=max(options.channel_k, candidate_k), fusion=options.fusion,
-        rrf_k=options.rrf_k, weights=options.weights,
-    )
-
-
-def _to_hit(rank: int, hit: FusedHit, chunk: Chunk, document: Document | None) -> RetrievalHit:
+def _to_hit(
+    rank: int, c: _Candidate, filename: str, expansion: Expansion | None
+) -> RetrievalHit:
+    hit, chunk = c.fused, c.chunk
     return RetrievalHit(
-        rank=rank,
-        chunk_id=hit.chunk_id,
-        document_id=hit.document_id,
-        filename=document.filename if document else "",
-        text=chunk.text,
-        heading_path=chunk.heading_path,
-        locator=chunk.locator,
+        rank=rank, chunk_id=chunk.id, document_id=chunk.document_id, filename=filename,
+        text=chunk.text, heading_path=chunk.heading_path, locator=chunk.locator,
         parent_id=chunk.parent_id,
-        dense_rank=hit.channel_rank("dense"),
-        dense_score=hit.channel_score("dense"),
-        sparse_rank=hit.channel_rank("sparse"),
-        sparse_score=hit.channel_score("sparse"),
-        fusion_score=hit.fusion_score,
-        retrieval_sources=hit.retrieval_sources,
+        dense_rank=hit.channel_rank("dense"), dense_score=hit.channel_score("dense"),
+        sparse_rank=hit.channel_rank("sparse"), sparse_score=hit.channel_score("sparse"),
+        fusion_score=hit.fusion_score, rerank_score=c.rerank_score,
+        retrieval_sources=hit.retrieval_sources, merged_from=c.merged_from,
+        context_chunk_ids=expansion.context_chunk_ids if expansion else (),
+        context_text=expansion.text if expansion else None,
     )

@@ -1,0 +1,95 @@
+"""Runs every (query variant x channel) concurrently; failures become degradations."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+
+from ragsift.domain.filters import SearchFilter
+from ragsift.domain.requests import Mode
+from ragsift.domain.results import ChannelHit, RankedList
+from ragsift.domain.trace import ChannelRun, Degradation
+from ragsift.ports import Embedder, SearchIndex
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelOutcome:
+    lists: list[RankedList]
+    runs: list[ChannelRun]
+    degradations: list[Degradation]
+
+
+def _ms(start: float) -> float:
+    return round((time.perf_counter() - start) * 1000, 3)
+
+
+async def _timed(run: Callable[[], Awaitable[list[ChannelHit]]]) -> tuple[list[ChannelHit], float]:
+    start = time.perf_counter()
+    hits = await run()
+    return hits, _ms(start)
+
+
+class ChannelRunner:
+    """Dense (embed the variant, cosine search) and sparse (BM25) for each variant."""
+
+    def __init__(self, index: SearchIndex, embedder: Embedder) -> None:
+        self._index = index
+        self._embedder = embedder
+
+    async def run(
+        self, variants: Sequence[tuple[str, str]], search_filter: SearchFilter, mode: Mode,
+        limit: int,
+    ) -> ChannelOutcome:
+        """`variants` are (label, text) pairs; lists are named `channel:label`."""
+        jobs: list[tuple[str, str, str, Callable[[], Awaitable[list[ChannelHit]]]]] = []
+        for label, text in variants:
+            if mode in ("dense", "hybrid"):
+                jobs.append(("dense", label, text, self._dense_job(text, search_filter, limit)))
+            if mode in ("sparse", "hybrid"):
+                jobs.append(("sparse", label, text, self._sparse_job(text, search_filter, limit)))
+        outcomes = await asyncio.gather(*(_timed(job) for *_, job in jobs), return_exceptions=True)
+        result = ChannelOutcome([], [], [])
+        for (channel, label, _, _), outcome in zip(jobs, outcomes, strict=True):
+            name = f"{channel}:{label}"
+            if isinstance(outcome, BaseException):
+                if not isinstance(outcome, Exception):
+                    raise outcome  # cancellation is not a degradation
+                reason = f"{name}: {type(outcome).__name__}: {outcome}"
+                logger.warning("channel failed: %s", reason)
+                result.runs.append(ChannelRun(
+                    list_name=name, channel=channel,  # type: ignore[arg-type]
+                    variant=label, candidates=0, latency_ms=0.0, error=reason,
+                ))
+                result.degradations.append(Degradation(
+                    code=f"{channel}_retrieval_failed", reason=reason  # type: ignore[arg-type]
+                ))
+                continue
+            hits, latency = outcome
+            result.lists.append(RankedList(name=name, hits=tuple(hits)))
+            result.runs.append(ChannelRun(
+                list_name=name, channel=channel,  # type: ignore[arg-type]
+                variant=label, candidates=len(hits), latency_ms=latency,
+            ))
+        return result
+
+    def _dense_job(
+        self, text: str, search_filter: SearchFilter, limit: int
+    ) -> Callable[[], Awaitable[list[ChannelHit]]]:
+        async def job() -> list[ChannelHit]:
+            vector = await asyncio.to_thread(self._embedder.embed_query, text)
+            return await asyncio.to_thread(self._index.search_dense, vector, search_filter, limit)
+
+        return job
+
+    def _sparse_job(
+        self, text: str, search_filter: SearchFilter, limit: int
+    ) -> Callable[[], Awaitable[list[ChannelHit]]]:
+        def job() -> Awaitable[list[ChannelHit]]:
+            return asyncio.to_thread(self._index.search_sparse, text, search_filter, limit)
+
+        return job
