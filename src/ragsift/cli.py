@@ -139,17 +139,16 @@ def ingest(
                          f"{', '.join(sorted(SUPPORTED_EXTENSIONS))}", 2)
 
 
-def _search(
-    data_dir: Path | None, kb: str, query: str, mode: str | None, top_k: int | None,
-    doc_ids: list[str] | None, fusion: str | None,
-) -> RetrievalResult:
+def _search(data_dir: Path | None, kb: str, query: str, fields: dict[str, Any]) -> RetrievalResult:
+    """One retrieval; `fields` are SearchRequest overrides (None = the settings' default)."""
     with _container(data_dir) as container:
         knowledge_base = _kb(container, kb)
+        values = {name: value for name, value in fields.items() if value is not None}
+        if values.get("document_ids") is not None:
+            values["document_ids"] = tuple(values["document_ids"]) or None
         try:
-            request = SearchRequest(
-                query=query, kb_id=knowledge_base.id, mode=mode, top_k=top_k,  # type: ignore[arg-type]
-                fusion=fusion,  # type: ignore[arg-type]
-                document_ids=tuple(doc_ids) if doc_ids else None,
+            request = SearchRequest.model_validate(
+                {"query": query, "kb_id": knowledge_base.id, **values}
             )
         except ValidationError as exc:
             raise InvalidInput(_validation_message(exc)) from exc
@@ -164,6 +163,16 @@ ModeOpt = Annotated[str | None, typer.Option("--mode", help="dense | sparse | hy
 TopK = Annotated[int | None, typer.Option("--top-k", help="Results to return [5].")]
 DocIds = Annotated[list[str] | None, typer.Option("--doc-id", help="Restrict to a document.")]
 FusionOpt = Annotated[str | None, typer.Option("--fusion", help="rrf | weighted [rrf]")]
+RewriteOpt = Annotated[bool | None, typer.Option(
+    "--rewrite/--no-rewrite", help="LLM query rewrite [on when a chat server is configured].")]
+RerankOpt = Annotated[bool | None, typer.Option(
+    "--rerank/--no-rerank", help="Rerank [on when a reranker is configured].")]
+Small2BigOpt = Annotated[bool | None, typer.Option(
+    "--small2big/--no-small2big", help="Add neighbouring chunks as context [on].")]
+AutoMergeOpt = Annotated[bool | None, typer.Option(
+    "--auto-merge/--no-auto-merge", help="Parents replace enough sibling hits [off].")]
+MinScore = Annotated[float | None, typer.Option(
+    "--min-score", help="Drop hits below this (rerank score if reranked, else fusion).")]
 
 
 @app.command()
@@ -174,11 +183,20 @@ def search(
     top_k: TopK = None,
     doc_id: DocIds = None,
     fusion: FusionOpt = None,
+    rewrite: RewriteOpt = None,
+    rerank: RerankOpt = None,
+    small2big: Small2BigOpt = None,
+    auto_merge: AutoMergeOpt = None,
+    min_score: MinScore = None,
     as_json: JsonFlag = False,
     data_dir: DataDir = None,
 ) -> None:
     """Search a knowledge base and print the evidence."""
-    result = _search(data_dir, kb, query, mode, top_k, doc_id, fusion)
+    result = _search(data_dir, kb, query, {
+        "mode": mode, "top_k": top_k, "document_ids": doc_id, "fusion": fusion,
+        "rewrite": rewrite, "rerank": rerank, "small2big": small2big, "auto_merge": auto_merge,
+        "min_score": min_score,
+    })
     if as_json:
         typer.echo(json.dumps([hit.model_dump(mode="json") for hit in result.hits],
                               ensure_ascii=False, indent=2))
@@ -194,11 +212,20 @@ def explain(
     top_k: TopK = None,
     doc_id: DocIds = None,
     fusion: FusionOpt = None,
+    rewrite: RewriteOpt = None,
+    rerank: RerankOpt = None,
+    small2big: Small2BigOpt = None,
+    auto_merge: AutoMergeOpt = None,
+    min_score: MinScore = None,
     as_json: JsonFlag = False,
     data_dir: DataDir = None,
 ) -> None:
     """Search and show how every stage chose the evidence (the trace)."""
-    result = _search(data_dir, kb, query, mode, top_k, doc_id, fusion)
+    result = _search(data_dir, kb, query, {
+        "mode": mode, "top_k": top_k, "document_ids": doc_id, "fusion": fusion,
+        "rewrite": rewrite, "rerank": rerank, "small2big": small2big, "auto_merge": auto_merge,
+        "min_score": min_score,
+    })
     if as_json:
         payload: dict[str, Any] = {
             "results": [hit.model_dump(mode="json") for hit in result.hits],

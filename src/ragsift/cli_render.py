@@ -7,7 +7,7 @@ from rich.table import Table
 
 from ragsift.domain.models import Locator
 from ragsift.domain.results import RetrievalResult
-from ragsift.domain.trace import RetrievalTrace
+from ragsift.domain.trace import RetrievalTrace, StageTrace, Switches
 
 
 def _fmt(value: float | int | None, digits: int = 4) -> str:
@@ -49,15 +49,21 @@ def render_scores(console: Console, result: RetrievalResult) -> None:
     """Per-hit scores of every stage: channel ranks and raw scores, fusion, sources."""
     table = Table(title="per-hit scores")
     for column in ("#", "chunk", "dense rank", "dense score", "sparse rank", "sparse score",
-                   "fusion", "sources"):
+                   "fusion", "rerank", "context", "sources"):
         table.add_column(column)
     for hit in result.hits:
         table.add_row(
             str(hit.rank), hit.chunk_id[:12], _fmt(hit.dense_rank), _fmt(hit.dense_score),
             _fmt(hit.sparse_rank), _fmt(hit.sparse_score), _fmt(hit.fusion_score),
+            _fmt(hit.rerank_score), str(len(hit.context_chunk_ids) or "-"),
             ", ".join(hit.retrieval_sources),
         )
     console.print(table)
+
+
+def _switches(switches: Switches) -> str:
+    on = [name for name, value in switches.model_dump().items() if value]
+    return ", ".join(on) or "none"
 
 
 def render_trace(console: Console, trace: RetrievalTrace) -> None:
@@ -73,8 +79,16 @@ def render_trace(console: Console, trace: RetrievalTrace) -> None:
             f"{scope.document_ids_allowed}/{scope.document_ids_requested} READY"
             + (f" ({scope.empty_reason})" if scope.empty_reason else ""),
         )
+    summary.add_row("switches asked / ran", f"{_switches(trace.switches_requested)} / "
+                    f"{_switches(trace.switches_applied)}")
     summary.add_row("fused candidates", str(trace.fused_count))
     summary.add_row("dropped by READY check", str(trace.ready_filtered_count))
+    for name in ("rewrite", "auto_merge", "rerank", "threshold", "small2big"):
+        stage: StageTrace = getattr(trace, name)
+        text = stage.status + (f": {stage.reason}" if stage.reason else "")
+        if stage.detail:
+            text += " (" + ", ".join(f"{k}={v}" for k, v in stage.detail.items()) + ")"
+        summary.add_row(name.replace("_", "-"), text)
     summary.add_row("returned", str(trace.returned_count))
     summary.add_row(
         "degradations",
