@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ragsift.adapters.embedded_index.bm25_store import TantivyBm25Store
+from ragsift.adapters.embedded_index.bm25_store import IndexInUse, TantivyBm25Store
 from ragsift.domain.filters import SearchFilter
 from ragsift.domain.index_records import IndexRecord
 from ragsift.domain.results import ChannelHit
@@ -182,3 +182,14 @@ def test_writes_after_close_fail_clearly(tmp_path: Path) -> None:
     bm25.close()
     with pytest.raises(RuntimeError, match="closed"):
         bm25.upsert(CORPUS)
+
+
+def test_a_second_store_on_the_same_directory_is_refused_with_a_clear_error(
+    tmp_path: Path,
+) -> None:
+    first = TantivyBm25Store(tmp_path)
+    try:
+        with pytest.raises(IndexInUse, match="another ragsift process"):
+            TantivyBm25Store(tmp_path)
+    finally:
+        first.close()

@@ -11,6 +11,7 @@ import tantivy
 from tantivy import Occur, Query
 
 from ragsift.adapters.embedded_index.analyzer import analyze
+from ragsift.domain.errors import RagsiftError
 from ragsift.domain.filters import SearchFilter
 from ragsift.domain.index_records import IndexRecord
 from ragsift.domain.results import ChannelHit
@@ -32,6 +33,12 @@ def _schema() -> tantivy.Schema:
     return builder.build()
 
 
+class IndexInUse(RagsiftError):
+    """Another process holds the index's writer lock."""
+
+    code = "index_in_use"
+
+
 class TantivyBm25Store:
     """BM25 search with kb, document and scope filters that never change the scores."""
 
@@ -44,9 +51,18 @@ class TantivyBm25Store:
         self._schema = self._index.schema
         # One writer for the store's lifetime: tantivy allows one per index, and opening
         # one per batch would pay thread start-up and lock-file churn each time.
-        self._writer: tantivy.IndexWriter | None = self._index.writer(
-            heap_size=_HEAP_BYTES, num_threads=1
-        )
+        try:
+            self._writer: tantivy.IndexWriter | None = self._index.writer(
+                heap_size=_HEAP_BYTES, num_threads=1
+            )
+        except ValueError as exc:
+            if "LockBusy" not in str(exc):
+                raise
+            raise IndexInUse(
+                f"the index in {directory} is open in another ragsift process; the embedded "
+                "backend allows one process per data directory (stop the other one, or use "
+                "another --data-dir)"
+            ) from exc
         self._index.reload()
         self._searcher = self._index.searcher()
         logger.debug("opened BM25 store %s with %d docs", directory, self._searcher.num_docs)
