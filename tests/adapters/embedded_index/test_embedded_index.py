@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from ragsift.adapters.embedded_index import EmbeddedIndex
+from ragsift.adapters.embedded_index.bm25_store import IndexInUse
 from ragsift.domain.filters import SearchFilter
 from ragsift.domain.index_records import IndexRecord
 from ragsift.ports import SearchIndex
@@ -136,7 +137,7 @@ def test_index_survives_close_and_reopen(tmp_path: Path) -> None:
 
 def test_a_second_open_of_the_same_directory_is_refused_until_close(tmp_path: Path) -> None:
     first = EmbeddedIndex(tmp_path, DIM)
-    with pytest.raises(ValueError, match="lock"):
+    with pytest.raises(IndexInUse, match="another ragsift process"):
         EmbeddedIndex(tmp_path, DIM)
     first.close()
     EmbeddedIndex(tmp_path, DIM).close()
