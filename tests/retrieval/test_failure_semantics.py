@@ -1,0 +1,264 @@
+"""DESIGN section 2, row by row: each fault is injected into the real adapter path (HTTP model
+server, embedding client, tantivy index, SQL repository) and the request degrades or fails
+exactly as the table says."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, NoReturn
+
+import pytest
+
+from ragsift.adapters.openai_embedder import OpenAIEmbedder
+from ragsift.bootstrap import Container, build
+from ragsift.domain.errors import RetrievalUnavailable
+from ragsift.domain.models import KnowledgeBase
+from ragsift.domain.requests import SearchRequest
+from ragsift.domain.results import RetrievalResult
+from ragsift.retrieval.service import RetrievalService
+from retrieval.real_stack import (
+    HANDBOOK,
+    QUIET,
+    ServiceFactory,
+    closed_port,
+    ranking,
+    stack_settings,
+)
+from retrieval.real_stack import search as search_for
+from support.fixtures import LLMServer
+
+QUERY = "hotel limit per night"
+
+
+def search(service: RetrievalService, kb: KnowledgeBase, query: str = QUERY, **fields: Any
+           ) -> RetrievalResult:
+    return search_for(service, kb, query, **fields)
+
+
+def unreachable_embedder(stack: Container) -> OpenAIEmbedder:
+    """The OpenAI embedding client aimed at a port nobody listens on (queries fail)."""
+    return OpenAIEmbedder(
+        base_url=f"http://127.0.0.1:{closed_port()}/v1", model="multilingual-e5-small",
+        tokenizer=stack.embedder, dimension=stack.embedder.dimension, timeout_s=2.0,
+    )
+
+
+def broken_sparse(*_: object) -> NoReturn:
+    raise RuntimeError("tantivy index is corrupt")
+
+
+# --- rewrite fails: continue with the original query ---------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("chat", "reason"),
+    [
+        ({"mode": "error500"}, "rewriter answered HTTP 500"),
+        ({"mode": "stall", "stall_s": 3}, "rewriter timed out"),
+        ({"mode": "garbage"}, "unexpected envelope"),
+        ({"mode": "invalid_json"}, "rewriter answer is not JSON"),
+        ({"mode": "schema"}, "does not match the schema"),
+        ({"mode": "no_choices"}, "unexpected envelope"),
+    ],
+    ids=["error500", "stall", "garbage", "invalid_json", "schema", "no_choices"],
+)
+def test_a_failing_rewrite_degrades_to_the_original_query(
+    kb: KnowledgeBase, llm_server: LLMServer, service_with: ServiceFactory,
+    chat: dict[str, Any], reason: str,
+) -> None:
+    service = service_with(llm_timeout_s=1.0)
+    original_only = search(service, kb, **QUIET)
+    llm_server.control(chat=chat)
+    started = time.perf_counter()
+    result = search(service, kb, **{**QUIET, "rewrite": True})
+    assert time.perf_counter() - started < 2.5  # a stall is cut by llm_timeout_s, not waited out
+    assert llm_server.last("chat")["body"]["messages"][-1]["content"] == QUERY
+    (degradation,) = result.trace.degradations
+    assert degradation.code == "rewrite_failed" and reason in degradation.reason
+    assert result.trace.rewrite.status == "failed"
+    assert result.trace.rewrite.reason == degradation.reason
+    assert [v.method for v in result.trace.variants] == ["original"]
+    assert [c.list_name for c in result.trace.channels] == ["dense:original", "sparse:original"]
+    assert not result.trace.switches_applied.rewrite and result.trace.switches_requested.rewrite
+    assert result.hits and ranking(result) == ranking(original_only)
+
+
+# --- one channel in hybrid fails: the other continues --------------------------------------
+
+
+def test_a_failing_sparse_channel_in_hybrid_degrades_to_dense(
+    stack: Container, kb: KnowledgeBase, llm_server: LLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    dense_only = search(stack.retrieval, kb, mode="dense", **QUIET)
+    monkeypatch.setattr(stack.index, "search_sparse", broken_sparse)
+    result = search(stack.retrieval, kb, mode="hybrid", **QUIET)
+    (degradation,) = result.trace.degradations
+    assert degradation.code == "sparse_retrieval_failed"
+    assert degradation.reason == "sparse:original: RuntimeError: tantivy index is corrupt"
+    runs = {c.list_name: c for c in result.trace.channels}
+    assert runs["sparse:original"].error == degradation.reason
+    assert runs["sparse:original"].candidates == 0 and runs["dense:original"].candidates > 0
+    assert result.hits and all(h.retrieval_sources == ("dense:original",) for h in result.hits)
+    assert ranking(result) == ranking(dense_only)  # one valid list keeps its raw cosine
+
+
+def test_a_failing_dense_channel_in_hybrid_degrades_to_sparse(
+    stack: Container, kb: KnowledgeBase, llm_server: LLMServer, service_with: ServiceFactory
+) -> None:
+    sparse_only = search(stack.retrieval, kb, mode="sparse", **QUIET)
+    service = service_with(embedder=unreachable_embedder(stack))
+    result = search(service, kb, mode="hybrid", **QUIET)
+    (degradation,) = result.trace.degradations
+    assert degradation.code == "dense_retrieval_failed"
+    assert degradation.reason.startswith("dense:original: UpstreamError: embedding server failed")
+    assert result.hits and all(h.retrieval_sources == ("sparse:original",) for h in result.hits)
+    assert ranking(result) == ranking(sparse_only)
+
+
+# --- every requested channel fails: an error, never "no results" ---------------------------
+
+
+def test_every_requested_channel_failing_raises_retrieval_unavailable(
+    stack: Container, kb: KnowledgeBase, llm_server: LLMServer, service_with: ServiceFactory,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    service = service_with(embedder=unreachable_embedder(stack))
+    with pytest.raises(RetrievalUnavailable, match="every retrieval channel failed: "
+                       "dense:original: UpstreamError: embedding server failed"):
+        search(service, kb, mode="dense", **QUIET)
+    monkeypatch.setattr(stack.index, "search_sparse", broken_sparse)
+    with pytest.raises(RetrievalUnavailable, match="tantivy index is corrupt") as failed:
+        search(service, kb, mode="hybrid", **QUIET)
+    assert "dense:original: UpstreamError" in str(failed.value)
+
+
+def test_the_cli_exits_1_with_the_message_when_every_channel_fails(
+    tmp_path: Path, llm_server: LLMServer
+) -> None:
+    data_dir = tmp_path / "data"
+    container = build(stack_settings(data_dir, llm_server))
+    try:
+        knowledge_base = container.ingestion.ensure_kb("policies")
+        (tmp_path / "handbook.md").write_text(HANDBOOK, encoding="utf-8")
+        container.ingestion.ingest_path(knowledge_base, tmp_path / "handbook.md")
+    finally:
+        container.close()
+    env = {key: value for key, value in os.environ.items() if not key.startswith("RAGSIFT_")}
+    env.update(
+        RAGSIFT_DATA_DIR=str(data_dir), RAGSIFT_EMBEDDER="openai",
+        RAGSIFT_OPENAI_BASE_URL=f"http://127.0.0.1:{closed_port()}/v1",
+        RAGSIFT_OPENAI_EMBEDDING_DIM="384", RAGSIFT_HTTP_TIMEOUT_S="2",
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "ragsift.cli", "search", QUERY, "--kb", "policies",
+         "--mode", "dense", "--json"],
+        capture_output=True, text=True, env=env, timeout=120, check=False,
+    )
+    assert done.returncode == 1, done.stderr
+    message = " ".join(done.stderr.split())  # rich wraps long lines
+    assert "error (retrieval_unavailable): every retrieval channel failed" in message
+    assert "embedding server failed" in message
+    assert done.stdout == ""  # no empty result list pretending nothing matched
+
+
+# --- rerank fails: keep fusion order -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("rerank", "reason"),
+    [
+        ({"mode": "error500"}, "reranker answered HTTP 500"),
+        ({"mode": "stall", "stall_s": 3}, "reranker timed out"),
+        ({"mode": "garbage"}, "unexpected shape"),
+        ({"mode": "out_of_range"}, "the reranker returned"),
+        ({"mode": "duplicates"}, "the reranker returned"),
+        ({"mode": "empty"}, "the reranker returned no scores"),
+        ({"mode": "missing_fields"}, "unexpected shape"),
+        ({"raw": {"results": [{"index": 42, "relevance_score": 0.9}]}}, "index outside 0..5"),
+        ({"raw": {"results": [{"index": 1, "relevance_score": 0.9},
+                              {"index": 1, "relevance_score": 0.8}]}}, "same passage twice"),
+    ],
+    ids=["error500", "stall", "garbage", "out_of_range", "duplicates", "empty",
+         "missing_fields", "raw_out_of_range", "raw_duplicates"],
+)
+def test_a_failing_rerank_keeps_the_fusion_order(
+    kb: KnowledgeBase, llm_server: LLMServer, service_with: ServiceFactory,
+    rerank: dict[str, Any], reason: str,
+) -> None:
+    service = service_with(rerank_timeout_s=1.0)
+    window: dict[str, Any] = {"candidate_k": 6, "top_k": 6, "rewrite": False, "small2big": False}
+    fused = search(service, kb, rerank=False, **window)
+    llm_server.control(rerank=rerank)
+    started = time.perf_counter()
+    result = search(service, kb, **window)
+    assert time.perf_counter() - started < 2.5  # a stall is cut by rerank_timeout_s
+    assert len(llm_server.last("cohere")["body"]["documents"]) == 6
+    assert ranking(result) == ranking(fused)
+    assert all(h.rerank_score is None for h in result.hits)
+    (degradation,) = result.trace.degradations
+    assert degradation.code == "rerank_failed" and reason in degradation.reason
+    assert result.trace.rerank.status == "failed"
+    assert result.trace.rerank.reason == degradation.reason
+    assert result.trace.rerank.detail == {"sent": 6}
+    assert not result.trace.switches_applied.rerank
+
+
+# --- parent expansion fails: keep the hit chunks -------------------------------------------
+
+
+def test_a_failing_expansion_keeps_the_hits(
+    stack: Container, kb: KnowledgeBase, llm_server: LLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plain = search(stack.retrieval, kb, top_k=3, **QUIET)
+
+    def broken(*_: object) -> NoReturn:
+        raise RuntimeError("database is locked")
+
+    monkeypatch.setattr(stack.repository, "get_neighbours", broken)
+    result = search(stack.retrieval, kb, top_k=3, **{**QUIET, "small2big": True})
+    assert ranking(result) == ranking(plain)
+    assert [h.text for h in result.hits] == [h.text for h in plain.hits]
+    assert all(h.context_chunk_ids == () and h.context_text is None for h in result.hits)
+    (degradation,) = result.trace.degradations
+    assert degradation.code == "expansion_failed"
+    assert degradation.reason == "RuntimeError: database is locked"
+    assert result.trace.small2big.status == "failed"
+    assert not result.trace.switches_applied.small2big
+
+
+# --- request cancelled: propagates at once, not a degradation ------------------------------
+
+
+def test_cancelling_while_the_rewriter_stalls_propagates_at_once_without_a_degradation(
+    kb: KnowledgeBase, llm_server: LLMServer, service_with: ServiceFactory,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    service = service_with(llm_timeout_s=1.0)
+    llm_server.control(chat={"mode": "stall", "stall_s": 3})
+    request = SearchRequest(query=QUERY, kb_id=kb.id, rerank=False, small2big=False)
+
+    async def cancel_during_the_rewrite() -> tuple[float, float]:
+        started = time.perf_counter()
+        task = asyncio.create_task(service.search(request))
+        await asyncio.sleep(0.3)  # the rewrite request is out and stalling
+        cancelled_at = time.perf_counter()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        done = time.perf_counter()
+        assert task.cancelled()  # no result was produced, so no degradation was recorded
+        return done - cancelled_at, done - started
+
+    with caplog.at_level(logging.WARNING):
+        # asyncio.run returns once the abandoned rewrite thread gives up (llm_timeout_s)
+        after_cancel, in_all = asyncio.run(cancel_during_the_rewrite())
+    assert after_cancel < 0.2  # at once ...
+    assert in_all < 0.9  # ... long before the rewriter could time out (1 s) or answer (3 s)
+    assert llm_server.last("chat")["body"]["messages"][-1]["content"] == QUERY
+    assert not [r for r in caplog.records if "rewrite failed" in r.getMessage()]
