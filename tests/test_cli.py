@@ -84,10 +84,10 @@ def test_search_modes_and_top_k(data_dir: Path) -> None:
     assert "保修两年" in hit["text"]
 
 
-def test_explain_json_carries_results_and_trace(data_dir: Path) -> None:
+def test_explain_json_carries_results_faq_and_trace(data_dir: Path) -> None:
     done = ragsift(data_dir, "explain", "warranty period", "--kb", "manuals", "--json")
     payload = json.loads(done.stdout)
-    assert set(payload) == {"results", "trace"}
+    assert set(payload) == {"results", "faq", "trace"}
     trace = payload["trace"]
     assert trace["mode"] == "hybrid"
     assert [c["list_name"] for c in trace["channels"]] == ["dense:original", "sparse:original"]

@@ -17,6 +17,7 @@ from ragsift.adapters.openai_rewriter import OpenAIRewriter
 from ragsift.adapters.sql import SqlRepository
 from ragsift.config import Settings
 from ragsift.ingestion.chunking import Chunker
+from ragsift.ingestion.faq_import import FaqImporter
 from ragsift.ingestion.pipeline import IngestionService
 from ragsift.ports import Embedder, QueryRewriter, Reranker
 from ragsift.retrieval.service import RetrievalService
@@ -34,9 +35,12 @@ class Container:
     embedder: CachedEmbedder
     ingestion: IngestionService
     retrieval: RetrievalService
+    faq_index: EmbeddedIndex
+    faq: FaqImporter
 
     def close(self) -> None:
         self.index.close()
+        self.faq_index.close()
         self.embedder.close()
 
 
@@ -95,6 +99,8 @@ def build(settings: Settings) -> Container:
         query_cache_size=settings.query_cache_size,
     )
     index = EmbeddedIndex(data_dir / "index", dimension=embedder.dimension)
+    # FAQ entries live in their own collection, so their top-k and scores stay apart.
+    faq_index = EmbeddedIndex(data_dir / "faq_index", dimension=embedder.dimension)
     chunker = Chunker(
         embedder,
         chunk_tokens=settings.chunk_tokens,
@@ -112,6 +118,12 @@ def build(settings: Settings) -> Container:
     )
     retrieval = RetrievalService(
         repository, index, embedder, settings,
-        rewriter=build_rewriter(settings), reranker=build_reranker(settings),
+        rewriter=build_rewriter(settings), reranker=build_reranker(settings), faq_index=faq_index,
     )
-    return Container(settings, repository, index, embedder, ingestion, retrieval)
+    faq = FaqImporter(
+        repository, faq_index, embedder, max_file_bytes=settings.max_file_bytes,
+        batch_size=settings.embedding_batch_size,
+    )
+    return Container(
+        settings, repository, index, embedder, ingestion, retrieval, faq_index, faq
+    )

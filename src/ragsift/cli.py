@@ -6,14 +6,11 @@ import asyncio
 import json
 import logging
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any, get_args
 
 import typer
 from pydantic import ValidationError
-from rich.console import Console
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -23,11 +20,20 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from ragsift.bootstrap import Container, build
-from ragsift.cli_render import render_hits, render_scores, render_trace
-from ragsift.config import Settings
+from ragsift.cli_common import (
+    CliFailure,
+    DataDir,
+    JsonFlag,
+    KbName,
+    err,
+    kb_named,
+    open_container,
+    out,
+)
+from ragsift.cli_faq import faq_app
+from ragsift.cli_render import render_faq, render_hits, render_scores, render_trace
 from ragsift.domain.errors import InvalidInput, RagsiftError
-from ragsift.domain.models import DocumentScope, DocumentStatus, KnowledgeBase
+from ragsift.domain.models import DocumentScope, DocumentStatus
 from ragsift.domain.requests import Fusion, Mode, SearchRequest
 from ragsift.domain.results import RetrievalResult
 from ragsift.evaluation.datasets import load_beir_folder
@@ -44,44 +50,7 @@ kb_app = typer.Typer(help="Knowledge bases.", no_args_is_help=True)
 docs_app = typer.Typer(help="Documents of a knowledge base.", no_args_is_help=True)
 app.add_typer(kb_app, name="kb")
 app.add_typer(docs_app, name="docs")
-
-out = Console(soft_wrap=True)
-err = Console(stderr=True, soft_wrap=True)
-
-DataDir = Annotated[
-    Path | None,
-    typer.Option("--data-dir", envvar="RAGSIFT_DATA_DIR", help="Data directory [./.ragsift]."),
-]
-KbName = Annotated[str, typer.Option("--kb", help="Knowledge base name.")]
-JsonFlag = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
-
-
-class CliFailure(Exception):
-    def __init__(self, message: str, exit_code: int) -> None:
-        super().__init__(message)
-        self.exit_code = exit_code
-
-
-@contextmanager
-def _container(data_dir: Path | None, **overrides: Any) -> Iterator[Container]:
-    try:
-        settings = Settings(data_dir=data_dir, **overrides) if data_dir else Settings(**overrides)
-    except ValidationError as exc:
-        raise CliFailure(f"invalid settings: {exc}", 2) from exc
-    container = build(settings)
-    try:
-        yield container
-    finally:
-        container.close()
-
-
-def _kb(container: Container, name: str) -> KnowledgeBase:
-    kb = container.repository.get_kb_by_name(name)
-    if kb is None:
-        known = ", ".join(k.name for k in container.repository.list_kbs()) or "none"
-        raise InvalidInput(f"unknown knowledge base {name!r} (known: {known})")
-    return kb
-
+app.add_typer(faq_app, name="faq")
 
 def _files(paths: list[Path]) -> list[Path]:
     found: list[Path] = []
@@ -111,7 +80,7 @@ def ingest(
     scope = DocumentScope(source=source, tenant_id=tenant_id, dataset_id=dataset_id,
                           visibility=visibility)
     failed = 0
-    with _container(data_dir) as container:
+    with open_container(data_dir) as container:
         knowledge_base = container.ingestion.ensure_kb(kb)
         columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                    TimeElapsedColumn())
@@ -141,8 +110,8 @@ def ingest(
 
 def _search(data_dir: Path | None, kb: str, query: str, fields: dict[str, Any]) -> RetrievalResult:
     """One retrieval; `fields` are SearchRequest overrides (None = the settings' default)."""
-    with _container(data_dir) as container:
-        knowledge_base = _kb(container, kb)
+    with open_container(data_dir) as container:
+        knowledge_base = kb_named(container, kb)
         values = {name: value for name, value in fields.items() if value is not None}
         if values.get("document_ids") is not None:
             values["document_ids"] = tuple(values["document_ids"]) or None
@@ -173,6 +142,9 @@ AutoMergeOpt = Annotated[bool | None, typer.Option(
     "--auto-merge/--no-auto-merge", help="Parents replace enough sibling hits [off].")]
 MinScore = Annotated[float | None, typer.Option(
     "--min-score", help="Drop hits below this (rerank score if reranked, else fusion).")]
+FaqOpt = Annotated[bool | None, typer.Option(
+    "--faq/--no-faq", help="Search the FAQ entries too [on; off for search --json unless given].")]
+FaqTopK = Annotated[int | None, typer.Option("--faq-top-k", help="FAQ entries to return [3].")]
 
 
 @app.command()
@@ -188,19 +160,30 @@ def search(
     small2big: Small2BigOpt = None,
     auto_merge: AutoMergeOpt = None,
     min_score: MinScore = None,
+    faq: FaqOpt = None,
+    faq_top_k: FaqTopK = None,
     as_json: JsonFlag = False,
     data_dir: DataDir = None,
 ) -> None:
-    """Search a knowledge base and print the evidence."""
+    """Search a knowledge base and print the evidence (FAQ entries in their own block).
+
+    --json prints the plain array of document hits; with an explicit --faq it prints
+    {"results": [...], "faq": [...]} instead.
+    """
     result = _search(data_dir, kb, query, {
         "mode": mode, "top_k": top_k, "document_ids": doc_id, "fusion": fusion,
         "rewrite": rewrite, "rerank": rerank, "small2big": small2big, "auto_merge": auto_merge,
-        "min_score": min_score,
+        "min_score": min_score, "faq_top_k": faq_top_k,
+        # the plain JSON array has no place for FAQ entries: skip the search unless asked
+        "run_faq": False if as_json and faq is None else faq,
     })
     if as_json:
-        typer.echo(json.dumps([hit.model_dump(mode="json") for hit in result.hits],
+        hits = [hit.model_dump(mode="json") for hit in result.hits]
+        faq_hits = [hit.model_dump(mode="json") for hit in result.faq_hits]
+        typer.echo(json.dumps(hits if not faq else {"results": hits, "faq": faq_hits},
                               ensure_ascii=False, indent=2))
         return
+    render_faq(out, result)
     render_hits(out, result)
 
 
@@ -217,6 +200,8 @@ def explain(
     small2big: Small2BigOpt = None,
     auto_merge: AutoMergeOpt = None,
     min_score: MinScore = None,
+    faq: FaqOpt = None,
+    faq_top_k: FaqTopK = None,
     as_json: JsonFlag = False,
     data_dir: DataDir = None,
 ) -> None:
@@ -224,15 +209,17 @@ def explain(
     result = _search(data_dir, kb, query, {
         "mode": mode, "top_k": top_k, "document_ids": doc_id, "fusion": fusion,
         "rewrite": rewrite, "rerank": rerank, "small2big": small2big, "auto_merge": auto_merge,
-        "min_score": min_score,
+        "min_score": min_score, "run_faq": faq, "faq_top_k": faq_top_k,
     })
     if as_json:
         payload: dict[str, Any] = {
             "results": [hit.model_dump(mode="json") for hit in result.hits],
+            "faq": [hit.model_dump(mode="json") for hit in result.faq_hits],
             "trace": result.trace.model_dump(mode="json"),
         }
         typer.echo(json.dumps(payload, ensure_ascii=False, indent=2))
         return
+    render_faq(out, result)
     render_hits(out, result)
     render_scores(out, result)
     render_trace(out, result.trace)
@@ -241,26 +228,27 @@ def explain(
 @kb_app.command("list")
 def kb_list(data_dir: DataDir = None, as_json: JsonFlag = False) -> None:
     """List knowledge bases with their document counts."""
-    with _container(data_dir) as container:
+    with open_container(data_dir) as container:
         rows = []
         for kb in container.repository.list_kbs():
             documents = container.repository.list_documents(kb.id)
             ready = sum(1 for d in documents if d.status == DocumentStatus.READY)
             rows.append({"id": kb.id, "name": kb.name, "embedding_model": kb.embedding_model,
-                         "documents": len(documents), "ready": ready})
+                         "documents": len(documents), "ready": ready,
+                         "faq": container.repository.count_faq_entries(kb.id)})
     if as_json:
         typer.echo(json.dumps(rows, ensure_ascii=False, indent=2))
         return
     for row in rows:
         out.print(f"{row['name']}\t{row['id']}\t{row['ready']}/{row['documents']} READY"
-                  f"\t{row['embedding_model']}")
+                  f"\t{row['faq']} FAQ\t{row['embedding_model']}")
 
 
 @docs_app.command("list")
 def docs_list(kb: KbName, data_dir: DataDir = None, as_json: JsonFlag = False) -> None:
     """List the documents of a knowledge base with status and error."""
-    with _container(data_dir) as container:
-        documents = container.repository.list_documents(_kb(container, kb).id)
+    with open_container(data_dir) as container:
+        documents = container.repository.list_documents(kb_named(container, kb).id)
     if as_json:
         typer.echo(json.dumps([d.model_dump(mode="json") for d in documents],
                               ensure_ascii=False, indent=2))
@@ -277,8 +265,8 @@ def docs_delete(
     data_dir: DataDir = None,
 ) -> None:
     """Delete documents from the facts and from both indexes."""
-    with _container(data_dir) as container:
-        knowledge_base = _kb(container, kb)
+    with open_container(data_dir) as container:
+        knowledge_base = kb_named(container, kb)
         for doc_id in doc_ids:
             document = container.repository.get_document(doc_id)
             if document is None or document.kb_id != knowledge_base.id:
@@ -346,7 +334,7 @@ def eval_command(
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                TimeElapsedColumn(), TimeRemainingColumn())
     # no query-embedding cache: every configuration pays for its own query embeddings
-    with _container(data_dir, query_cache_size=0) as container, \
+    with open_container(data_dir, query_cache_size=0) as container, \
             Progress(*columns, console=err, transient=True) as bar:
         report = evaluate(container, data, options, _eval_progress(bar))
     if as_json:

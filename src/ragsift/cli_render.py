@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from ragsift.domain.models import Locator
@@ -45,6 +46,30 @@ def render_hits(console: Console, result: RetrievalResult, snippet: int = 160) -
         console.print(f"   {text}")
 
 
+def _snippet(text: str, limit: int) -> str:
+    flat = " ".join(text.split())
+    return flat[:limit] + "…" if len(flat) > limit else flat
+
+
+def render_faq(console: Console, result: RetrievalResult, snippet: int = 240) -> None:
+    """FAQ entries in their own block before the documents; a direct answer stands out."""
+    if not result.faq_hits:
+        return
+    console.rule("FAQ")
+    for hit in result.faq_hits:
+        mark = "[bold green]DIRECT ANSWER[/] " if hit.direct_answer else ""
+        source = f" source={escape(hit.source)}" if hit.source else ""
+        console.print(
+            f"[bold]Q{hit.rank}.[/] {mark}{escape(_snippet(hit.question, snippet))}"
+            f"  [dim]dense={_fmt(hit.dense_score)} fusion={_fmt(hit.fusion_score)}"
+            f" dense#{_fmt(hit.dense_rank)} sparse#{_fmt(hit.sparse_rank)}{source}[/]"
+        )
+        style = "green" if hit.direct_answer else ""
+        answer = escape(_snippet(hit.answer, snippet))
+        console.print(f"   [{style}]{answer}[/]" if style else f"   {answer}")
+    console.rule("documents")
+
+
 def render_scores(console: Console, result: RetrievalResult) -> None:
     """Per-hit scores of every stage: channel ranks and raw scores, fusion, sources."""
     table = Table(title="per-hit scores")
@@ -83,7 +108,7 @@ def render_trace(console: Console, trace: RetrievalTrace) -> None:
                     f"{_switches(trace.switches_applied)}")
     summary.add_row("fused candidates", str(trace.fused_count))
     summary.add_row("dropped by READY check", str(trace.ready_filtered_count))
-    for name in ("rewrite", "auto_merge", "rerank", "threshold", "small2big"):
+    for name in ("rewrite", "auto_merge", "rerank", "threshold", "small2big", "faq"):
         stage: StageTrace = getattr(trace, name)
         text = stage.status + (f": {stage.reason}" if stage.reason else "")
         if stage.detail:

@@ -67,6 +67,25 @@ class Settings(BaseSettings):
         ),
     )
 
+    # retrieval plan: the document search and the FAQ search, each with its own top-k
+    run_doc: bool = Field(default=True, description="search document chunks")
+    run_faq: bool = Field(
+        default=True, description="search the FAQ collection (a KB without entries skips it)"
+    )
+    faq_top_k: int = Field(default=3, ge=1, le=50, description="FAQ entries to return")
+    faq_direct_answer_threshold: float = Field(
+        default=0.92,
+        ge=-1.0,
+        le=1.0,
+        description=(
+            "the top FAQ hit is marked as a direct answer when the DENSE cosine between the "
+            "query and its question reaches this (RRF scores are rank transforms, cosine is a "
+            "calibrated scale). Needs the dense channel; depends on the embedder: with "
+            "multilingual-e5-small unrelated questions score 0.70-0.86, loose paraphrases "
+            "0.85-0.90, close paraphrases 0.93-0.95 and the same question 0.97"
+        ),
+    )
+
     # query rewrite (an OpenAI-compatible chat server; off when none is configured)
     rewrite: bool = True
     llm_base_url: str | None = None
@@ -107,6 +126,8 @@ class Settings(BaseSettings):
             raise ValueError("chunk_overlap_tokens must be less than half of chunk_tokens")
         if self.parent_max_tokens < self.chunk_tokens:
             raise ValueError("parent_max_tokens must be at least chunk_tokens")
+        if not self.run_doc and not self.run_faq:
+            raise ValueError("run_doc and run_faq cannot both be false")
         if self.dense_weight == 0 and self.sparse_weight == 0:
             raise ValueError("dense_weight and sparse_weight cannot both be 0")
         if self.reranker == "http" and not self.rerank_base_url:

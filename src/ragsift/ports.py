@@ -8,6 +8,7 @@ from typing import Protocol
 import numpy as np
 from numpy.typing import NDArray
 
+from ragsift.domain.faq import FaqEntry
 from ragsift.domain.filters import SearchFilter
 from ragsift.domain.index_records import IndexRecord
 from ragsift.domain.models import Chunk, Document, DocumentStatus, KnowledgeBase
@@ -84,7 +85,7 @@ class SearchIndex(Protocol):
 
 
 class Repository(Protocol):
-    """The relational store: the source of truth for knowledge bases, documents and chunks."""
+    """The relational store: the source of truth for knowledge bases, documents, chunks, FAQ."""
 
     def create_kb(self, kb: KnowledgeBase) -> KnowledgeBase: ...
 
@@ -137,6 +138,20 @@ class Repository(Protocol):
     def ready_document_ids(self, kb_id: str, document_ids: Iterable[str]) -> set[str]:
         """The subset of `document_ids` that is READY in `kb_id` right now."""
         ...
+
+    def add_faq_entries(self, entries: Sequence[FaqEntry]) -> int:
+        """Store the new entries, skipping pairs (by content hash) already held; how many added."""
+        ...
+
+    def get_faq_entries(self, ids: Sequence[str]) -> list[FaqEntry]:
+        """The FAQ entries that exist among `ids`, in the order given."""
+        ...
+
+    def list_faq_entries(self, kb_id: str) -> list[FaqEntry]: ...
+
+    def count_faq_entries(self, kb_id: str) -> int: ...
+
+    def delete_faq_entries(self, kb_id: str) -> int: ...
 
     def ping(self) -> None: ...
 

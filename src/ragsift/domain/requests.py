@@ -30,6 +30,9 @@ class SearchRequest(BaseModel):
     small2big: bool | None = None
     auto_merge: bool | None = None
     min_score: float | None = None
+    run_doc: bool | None = None
+    run_faq: bool | None = None
+    faq_top_k: int | None = Field(default=None, ge=1, le=50)
     document_ids: tuple[str, ...] | None = None
     sources: tuple[str, ...] | None = None
     tenant_ids: tuple[str, ...] | None = None

@@ -83,10 +83,33 @@ class RetrievalHit(BaseModel):
     context_text: str | None = None
 
 
+class FaqHit(BaseModel):
+    """One FAQ entry found for a query; `direct_answer` marks a high-confidence standard answer."""
+
+    model_config = ConfigDict(frozen=True)
+
+    rank: int
+    faq_id: str
+    question: str
+    answer: str
+    source: str | None
+    dense_rank: int | None
+    dense_score: float | None
+    sparse_rank: int | None
+    sparse_score: float | None
+    fusion_score: float
+    retrieval_sources: tuple[str, ...]
+    direct_answer: bool = False
+
+
 class RetrievalResult(BaseModel):
-    """The evidence chosen for one query and the trace of how it was chosen."""
+    """The evidence chosen for one query and the trace of how it was chosen.
+
+    `hits` are document chunks only; FAQ entries come separately in `faq_hits`.
+    """
 
     model_config = ConfigDict(frozen=True)
 
     hits: tuple[RetrievalHit, ...]
     trace: RetrievalTrace
+    faq_hits: tuple[FaqHit, ...] = ()

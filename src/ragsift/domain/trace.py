@@ -12,6 +12,7 @@ DegradationCode = Literal[
     "rewrite_failed",
     "rerank_failed",
     "expansion_failed",
+    "faq_retrieval_failed",
 ]
 
 
@@ -67,7 +68,7 @@ StageStatus = Literal["off", "applied", "skipped", "failed"]
 
 
 class StageTrace(BaseModel):
-    """What an optional stage did and why (rewrite, rerank, auto-merge, Small2Big)."""
+    """What an optional stage did and why (rewrite, rerank, auto-merge, Small2Big, FAQ)."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -96,6 +97,7 @@ class RetrievalTrace(BaseModel):
     rerank: StageTrace = Field(default_factory=StageTrace)
     threshold: StageTrace = Field(default_factory=StageTrace)
     small2big: StageTrace = Field(default_factory=StageTrace)
+    faq: StageTrace = Field(default_factory=StageTrace)
     returned_count: int = 0
     degradations: tuple[Degradation, ...] = ()
     timings_ms: dict[str, float] = Field(default_factory=dict)

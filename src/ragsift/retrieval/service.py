@@ -26,8 +26,10 @@ from ragsift.ports import Embedder, QueryRewriter, Repository, Reranker, SearchI
 from ragsift.retrieval.auto_merge import auto_merge, candidate
 from ragsift.retrieval.channels import ChannelRunner
 from ragsift.retrieval.expansion import Expansion, plan_expansion
+from ragsift.retrieval.faq import FaqSearcher
 from ragsift.retrieval.fusion import rrf, weighted_fusion
 from ragsift.retrieval.options import Options, resolve_options
+from ragsift.retrieval.plan import run_plan
 from ragsift.retrieval.query import validate_query
 from ragsift.retrieval.scope import check_document_ids, resolve_whitelist
 from ragsift.retrieval.stages import (
@@ -71,6 +73,7 @@ class RetrievalService:
         settings: Settings,
         rewriter: QueryRewriter | None = None,
         reranker: Reranker | None = None,
+        faq_index: SearchIndex | None = None,
     ) -> None:
         self._repository = repository
         self._embedder = embedder
@@ -78,6 +81,9 @@ class RetrievalService:
         self._settings = settings
         self._rewriter = rewriter
         self._reranker = reranker
+        self._faq = None if faq_index is None else FaqSearcher(
+            repository, faq_index, embedder, settings.faq_direct_answer_threshold
+        )
         self._rerank_limits = RerankLimits(
             budget_tokens=settings.rerank_budget_tokens,
             margin_tokens=settings.rerank_margin_tokens,
@@ -85,7 +91,13 @@ class RetrievalService:
         )
 
     async def search(self, request: SearchRequest) -> RetrievalResult:
-        """Run one retrieval; raises InvalidInput, NotFound or RetrievalUnavailable."""
+        """Documents and FAQ side by side; raises InvalidInput, NotFound, RetrievalUnavailable."""
+        return await run_plan(
+            request, self._settings, self._repository, self._search_documents, self._faq
+        )
+
+    async def _search_documents(self, request: SearchRequest) -> RetrievalResult:
+        """The document search of a plan: chunks only, every stage in the trace."""
         started = time.perf_counter()
         settings = self._settings
         query = validate_query(request.query, settings.max_query_chars)
@@ -135,6 +147,8 @@ class RetrievalService:
         except BaseException:
             original.cancel()
             raise
+        if rewrite.trace.status != "off":
+            timings["rewrite"] = _ms(stage)
         outcome = await original
         lists, runs, degradations = outcome.lists, outcome.runs, outcome.degradations
         variants = [QueryVariant(text=query, method="original")]

@@ -13,7 +13,7 @@ from alembic.migration import MigrationContext
 from ragsift.adapters.sql import SqlRepository, upgrade_to_head
 from ragsift.adapters.sql.orm import Base, make_engine
 
-EXPECTED_TABLES = {"alembic_version", "knowledge_bases", "documents", "chunks"}
+EXPECTED_TABLES = {"alembic_version", "knowledge_bases", "documents", "chunks", "faq_entries"}
 
 
 def _tables(db_file: Path) -> set[str]:
@@ -48,7 +48,7 @@ def test_upgrade_twice_is_a_no_op_and_keeps_data(tmp_path: Path) -> None:
         )
     upgrade_to_head(url)
     with sqlite3.connect(db_file) as conn:
-        assert conn.execute("SELECT version_num FROM alembic_version").fetchall() == [("0001",)]
+        assert conn.execute("SELECT version_num FROM alembic_version").fetchall() == [("0002",)]
         assert conn.execute("SELECT id FROM knowledge_bases").fetchall() == [("k",)]
 
 

@@ -1,4 +1,4 @@
-"""SQLAlchemy tables for knowledge bases, documents and chunks, their conversions, the engine."""
+"""SQLAlchemy tables (knowledge bases, documents, chunks, FAQ entries), conversions, the engine."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.pool import StaticPool
 
+from ragsift.domain.faq import FaqEntry
 from ragsift.domain.models import (
     Chunk,
     Document,
@@ -110,6 +111,20 @@ class ChunkRow(Base):
     token_count: Mapped[int] = mapped_column(Integer)
 
 
+class FaqEntryRow(Base):
+    __tablename__ = "faq_entries"
+    # kb_id leads the unique constraint, so listing a KB's entries uses its index.
+    __table_args__ = (UniqueConstraint("kb_id", "sha256", name="uq_faq_entries_kb_id_sha256"),)
+
+    id: Mapped[str] = mapped_column(ID, primary_key=True)
+    kb_id: Mapped[str] = mapped_column(ID, ForeignKey("knowledge_bases.id", ondelete="CASCADE"))
+    question: Mapped[str] = mapped_column(Text)
+    answer: Mapped[str] = mapped_column(Text)
+    source: Mapped[str | None] = mapped_column(Text)
+    sha256: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
 def to_utc(value: datetime) -> datetime:
     """`value` as an aware UTC datetime."""
     # SQLite hands back naive datetimes; everything stored is UTC.
@@ -171,6 +186,18 @@ def document_row(document: Document, created_at: datetime, updated_at: datetime)
         meta=dict(document.metadata),
         created_at=created_at,
         updated_at=updated_at,
+    )
+
+
+def faq_from_row(row: FaqEntryRow) -> FaqEntry:
+    """The domain value of a FAQ entry row."""
+    return FaqEntry(
+        id=row.id,
+        kb_id=row.kb_id,
+        question=row.question,
+        answer=row.answer,
+        source=row.source,
+        created_at=to_utc(row.created_at),
     )
 
 

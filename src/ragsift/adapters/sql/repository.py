@@ -17,11 +17,13 @@ from ragsift.adapters.sql.chunk_queries import (
     neighbour_query,
     neighbour_ranges,
 )
+from ragsift.adapters.sql.faq_repository import FaqRepositoryMixin
 from ragsift.adapters.sql.migrate import upgrade_to_head
 from ragsift.adapters.sql.orm import (
     CHUNK_TABLE,
     ChunkRow,
     DocumentRow,
+    FaqEntryRow,
     KnowledgeBaseRow,
     chunk_from_row,
     chunk_values,
@@ -51,8 +53,8 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-class SqlRepository:
-    """Knowledge bases, documents and chunks in SQLite or PostgreSQL; thread-safe."""
+class SqlRepository(FaqRepositoryMixin):
+    """Knowledge bases, documents, chunks and FAQ entries in SQLite or PostgreSQL; thread-safe."""
 
     def __init__(self, url: str) -> None:
         self._engine = make_engine(url)
@@ -114,12 +116,13 @@ class SqlRepository:
             return [kb_from_row(row) for row in rows]
 
     def delete_kb(self, kb_id: str) -> None:
-        """Remove a knowledge base with its documents and chunks; unknown ids are a no-op."""
+        """Remove a knowledge base with its documents, chunks and FAQ; unknown ids are a no-op."""
         documents = select(DocumentRow.id).where(DocumentRow.kb_id == kb_id)
         with self._sessions.begin() as session:
             # Explicit deletes, not only ON DELETE CASCADE: correct even where FKs are off.
             session.execute(delete(ChunkRow).where(ChunkRow.document_id.in_(documents)))
             session.execute(delete(DocumentRow).where(DocumentRow.kb_id == kb_id))
+            session.execute(delete(FaqEntryRow).where(FaqEntryRow.kb_id == kb_id))
             session.execute(delete(KnowledgeBaseRow).where(KnowledgeBaseRow.id == kb_id))
 
     # documents

@@ -1,0 +1,102 @@
+"""The retrieval plan: the document search and the FAQ search run side by side, kept apart."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from ragsift.config import Settings
+from ragsift.domain.errors import InvalidInput, NotFound
+from ragsift.domain.requests import SearchRequest
+from ragsift.domain.results import RetrievalResult
+from ragsift.domain.trace import QueryVariant, RetrievalTrace, StageTrace
+from ragsift.ports import Repository
+from ragsift.retrieval.faq import FaqOutcome, FaqSearcher
+from ragsift.retrieval.options import Options, resolve_options
+from ragsift.retrieval.query import validate_query
+
+DocumentSearch = Callable[[SearchRequest], Awaitable[RetrievalResult]]
+
+
+@dataclass(frozen=True, slots=True)
+class RetrievalPlan:
+    """Which searches run, and the FAQ's own top-k (the documents' is the request's top_k)."""
+
+    run_doc: bool
+    run_faq: bool
+    faq_top_k: int
+
+
+def resolve_plan(request: SearchRequest, settings: Settings) -> RetrievalPlan:
+    """Request values where given, settings otherwise; at least one search must run."""
+    plan = RetrievalPlan(
+        run_doc=settings.run_doc if request.run_doc is None else request.run_doc,
+        run_faq=settings.run_faq if request.run_faq is None else request.run_faq,
+        faq_top_k=settings.faq_top_k if request.faq_top_k is None else request.faq_top_k,
+    )
+    if not plan.run_doc and not plan.run_faq:
+        raise InvalidInput("run_doc and run_faq are both off: there is nothing to search")
+    return plan
+
+
+async def run_plan(
+    request: SearchRequest, settings: Settings, repository: Repository,
+    search_documents: DocumentSearch, faq: FaqSearcher | None,
+) -> RetrievalResult:
+    """Documents (when run_doc) and FAQ (when run_faq) concurrently, merged into one result.
+
+    A FAQ failure is a degradation; a document failure fails the request as before.
+    """
+    started = time.perf_counter()
+    query = validate_query(request.query, settings.max_query_chars)
+    plan = resolve_plan(request, settings)
+    options = resolve_options(request, settings)
+    faq_task = asyncio.create_task(_search_faq(faq, plan, request.kb_id, query, options))
+    try:
+        if plan.run_doc:
+            result = await search_documents(request)
+        else:
+            result = await _no_documents(repository, request.kb_id, query, options)
+    except BaseException:
+        faq_task.cancel()
+        raise
+    outcome = await faq_task
+    trace = result.trace
+    timings = dict(trace.timings_ms)
+    if outcome.latency_ms is not None:
+        timings["faq"] = outcome.latency_ms
+    timings["total"] = round((time.perf_counter() - started) * 1000, 3)
+    trace = trace.model_copy(update={
+        "faq": outcome.trace, "degradations": trace.degradations + outcome.degradations,
+        "timings_ms": timings,
+    })
+    return result.model_copy(update={"faq_hits": outcome.hits, "trace": trace})
+
+
+async def _search_faq(
+    faq: FaqSearcher | None, plan: RetrievalPlan, kb_id: str, query: str, options: Options
+) -> FaqOutcome:
+    if not plan.run_faq:
+        return FaqOutcome((), StageTrace(status="off", reason="not requested"))
+    if faq is None:
+        return FaqOutcome((), StageTrace(status="off", reason="no FAQ index configured"))
+    return await faq.search(kb_id, query, options, plan.faq_top_k)
+
+
+async def _no_documents(
+    repository: Repository, kb_id: str, query: str, options: Options
+) -> RetrievalResult:
+    """The empty document side of a FAQ-only plan, with a trace that says so."""
+    if await asyncio.to_thread(repository.get_kb, kb_id) is None:
+        raise NotFound(f"knowledge base {kb_id!r} does not exist")
+    off = StageTrace(status="off", reason="documents not searched (run_doc=false)")
+    trace = RetrievalTrace(
+        request_id=uuid.uuid4().hex, kb_id=kb_id, query=query, mode=options.mode,
+        fusion=options.fusion, switches_requested=options.switches,
+        variants=(QueryVariant(text=query, method="original"),),
+        rewrite=off, auto_merge=off, rerank=off, threshold=off, small2big=off,
+    )
+    return RetrievalResult(hits=(), trace=trace)
