@@ -286,7 +286,9 @@ def _flag(name: str, text: str) -> Any:
     return typer.Option(name, help=text)
 
 
-NOT_YET = "Accepted; the stage is not implemented yet (recorded in the output)."
+NO_REWRITE = "Never rewrite (rewrite is on when a chat server is configured)."
+NO_RERANK = "Never rerank (rerank is on when a reranker is configured)."
+MERGE = "Auto-merge: a parent replaces 2+ of its children among the hits."
 EvalDir = Annotated[Path, typer.Argument(help="Folder with corpus.jsonl, queries, qrels.tsv.")]
 QueriesOpt = Annotated[Path | None, typer.Option(
     help="Queries JSONL {id,text} or labels {query,relevant}; default queries.dev.jsonl.")]
@@ -312,10 +314,9 @@ def eval_command(
     limit_queries: Annotated[int | None, typer.Option(help="Only the first N queries.")] = None,
     dump_run: DumpRunOpt = None,
     markdown: Annotated[bool, _flag("--markdown", "Also print a markdown table.")] = False,
-    disable_rewrite: Annotated[bool, _flag("--disable-rewrite", NOT_YET)] = False,
-    disable_rerank: Annotated[bool, _flag("--disable-rerank", NOT_YET)] = False,
-    enable_parent_expansion: Annotated[bool, _flag("--enable-parent-expansion", NOT_YET)
-                                       ] = False,
+    disable_rewrite: Annotated[bool, _flag("--disable-rewrite", NO_REWRITE)] = False,
+    disable_rerank: Annotated[bool, _flag("--disable-rerank", NO_RERANK)] = False,
+    enable_parent_expansion: Annotated[bool, _flag("--enable-parent-expansion", MERGE)] = False,
     as_json: JsonFlag = False,
     data_dir: DataDir = None,
 ) -> None:

@@ -21,7 +21,7 @@ def ragsift(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_eval_json_reports_every_configuration_and_the_absent_stages(
+def test_eval_json_reports_every_configuration_and_the_stages_that_ran(
     dataset_dir: Path, tmp_path: Path
 ) -> None:
     run_file = tmp_path / "run.trec"
@@ -34,12 +34,13 @@ def test_eval_json_reports_every_configuration_and_the_absent_stages(
     assert report["kb"]["name"] == "eval-tinyset"
     assert report["queries"] == {"loaded": 3, "judged": 3}
     assert [c["name"] for c in report["configs"]] == [
-        "dense", "sparse", "hybrid-rrf", "hybrid-weighted"]
+        "dense", "sparse", "hybrid-rrf", "hybrid-weighted", "hybrid-rrf-no-auto-merge"]
     for config in report["configs"]:
         assert 0.0 <= config["metrics"]["ndcg@10"] <= 1.0
         assert config["latency_ms"]["p50"] > 0 and config["queries_scored"] == 3
-    assert "--disable-rerank changes nothing" in report["stages"]["rerank"]
-    assert "not implemented yet" in report["stages"]["parent_expansion"]
+    assert report["stages"]["rerank"] == "off (--disable-rerank)"
+    assert report["stages"]["rewrite"] == "off: no rewriter configured"
+    assert report["stages"]["parent_expansion"].startswith("auto-merge on")
     assert report["index"]["built"] == 8
     assert Path(report["run_files"]["hybrid-rrf"]) == tmp_path / "run.hybrid-rrf.trec"
     first = (tmp_path / "run.dense.trec").read_text("utf-8").splitlines()[0].split()

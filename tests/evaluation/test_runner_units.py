@@ -4,12 +4,27 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ragsift.config import Settings
 from ragsift.domain.models import Locator
 from ragsift.domain.results import RetrievalHit
 from ragsift.evaluation.metrics import evaluate_run
 from ragsift.evaluation.report import run_paths, write_trec_run
-from ragsift.evaluation.runner import ConfigResult, RankedDoc, RunConfig, configs_for, dedupe_hits
-from ragsift.evaluation.session import EvalOptions, kb_name, stage_notes
+from ragsift.evaluation.runner import (
+    ABLATION,
+    ConfigResult,
+    RankedDoc,
+    RunConfig,
+    configs_for,
+    dedupe_hits,
+)
+from ragsift.evaluation.session import (
+    EvalOptions,
+    StageSwitches,
+    ablation_configs,
+    kb_name,
+    stage_notes,
+    stage_switches,
+)
 
 
 def _hit(rank: int, chunk: str, document: str, score: float) -> RetrievalHit:
@@ -64,15 +79,28 @@ def test_several_configurations_get_one_run_file_each(tmp_path: Path) -> None:
     }
 
 
-def test_absent_stages_are_recorded_as_not_implemented_whatever_the_flags() -> None:
-    plain = stage_notes(EvalOptions())
-    assert all("not implemented yet" in note for note in plain.values())
-    flagged = stage_notes(EvalOptions(disable_rewrite=True, disable_rerank=True,
-                                      enable_parent_expansion=True))
-    assert "--disable-rewrite changes nothing" in flagged["rewrite"]
-    assert "--disable-rerank changes nothing" in flagged["rerank"]
-    assert "requested with --enable-parent-expansion" in flagged["parent_expansion"]
-    assert "without it" in flagged["parent_expansion"]
+def test_stages_run_only_when_configured_and_not_disabled() -> None:
+    bare = Settings(data_dir=Path("unused"))
+    assert stage_switches(bare, EvalOptions()) == StageSwitches(False, False, False)
+    served = Settings(data_dir=Path("unused"), llm_base_url="http://127.0.0.1:9/v1",
+                      reranker="http", rerank_base_url="http://127.0.0.1:9/v1")
+    assert stage_switches(served, EvalOptions()) == StageSwitches(True, True, False)
+    off = EvalOptions(disable_rewrite=True, disable_rerank=True, enable_parent_expansion=True)
+    switches = stage_switches(served, off)
+    assert switches == StageSwitches(False, False, True)
+    notes = stage_notes(switches, off)
+    assert notes["rewrite"] == "off (--disable-rewrite)"
+    assert notes["rerank"] == "off (--disable-rerank)"
+
+
+def test_the_ablation_adds_each_configured_stage_switched_off() -> None:
+    configs = ablation_configs(ABLATION, StageSwitches(True, True, False), ablation=True)
+    names = [c.name for c in configs]
+    assert names[-2:] == ["hybrid-rrf-no-rewrite", "hybrid-rrf-no-rerank"]
+    assert all(c.rewrite and c.rerank for c in configs[:4])
+    assert not configs[-2].rewrite and configs[-2].rerank
+    single = ablation_configs(ABLATION[2:3], StageSwitches(True, False, False), ablation=False)
+    assert [(c.name, c.rewrite) for c in single] == [("hybrid-rrf", True)]
 
 
 def test_chunked_and_whole_passage_corpora_live_in_different_knowledge_bases() -> None:

@@ -31,6 +31,9 @@ class RunConfig:
     name: str
     mode: Mode
     fusion: Fusion | None = None
+    rewrite: bool = False
+    rerank: bool = False
+    auto_merge: bool = False
 
 
 ABLATION: tuple[RunConfig, ...] = (
@@ -129,7 +132,8 @@ class EvalRunner:
         return SearchRequest(
             query=query, kb_id=self._kb_id, mode=config.mode, fusion=config.fusion or "rrf",
             top_k=self._depth, candidate_k=max(self._depth, self._channel_k),
-            channel_k=self._channel_k,
+            channel_k=self._channel_k, rewrite=config.rewrite, rerank=config.rerank,
+            auto_merge=config.auto_merge, small2big=False,  # context never changes the ranking
         )
 
     def run(

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ragsift.bootstrap import Container, build_embedder
+from ragsift.config import Settings
 from ragsift.domain.errors import InvalidInput
 from ragsift.domain.requests import Fusion, Mode
 from ragsift.evaluation.corpus_index import CorpusIndexer, measure_embedder, passage_text
@@ -14,7 +15,7 @@ from ragsift.evaluation.datasets import EvalDataset
 from ragsift.evaluation.metrics import DEFAULT_KS
 from ragsift.evaluation.progress import ProgressFactory, no_progress
 from ragsift.evaluation.report import EmbedderRates, EvalReport, run_paths, write_trec_run
-from ragsift.evaluation.runner import MAX_TOP_K, EvalRunner, configs_for
+from ragsift.evaluation.runner import ABLATION, MAX_TOP_K, EvalRunner, RunConfig, configs_for
 from ragsift.ingestion.chunking import Chunker
 
 logger = logging.getLogger(__name__)
@@ -22,7 +23,7 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class EvalOptions:
-    """What to run: the configurations, k, the corpus layout and the (absent) optional stages."""
+    """What to run: the configurations, k, the corpus layout and the optional stages."""
 
     mode: Mode = "hybrid"
     fusion: Fusion = "rrf"
@@ -38,19 +39,54 @@ class EvalOptions:
     embedder_sample: int = 128
 
 
-def stage_notes(options: EvalOptions) -> dict[str, str]:
-    """How each optional stage figured in the numbers: none exists yet, so none did."""
-    rewrite = "not implemented yet: no configuration rewrites queries"
-    rerank = "not implemented yet: no configuration reranks; hits are in fusion order"
-    expansion = "not implemented yet: hits are child chunks"
-    if options.disable_rewrite:
-        rewrite += " (--disable-rewrite changes nothing)"
-    if options.disable_rerank:
-        rerank += " (--disable-rerank changes nothing)"
-    if options.enable_parent_expansion:
-        expansion = ("requested with --enable-parent-expansion but " + expansion
-                     + "; the numbers are without it")
+@dataclass(frozen=True, slots=True)
+class StageSwitches:
+    rewrite: bool
+    rerank: bool
+    auto_merge: bool
+
+
+def stage_switches(settings: Settings, options: EvalOptions) -> StageSwitches:
+    """Rewrite and rerank run when a server is configured and not disabled."""
+    return StageSwitches(
+        rewrite=bool(settings.llm_base_url) and settings.rewrite and not options.disable_rewrite,
+        rerank=settings.reranker != "none" and settings.rerank and not options.disable_rerank,
+        auto_merge=options.enable_parent_expansion,
+    )
+
+
+def stage_notes(switches: StageSwitches, options: EvalOptions) -> dict[str, str]:
+    """How each optional stage figured in the numbers."""
+    rewrite = "on (RAGSIFT_LLM_BASE_URL)" if switches.rewrite else (
+        "off (--disable-rewrite)" if options.disable_rewrite else "off: no rewriter configured")
+    rerank = "on (RAGSIFT_RERANKER)" if switches.rerank else (
+        "off (--disable-rerank)" if options.disable_rerank else "off: no reranker configured")
+    expansion = ("auto-merge on: parents replace 2+ sibling hits" if switches.auto_merge
+                 else "off: hits are the indexed chunks")
     return {"rewrite": rewrite, "rerank": rerank, "parent_expansion": expansion}
+
+
+def ablation_configs(
+    configs: tuple[RunConfig, ...], switches: StageSwitches, ablation: bool
+) -> tuple[RunConfig, ...]:
+    """`configs` with the stage switches; the ablation adds each configured stage turned off."""
+    on = tuple(
+        replace(c, rewrite=switches.rewrite, rerank=switches.rerank,
+                auto_merge=switches.auto_merge)
+        for c in configs
+    )
+    if not ablation:
+        return on
+    extra = []
+    base = replace(ABLATION[2], rewrite=switches.rewrite, rerank=switches.rerank,
+                   auto_merge=switches.auto_merge)
+    if switches.rewrite:
+        extra.append(replace(base, name="hybrid-rrf-no-rewrite", rewrite=False))
+    if switches.rerank:
+        extra.append(replace(base, name="hybrid-rrf-no-rerank", rerank=False))
+    if switches.auto_merge:
+        extra.append(replace(base, name="hybrid-rrf-no-auto-merge", auto_merge=False))
+    return on + tuple(extra)
 
 
 def kb_name(dataset: str, chunk: bool) -> str:
@@ -116,7 +152,10 @@ def evaluate(
     depth = min(MAX_TOP_K, max(ks) * (2 if options.chunk else 1))
     runner = EvalRunner(container.retrieval, kb.id, corpus_ids, ks=ks,
                         channel_k=options.channel_k, depth=depth)
-    configs = configs_for(options.mode, options.fusion, options.ablation)
+    switches = stage_switches(container.settings, options)
+    configs = ablation_configs(
+        configs_for(options.mode, options.fusion, options.ablation), switches, options.ablation
+    )
     results = tuple(runner.run(c, dataset.queries, dataset.qrels, progress) for c in configs)
     run_files: dict[str, str] = {}
     if options.dump_run is not None:
@@ -134,5 +173,5 @@ def evaluate(
             batch_size=container.settings.embedding_batch_size, embedded=embedded,
             alone_per_s=alone, sample=len(sample) if alone is not None else 0,
         ),
-        results=results, stages=stage_notes(options), run_files=run_files,
+        results=results, stages=stage_notes(switches, options), run_files=run_files,
     )
