@@ -119,6 +119,13 @@ class Repository(Protocol):
 
     def get_chunks(self, chunk_ids: Sequence[str]) -> list[Chunk]: ...
 
+    def get_ready_chunks(self, kb_id: str, chunk_ids: Sequence[str]) -> list[tuple[Chunk, str]]:
+        """(chunk, document filename) for chunks whose document is READY in `kb_id`, in order.
+
+        The READY re-check and the hydration of hits in one query.
+        """
+        ...
+
     def list_chunks(self, document_id: str) -> list[Chunk]: ...
 
     def get_neighbours(self, anchors: Sequence[Chunk], window: int) -> list[Chunk]:

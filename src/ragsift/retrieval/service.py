@@ -54,6 +54,7 @@ class _Candidate:
 
     fused: FusedHit
     chunk: Chunk
+    filename: str
     merged_from: tuple[str, ...] = ()
     rerank_score: float | None = None
 
@@ -239,15 +240,8 @@ class RetrievalService:
                 degradations.append(failure)
             timings["small2big"] = _ms(stage)
 
-        documents = {
-            doc.id: doc for doc in await asyncio.to_thread(
-                self._repository.get_documents, sorted({c.chunk.document_id for c in final})
-            )
-        }
         hits = tuple(
-            _to_hit(rank, c, documents[c.chunk.document_id].filename
-                    if c.chunk.document_id in documents else "", expansions.get(c.chunk.id))
-            for rank, c in enumerate(final, start=1)
+            _to_hit(rank, c, expansions.get(c.chunk.id)) for rank, c in enumerate(final, start=1)
         )
         timings["total"] = _ms(started)
         applied = Switches(
@@ -270,11 +264,14 @@ class RetrievalService:
         self, kb_id: str, fused: Sequence[FusedHit]
     ) -> tuple[list[_Candidate], int]:
         """Candidates whose document is READY and whose chunk is in the facts, in order."""
-        ready = self._repository.ready_document_ids(kb_id, {hit.document_id for hit in fused})
-        kept = [hit for hit in fused if hit.document_id in ready]
-        chunks = {c.id: c for c in self._repository.get_chunks([h.chunk_id for h in kept])}
+        found = {
+            chunk.id: (chunk, filename)
+            for chunk, filename in self._repository.get_ready_chunks(
+                kb_id, [hit.chunk_id for hit in fused]
+            )
+        }
         candidates = [
-            _Candidate(hit, chunks[hit.chunk_id]) for hit in kept if hit.chunk_id in chunks
+            _Candidate(hit, *found[hit.chunk_id]) for hit in fused if hit.chunk_id in found
         ]
         return candidates, len(fused) - len(candidates)
 
@@ -295,7 +292,9 @@ class RetrievalService:
                 continue
             # the best-ranked original candidate lends the parent its fusion data
             best = next(by_id[m] for m in entry.merged_from if m in by_id)
-            result.append(_Candidate(best.fused, parents[entry.chunk_id], entry.merged_from))
+            result.append(
+                _Candidate(best.fused, parents[entry.chunk_id], best.filename, entry.merged_from)
+            )
         count = sum(1 for entry in merged if entry.is_merged)
         if not count:
             reason = f"no parent had {threshold} or more children among the candidates"
@@ -328,12 +327,10 @@ class RetrievalService:
         ), None
 
 
-def _to_hit(
-    rank: int, c: _Candidate, filename: str, expansion: Expansion | None
-) -> RetrievalHit:
+def _to_hit(rank: int, c: _Candidate, expansion: Expansion | None) -> RetrievalHit:
     hit, chunk = c.fused, c.chunk
     return RetrievalHit(
-        rank=rank, chunk_id=chunk.id, document_id=chunk.document_id, filename=filename,
+        rank=rank, chunk_id=chunk.id, document_id=chunk.document_id, filename=c.filename,
         text=chunk.text, heading_path=chunk.heading_path, locator=chunk.locator,
         parent_id=chunk.parent_id,
         dense_rank=hit.channel_rank("dense"), dense_score=hit.channel_score("dense"),

@@ -11,7 +11,7 @@ from sqlalchemy import create_engine, text
 from ragsift.adapters.sql import SqlRepository
 from ragsift.adapters.sql.orm import make_engine
 from ragsift.domain.errors import InvalidInput, NotFound
-from ragsift.domain.models import Chunk, Locator
+from ragsift.domain.models import Chunk, DocumentStatus, Locator
 
 
 @pytest.fixture
@@ -146,3 +146,19 @@ def test_replace_chunks_stores_a_large_batch_completely(
     doc_repo.replace_chunks("d1", chunks)
     assert len(doc_repo.list_chunks("d1")) == 20_000
     assert doc_repo.get_chunks([chunks[-1].id, chunks[0].id]) == [chunks[-1], chunks[0]]
+
+
+def test_get_ready_chunks_keeps_only_ready_documents_of_the_kb_in_order(
+    doc_repo: SqlRepository,
+) -> None:
+    doc_repo.create_kb(make_kb("kb2"))
+    doc_repo.add_document(make_document("d2", status=DocumentStatus.READY))
+    doc_repo.add_document(make_document("d3", kb_id="kb2", status=DocumentStatus.READY))
+    for doc_id, kb_id in (("d1", "kb1"), ("d2", "kb1"), ("d3", "kb2")):
+        doc_repo.replace_chunks(doc_id, make_chunks(doc_id, kb_id))
+    doc_repo.set_status("d1", DocumentStatus.INDEXING)  # d1 is not READY
+    wanted = [c.id for c in make_chunks("d2")][::-1] + [c.id for c in make_chunks("d1")]
+    wanted += [c.id for c in make_chunks("d3", "kb2")] + ["unknown"]
+    found = doc_repo.get_ready_chunks("kb1", wanted)
+    assert [chunk.id for chunk, _ in found] == [c.id for c in make_chunks("d2")][::-1]
+    assert {filename for _, filename in found} == {"d2.pdf"}

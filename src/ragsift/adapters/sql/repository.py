@@ -254,6 +254,27 @@ class SqlRepository(FaqRepositoryMixin):
                     found[row.id] = chunk_from_row(row)
         return [found[chunk_id] for chunk_id in chunk_ids if chunk_id in found]
 
+    def get_ready_chunks(
+        self, kb_id: str, chunk_ids: Sequence[str]
+    ) -> list[tuple[Chunk, str]]:
+        """(chunk, filename) for the chunks whose document is READY in `kb_id`, in order."""
+        unique = list(dict.fromkeys(chunk_ids))
+        found: dict[str, tuple[Chunk, str]] = {}
+        with self._sessions.begin() as session:
+            for batch in _batches(unique):
+                query = (
+                    select(CHUNK_TABLE, DocumentRow.filename)
+                    .join(DocumentRow, DocumentRow.id == CHUNK_TABLE.c.document_id)
+                    .where(
+                        CHUNK_TABLE.c.id.in_(batch),
+                        DocumentRow.kb_id == kb_id,
+                        DocumentRow.status == DocumentStatus.READY.value,
+                    )
+                )
+                for row in session.execute(query):
+                    found[row.id] = (chunk_from_row(row), row.filename)
+        return [found[chunk_id] for chunk_id in chunk_ids if chunk_id in found]
+
     def list_chunks(self, document_id: str) -> list[Chunk]:
         """Every chunk of a document, parents first, each level in reading order."""
         query = (
