@@ -17,8 +17,6 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from ragsift.domain.index_records import IndexRecord
 from ragsift.domain.models import (
     CHILD_LEVEL,
@@ -32,8 +30,9 @@ from ragsift.domain.models import (
 from ragsift.evaluation.datasets import Passage
 from ragsift.evaluation.progress import Advance, ProgressFactory, no_progress
 from ragsift.ingestion.chunking import Chunker
+from ragsift.ingestion.embedding import embed_in_batches
 from ragsift.ingestion.parsers.base import ParsedDocument, Section
-from ragsift.ports import Embedder, Repository, SearchIndex, Vectors
+from ragsift.ports import Embedder, Repository, SearchIndex
 
 logger = logging.getLogger(__name__)
 
@@ -232,13 +231,9 @@ class CorpusIndexer:
     ) -> None:
         children = [c for _, _, cs in batch for c in cs]
         stage = time.perf_counter()
-        parts: list[Vectors] = []
-        for start in range(0, len(children), self._embed_batch):
-            piece = children[start : start + self._embed_batch]
-            parts.append(self._embedder.embed_passages([c.text for c in piece]))
-            if advance is not None:
-                advance(len(piece))
-        vectors = np.concatenate(parts).astype(np.float32, copy=False)
+        vectors = embed_in_batches(
+            self._embedder, [c.text for c in children], self._embed_batch, advance
+        )
         timings["embed"] += time.perf_counter() - stage
         stage = time.perf_counter()
         records = [

@@ -13,7 +13,7 @@ import csv
 import io
 import json
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,13 +23,13 @@ import numpy as np
 from ragsift.domain.errors import InvalidInput
 from ragsift.domain.faq import FaqEntry, faq_entry_id
 from ragsift.domain.models import KnowledgeBase
+from ragsift.ingestion.embedding import Progress, embed_in_batches
 from ragsift.ingestion.parsers.decoding import decode_text
 from ragsift.ports import Embedder, Repository, SearchIndex
 from ragsift.retrieval.faq import faq_records
 
 logger = logging.getLogger(__name__)
 
-Progress = Callable[[int], None]
 """Called with the number of questions just embedded."""
 
 MAX_REPORTED_ERRORS = 20
@@ -208,11 +208,6 @@ class FaqImporter:
         return self._repository.delete_faq_entries(kb.id)
 
     def _embed(self, entries: Sequence[FaqEntry], progress: Progress | None) -> np.ndarray:
-        parts = []
-        for start in range(0, len(entries), self._batch):
-            batch = entries[start : start + self._batch]
-            # Dense vectors embed the question only; BM25 gets question and answer.
-            parts.append(self._embedder.embed_passages([entry.question for entry in batch]))
-            if progress is not None:
-                progress(len(batch))
-        return np.concatenate(parts).astype(np.float32, copy=False)
+        # Dense vectors embed the question only; BM25 gets question and answer.
+        questions = [entry.question for entry in entries]
+        return embed_in_batches(self._embedder, questions, self._batch, progress)

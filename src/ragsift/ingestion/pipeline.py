@@ -12,12 +12,10 @@ import hashlib
 import logging
 import re
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path, PurePath
-
-import numpy as np
 
 from ragsift.domain.errors import DocumentRejected, InvalidInput, NotFound
 from ragsift.domain.index_records import IndexRecord
@@ -30,13 +28,12 @@ from ragsift.domain.models import (
     KnowledgeBase,
 )
 from ragsift.ingestion.chunking import Chunker
+from ragsift.ingestion.embedding import Progress, embed_in_batches
 from ragsift.ingestion.parsers import media_type_for, parse_document
 from ragsift.ports import Embedder, ObjectStore, Repository, SearchIndex
 
 logger = logging.getLogger(__name__)
 
-Progress = Callable[[int], None]
-"""Called with the number of chunks just embedded."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,19 +165,12 @@ class IngestionService:
         if not children:
             raise DocumentRejected("document has no text to index")
         self._repository.set_status(document.id, DocumentStatus.INDEXING)
-        vectors = self._embed(children, progress)
+        vectors = embed_in_batches(
+            self._embedder, [chunk.text for chunk in children], self._batch, progress
+        )
         self._index.upsert(_records(document, children), vectors)
         self._repository.replace_chunks(document.id, chunks)
         return len(children)
-
-    def _embed(self, children: Sequence[Chunk], progress: Progress | None) -> np.ndarray:
-        parts = []
-        for start in range(0, len(children), self._batch):
-            batch = children[start : start + self._batch]
-            parts.append(self._embedder.embed_passages([chunk.text for chunk in batch]))
-            if progress is not None:
-                progress(len(batch))
-        return np.concatenate(parts).astype(np.float32, copy=False)
 
     def _failed(
         self, kb: KnowledgeBase, filename: str, sha: str | None, size: int, reason: str,
