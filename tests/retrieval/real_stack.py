@@ -103,3 +103,18 @@ def ids(result: RetrievalResult) -> list[str]:
 
 def ranking(result: RetrievalResult) -> list[tuple[str, float]]:
     return [(hit.chunk_id, hit.fusion_score) for hit in result.hits]
+
+
+def handbook_data_dir(tmp_path: Path, server: LLMServer) -> Path:
+    """A fresh data dir holding KB "policies" with the handbook ingested (for CLI tests)."""
+    from ragsift.bootstrap import build  # local: keeps this module importable without a stack
+
+    data_dir = tmp_path / "data"
+    container = build(stack_settings(data_dir, server))
+    try:
+        knowledge_base = container.ingestion.ensure_kb("policies")
+        (tmp_path / "handbook.md").write_text(HANDBOOK, encoding="utf-8")
+        container.ingestion.ingest_path(knowledge_base, tmp_path / "handbook.md")
+    finally:
+        container.close()
+    return data_dir

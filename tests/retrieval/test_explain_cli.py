@@ -8,22 +8,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ragsift.bootstrap import build
-from retrieval.real_stack import HANDBOOK, stack_settings
+from retrieval.real_stack import handbook_data_dir
 from support.fixtures import LLMServer
 
 
 def test_explain_shows_the_whole_trace_with_rewrite_and_rerank(
     tmp_path: Path, llm_server: LLMServer
 ) -> None:
-    data_dir = tmp_path / "data"
-    container = build(stack_settings(data_dir, llm_server))
-    try:
-        knowledge_base = container.ingestion.ensure_kb("policies")
-        (tmp_path / "handbook.md").write_text(HANDBOOK, encoding="utf-8")
-        container.ingestion.ingest_path(knowledge_base, tmp_path / "handbook.md")
-    finally:
-        container.close()
+    data_dir = handbook_data_dir(tmp_path, llm_server)
     env = {key: value for key, value in os.environ.items() if not key.startswith("RAGSIFT_")}
     env.update(
         RAGSIFT_DATA_DIR=str(data_dir), RAGSIFT_LLM_BASE_URL=f"{llm_server.url}/v1",

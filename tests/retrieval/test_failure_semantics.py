@@ -16,19 +16,18 @@ from typing import Any, NoReturn
 import pytest
 
 from ragsift.adapters.openai_embedder import OpenAIEmbedder
-from ragsift.bootstrap import Container, build
+from ragsift.bootstrap import Container
 from ragsift.domain.errors import RetrievalUnavailable
 from ragsift.domain.models import KnowledgeBase
 from ragsift.domain.requests import SearchRequest
 from ragsift.domain.results import RetrievalResult
 from ragsift.retrieval.service import RetrievalService
 from retrieval.real_stack import (
-    HANDBOOK,
     QUIET,
     ServiceFactory,
     closed_port,
+    handbook_data_dir,
     ranking,
-    stack_settings,
 )
 from retrieval.real_stack import search as search_for
 from support.fixtures import LLMServer
@@ -141,14 +140,7 @@ def test_every_requested_channel_failing_raises_retrieval_unavailable(
 def test_the_cli_exits_1_with_the_message_when_every_channel_fails(
     tmp_path: Path, llm_server: LLMServer
 ) -> None:
-    data_dir = tmp_path / "data"
-    container = build(stack_settings(data_dir, llm_server))
-    try:
-        knowledge_base = container.ingestion.ensure_kb("policies")
-        (tmp_path / "handbook.md").write_text(HANDBOOK, encoding="utf-8")
-        container.ingestion.ingest_path(knowledge_base, tmp_path / "handbook.md")
-    finally:
-        container.close()
+    data_dir = handbook_data_dir(tmp_path, llm_server)
     env = {key: value for key, value in os.environ.items() if not key.startswith("RAGSIFT_")}
     env.update(
         RAGSIFT_DATA_DIR=str(data_dir), RAGSIFT_EMBEDDER="openai",
