@@ -44,6 +44,9 @@ class Settings(BaseSettings):
     chunk_tokens: int = Field(default=256, ge=16, le=512)
     chunk_overlap_tokens: int = Field(default=32, ge=0)
     parent_max_tokens: int = Field(default=1024, ge=16)
+    ingest_workers: int = Field(
+        default=1, ge=1, le=32, description="threads of the API's background ingestion worker"
+    )
 
     # retrieval
     mode: RetrievalMode = "hybrid"

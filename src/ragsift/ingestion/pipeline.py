@@ -35,7 +35,6 @@ from ragsift.ports import Embedder, ObjectStore, Repository, SearchIndex
 logger = logging.getLogger(__name__)
 
 
-
 @dataclass(frozen=True, slots=True)
 class IngestOutcome:
     document: Document
@@ -104,6 +103,18 @@ class IngestionService:
         progress: Progress | None = None,
     ) -> IngestOutcome:
         """Ingest one file's bytes; a duplicate of a live document is reported, not re-added."""
+        accepted = self.accept(kb, filename, data, scope)
+        if accepted.duplicate or accepted.document.status != DocumentStatus.PENDING:
+            return accepted
+        return self.process(accepted.document.id, progress)
+
+    def accept(
+        self, kb: KnowledgeBase, filename: str, data: bytes, scope: DocumentScope | None = None
+    ) -> IngestOutcome:
+        """Store the original and create the document PENDING (FAILED if unusable); no parsing.
+
+        A duplicate of a live document (same sha256 in the KB) is returned as it is.
+        """
         if len(data) > self._max_bytes:
             reason = f"file is {len(data)} bytes, over the limit of {self._max_bytes} bytes"
             return IngestOutcome(self._failed(kb, filename, None, len(data), reason, scope))
@@ -126,26 +137,42 @@ class IngestionService:
         )
         try:
             self._objects.put(_object_key(document), data)
-            count = self._index_document(document, data, progress)
-        except DocumentRejected as exc:
-            return IngestOutcome(self._fail_existing(document, str(exc)))
-        except Exception as exc:  # one document's failure must not stop the batch
-            logger.exception("ingesting %s failed", filename)
+        except Exception as exc:
+            logger.exception("storing the original of %s failed", filename)
             return IngestOutcome(self._fail_existing(document, f"{type(exc).__name__}: {exc}"))
-        self._repository.set_status(document.id, DocumentStatus.READY)
-        return IngestOutcome(self._reload(document.id), chunks=count)
+        return IngestOutcome(document)
+
+    def process(self, document_id: str, progress: Progress | None = None) -> IngestOutcome:
+        """Parse, chunk, embed and index an accepted document from its stored original.
+
+        Ends READY or FAILED with the reason; NotFound if the document is gone (deleted).
+        """
+        document = self._reload(document_id)
+        try:
+            data = self._objects.get(_object_key(document))
+        except Exception as exc:
+            return IngestOutcome(self._fail_existing(document, f"{type(exc).__name__}: {exc}"))
+        return self._process(document, data, progress)
 
     def reindex(self, document_id: str, progress: Progress | None = None) -> IngestOutcome:
         """Re-parse a document from its stored original (after a chunking change, say)."""
         document = self._reload(document_id)
-        data = self._objects.get(_object_key(document))
+        data = self._objects.get(_object_key(document))  # NotFound before anything changes
         self._index.delete_document(document_id)
+        return self._process(document, data, progress)
+
+    def _process(
+        self, document: Document, data: bytes, progress: Progress | None
+    ) -> IngestOutcome:
         try:
             count = self._index_document(document, data, progress)
-        except Exception as exc:
+            self._repository.set_status(document.id, DocumentStatus.READY)
+        except DocumentRejected as exc:
+            return IngestOutcome(self._fail_existing(document, str(exc)))
+        except Exception as exc:  # one document's failure must not stop the batch
+            logger.exception("ingesting %s failed", document.filename)
             return IngestOutcome(self._fail_existing(document, f"{type(exc).__name__}: {exc}"))
-        self._repository.set_status(document_id, DocumentStatus.READY)
-        return IngestOutcome(self._reload(document_id), chunks=count)
+        return IngestOutcome(self._reload(document.id), chunks=count)
 
     def delete_document(self, document_id: str) -> None:
         """Remove a document from the indexes, the object store and the facts."""
