@@ -32,6 +32,7 @@ from ragsift.cli_common import (
 )
 from ragsift.cli_faq import faq_app
 from ragsift.cli_render import render_faq, render_hits, render_scores, render_trace
+from ragsift.cli_serve import serve
 from ragsift.domain.errors import InvalidInput, RagsiftError
 from ragsift.domain.models import DocumentScope, DocumentStatus
 from ragsift.domain.requests import Fusion, Mode, SearchRequest
@@ -51,6 +52,7 @@ docs_app = typer.Typer(help="Documents of a knowledge base.", no_args_is_help=Tr
 app.add_typer(kb_app, name="kb")
 app.add_typer(docs_app, name="docs")
 app.add_typer(faq_app, name="faq")
+app.command()(serve)
 
 def _files(paths: list[Path]) -> list[Path]:
     found: list[Path] = []

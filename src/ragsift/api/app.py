@@ -1,0 +1,69 @@
+"""create_app(container): the FastAPI app over one container (OpenAPI at /docs)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+from starlette.concurrency import run_in_threadpool
+
+from ragsift import __version__
+from ragsift.api import (
+    routes_documents,
+    routes_faq,
+    routes_health,
+    routes_kb,
+    routes_retrieval,
+)
+from ragsift.api.deps import AppState
+from ragsift.api.errors import install_error_handlers
+from ragsift.api.metrics import ApiMetrics
+from ragsift.api.middleware import ObserveMiddleware
+from ragsift.api.worker import IngestionWorker
+from ragsift.bootstrap import Container
+from ragsift.domain.models import Document
+
+logger = logging.getLogger(__name__)
+
+
+def create_app(container: Container, recover: bool = True) -> FastAPI:
+    """The API over `container`; the caller keeps owning (and closes) the container.
+
+    The background worker starts with the app; on shutdown it finishes the documents it is
+    working on, and (with `recover`) documents left unfinished are resumed on the next start.
+    """
+    metrics = ApiMetrics()
+
+    def finished(document: Document) -> None:
+        metrics.observe_document(document.status.value)
+
+    worker = IngestionWorker(
+        container.ingestion, container.repository, container.settings.ingest_workers,
+        on_finished=finished,
+    )
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        worker.start()
+        if recover:
+            await run_in_threadpool(worker.recover)
+        try:
+            yield
+        finally:
+            await run_in_threadpool(worker.shutdown)
+
+    app = FastAPI(
+        title="ragsift",
+        version=__version__,
+        description="Hybrid retrieval for RAG over Chinese and English documents, with a trace "
+                    "of every stage. Every error is JSON {code, message}.",
+        lifespan=lifespan,
+    )
+    app.state.ragsift = AppState(container=container, worker=worker, metrics=metrics)
+    install_error_handlers(app)
+    for module in (routes_kb, routes_documents, routes_faq, routes_retrieval, routes_health):
+        app.include_router(module.router)
+    app.add_middleware(ObserveMiddleware, metrics=metrics)
+    return app

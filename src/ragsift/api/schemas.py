@@ -1,0 +1,149 @@
+"""Request and response bodies of the API (pydantic models, part of the OpenAPI document)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    model_validator,
+)
+
+from ragsift.domain.models import DocumentStatus
+from ragsift.domain.requests import Fusion, Mode, SearchRequest
+from ragsift.domain.results import FaqHit, RetrievalHit
+from ragsift.domain.trace import RetrievalTrace
+
+
+def _utf8(value: str) -> str:
+    """Reject lone surrogates (valid JSON escapes, but not storable text)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError("text must be valid Unicode (no lone surrogates)") from exc
+    if "\x00" in value:
+        raise ValueError("text must not contain NUL characters")
+    return value
+
+
+Text = Annotated[str, AfterValidator(_utf8)]
+Name = Annotated[
+    str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200),
+    AfterValidator(_utf8),
+]
+Id = Annotated[str, StringConstraints(min_length=1, max_length=200), AfterValidator(_utf8)]
+Weight = Annotated[float, Field(ge=0, le=1000)]
+
+
+class Body(BaseModel):
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+class KbCreate(Body):
+    """A new knowledge base; it takes the configured embedder."""
+
+    name: Name
+
+
+class KbOut(BaseModel):
+    """A knowledge base with its document and FAQ counts."""
+
+    id: str
+    name: str
+    embedding_model: str
+    embedding_dim: int
+    created_at: datetime | None
+    documents: int
+    ready: int
+    faq: int
+
+
+class UploadedDocument(BaseModel):
+    """One file of an upload: the document it became, or the live duplicate it matched."""
+
+    id: str
+    filename: str
+    status: DocumentStatus
+    duplicate: bool
+    error: str | None = None
+
+
+class UploadOut(BaseModel):
+    documents: list[UploadedDocument]
+
+
+class FaqImportOut(BaseModel):
+    """Rows read from the file, pairs added, and pairs skipped as already held or repeated."""
+
+    rows: int
+    added: int
+    duplicates: int
+
+
+class SearchBody(Body):
+    """A retrieval request: `kb_id` or `kb` (its name), the query, and optional overrides."""
+
+    kb_id: Id | None = None
+    kb: Name | None = Field(default=None, description="knowledge base name (instead of kb_id)")
+    query: Text = Field(description="the question; empty or over-long queries are rejected")
+    mode: Mode | None = None
+    top_k: int | None = Field(default=None, ge=1, le=200)
+    candidate_k: int | None = Field(default=None, ge=1, le=1000)
+    channel_k: int | None = Field(default=None, ge=1, le=1000)
+    fusion: Fusion | None = None
+    rrf_k: int | None = Field(default=None, ge=1, le=100_000)
+    dense_weight: Weight | None = None
+    sparse_weight: Weight | None = None
+    rewrite: bool | None = None
+    rerank: bool | None = None
+    small2big: bool | None = None
+    auto_merge: bool | None = None
+    min_score: float | None = Field(default=None, ge=-1e6, le=1e6)
+    run_doc: bool | None = None
+    run_faq: bool | None = None
+    faq_top_k: int | None = Field(default=None, ge=1, le=50)
+    document_ids: list[Id] | None = Field(default=None, max_length=1000)
+    sources: list[Text] | None = Field(default=None, max_length=100)
+    tenant_ids: list[Text] | None = Field(default=None, max_length=100)
+    dataset_ids: list[Text] | None = Field(default=None, max_length=100)
+    visibilities: list[Text] | None = Field(default=None, max_length=100)
+
+    @model_validator(mode="after")
+    def _one_kb(self) -> SearchBody:
+        if (self.kb_id is None) == (self.kb is None):
+            raise ValueError("give exactly one of kb_id and kb")
+        if self.dense_weight == 0 and self.sparse_weight == 0:
+            raise ValueError("dense_weight and sparse_weight cannot both be 0")
+        return self
+
+    def to_request(self, kb_id: str) -> SearchRequest:
+        """The domain request for the resolved knowledge base id."""
+        values: dict[str, Any] = self.model_dump(exclude={"kb", "kb_id"}, exclude_none=True)
+        for name in ("document_ids", "sources", "tenant_ids", "dataset_ids", "visibilities"):
+            if name in values:
+                values[name] = tuple(values[name])
+        return SearchRequest(kb_id=kb_id, **values)
+
+
+class ExplainOut(BaseModel):
+    """Document hits, FAQ hits, and the trace of how they were chosen."""
+
+    results: list[RetrievalHit]
+    faq: list[FaqHit]
+    trace: RetrievalTrace
+
+
+class HealthOut(BaseModel):
+    status: str
+
+
+class ReadyOut(BaseModel):
+    """`ok` when every store answered; each check says `ok` or what failed."""
+
+    status: str
+    checks: dict[str, str]
