@@ -87,23 +87,26 @@ def ingest(
         columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                    TimeElapsedColumn())
         with Progress(*columns, console=err, transient=True) as bar:
-            files_task = bar.add_task("documents", total=len(files))
+            reading = bar.add_task("reading files", total=len(files))
+            accepted = []
             for path in files:
-                chunk_task = bar.add_task(f"  {path.name}: chunks embedded", total=None)
-                outcome = container.ingestion.ingest_path(
-                    knowledge_base, path, scope,
-                    progress=lambda n, t=chunk_task: bar.advance(t, n),  # type: ignore[misc]
-                )
-                bar.remove_task(chunk_task)
-                bar.advance(files_task)
-                document = outcome.document
-                if document.status == DocumentStatus.FAILED:
-                    failed += 1
-                    err.print(f"[red]FAILED[/] {path}: {document.error}")
-                elif outcome.duplicate:
-                    out.print(f"[yellow]duplicate[/] {path} (same bytes as document {document.id})")
-                else:
-                    out.print(f"[green]READY[/] {path} -> {document.id} ({outcome.chunks} chunks)")
+                accepted.append(container.ingestion.accept_path(knowledge_base, path, scope))
+                bar.advance(reading)
+            todo = [o.document.id for o in accepted
+                    if not o.duplicate and o.document.status == DocumentStatus.PENDING]
+            embedding = bar.add_task("chunks embedded", total=None)
+            processed = dict(zip(todo, container.ingestion.process_many(
+                todo, progress=lambda n: bar.advance(embedding, n)), strict=True))
+        for path, first in zip(files, accepted, strict=True):
+            outcome = processed.get(first.document.id, first)
+            document = outcome.document
+            if document.status == DocumentStatus.FAILED:
+                failed += 1
+                err.print(f"[red]FAILED[/] {path}: {document.error}")
+            elif outcome.duplicate:
+                out.print(f"[yellow]duplicate[/] {path} (same bytes as document {document.id})")
+            else:
+                out.print(f"[green]READY[/] {path} -> {document.id} ({outcome.chunks} chunks)")
     out.print(f"{len(files) - failed} of {len(files)} documents ingested into {kb!r}")
     if failed:
         raise CliFailure(f"{failed} document(s) failed; supported: "

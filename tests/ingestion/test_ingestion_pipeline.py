@@ -193,3 +193,45 @@ def test_knowledge_bases_are_isolated(app: Container, tmp_path: Path) -> None:
     app.ingestion.ingest_path(it, write(tmp_path, "notes.txt", NOTES))
     assert {h.filename for h in search(app, it.id, "annual leave days").hits} == {"notes.txt"}
     assert {h.filename for h in search(app, hr.id, "E-104 error").hits} == {"handbook.md"}
+
+
+def test_process_many_writes_the_index_once_per_batch_and_fails_bad_documents_alone(
+    app: Container, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kb = app.ingestion.ensure_kb("hr")
+    writes: list[int] = []
+    upsert = app.index.upsert
+
+    def counted(records: list[object], vectors: object) -> None:
+        writes.append(len(records))
+        upsert(records, vectors)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(app.index, "upsert", counted)
+    accepted = [
+        app.ingestion.accept(kb, "handbook.md", HANDBOOK.encode()),
+        app.ingestion.accept(kb, "broken.pdf", b"%PDF-1.7 not really"),
+        app.ingestion.accept(kb, "notes.txt", NOTES.encode()),
+    ]
+    outcomes = app.ingestion.process_many([o.document.id for o in accepted])
+    assert [o.document.status for o in outcomes] == [
+        DocumentStatus.READY, DocumentStatus.FAILED, DocumentStatus.READY
+    ]
+    assert writes == [3]  # 2 handbook children + 1 notes child, one index write
+    assert search(app, kb.id, "E-104").hits[0].filename == "notes.txt"
+
+
+def test_a_failed_index_write_fails_every_document_of_that_batch(
+    app: Container, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kb = app.ingestion.ensure_kb("hr")
+
+    def broken(records: object, vectors: object) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(app.index, "upsert", broken)
+    accepted = [app.ingestion.accept(kb, "handbook.md", HANDBOOK.encode()),
+                app.ingestion.accept(kb, "notes.txt", NOTES.encode())]
+    outcomes = app.ingestion.process_many([o.document.id for o in accepted])
+    assert {o.document.status for o in outcomes} == {DocumentStatus.FAILED}
+    assert all("disk full" in (o.document.error or "") for o in outcomes)
+    assert app.repository.list_chunks(accepted[0].document.id) == []

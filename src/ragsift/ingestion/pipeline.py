@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path, PurePath
 
+import numpy as np
+
 from ragsift.domain.errors import DocumentRejected, InvalidInput, NotFound
 from ragsift.domain.index_records import IndexRecord
 from ragsift.domain.models import (
@@ -30,9 +32,19 @@ from ragsift.domain.models import (
 from ragsift.ingestion.chunking import Chunker
 from ragsift.ingestion.embedding import Progress, embed_in_batches
 from ragsift.ingestion.parsers import media_type_for, parse_document
-from ragsift.ports import Embedder, ObjectStore, Repository, SearchIndex
+from ragsift.ports import Embedder, ObjectStore, Repository, SearchIndex, Vectors
 
 logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    """A parsed, chunked and embedded document, not yet in the index or the facts."""
+
+    document: Document
+    chunks: list[Chunk]
+    records: list[IndexRecord]
+    vectors: Vectors
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,11 +104,20 @@ class IngestionService:
         progress: Progress | None = None,
     ) -> IngestOutcome:
         """Ingest one file; its size is checked before a single byte is read."""
+        accepted = self.accept_path(kb, path, scope)
+        if accepted.duplicate or accepted.document.status != DocumentStatus.PENDING:
+            return accepted
+        return self.process(accepted.document.id, progress)
+
+    def accept_path(
+        self, kb: KnowledgeBase, path: Path, scope: DocumentScope | None = None
+    ) -> IngestOutcome:
+        """accept() for a file on disk; an oversized file is rejected before it is read."""
         size = path.stat().st_size
         if size > self._max_bytes:
             reason = f"file is {size} bytes, over the limit of {self._max_bytes} bytes"
             return IngestOutcome(self._failed(kb, path.name, None, size, reason, scope))
-        return self.ingest_bytes(kb, path.name, path.read_bytes(), scope, progress)
+        return self.accept(kb, path.name, path.read_bytes(), scope)
 
     def ingest_bytes(
         self, kb: KnowledgeBase, filename: str, data: bytes, scope: DocumentScope | None = None,
@@ -185,6 +206,15 @@ class IngestionService:
     def _index_document(
         self, document: Document, data: bytes, progress: Progress | None
     ) -> int:
+        prepared = self._prepare(document, data, progress)
+        self._index.upsert(prepared.records, prepared.vectors)
+        self._repository.replace_chunks(document.id, prepared.chunks)
+        return len(prepared.records)
+
+    def _prepare(
+        self, document: Document, data: bytes, progress: Progress | None
+    ) -> _Prepared:
+        """Parse, chunk and embed: everything before the index and the facts are written."""
         self._repository.set_status(document.id, DocumentStatus.PARSING)
         parsed = parse_document(document.filename, data)
         chunks = self._chunker.chunk(document.id, document.kb_id, parsed)
@@ -195,9 +225,68 @@ class IngestionService:
         vectors = embed_in_batches(
             self._embedder, [chunk.text for chunk in children], self._batch, progress
         )
-        self._index.upsert(_records(document, children), vectors)
-        self._repository.replace_chunks(document.id, chunks)
-        return len(children)
+        return _Prepared(document, chunks, _records(document, children), vectors)
+
+    def process_many(
+        self, document_ids: Sequence[str], progress: Progress | None = None,
+        commit_chunks: int = 4096,
+    ) -> list[IngestOutcome]:
+        """process() for several accepted documents, writing the index once per batch.
+
+        An index commit per document dominated ingesting many small files; here documents
+        are prepared one by one and their chunks reach the index together (at most about
+        `commit_chunks` per write), then each becomes READY. A document that fails to parse
+        fails alone; a failed index write fails the documents of that batch.
+        """
+        outcomes: dict[str, IngestOutcome] = {}
+        pending: list[_Prepared] = []
+        for document_id in document_ids:
+            document = self._reload(document_id)
+            try:
+                data = self._objects.get(_object_key(document))
+                pending.append(self._prepare(document, data, progress))
+            except DocumentRejected as exc:
+                outcomes[document_id] = IngestOutcome(self._fail_existing(document, str(exc)))
+            except Exception as exc:
+                logger.exception("ingesting %s failed", document.filename)
+                outcomes[document_id] = IngestOutcome(
+                    self._fail_existing(document, f"{type(exc).__name__}: {exc}")
+                )
+            if sum(len(p.records) for p in pending) >= commit_chunks:
+                outcomes.update(self._write_batch(pending))
+                pending = []
+        outcomes.update(self._write_batch(pending))
+        return [outcomes[document_id] for document_id in document_ids]
+
+    def _write_batch(self, batch: Sequence[_Prepared]) -> dict[str, IngestOutcome]:
+        if not batch:
+            return {}
+        try:
+            self._index.upsert(
+                [record for p in batch for record in p.records],
+                np.concatenate([p.vectors for p in batch]),
+            )
+        except Exception as exc:
+            logger.exception("writing %d documents to the index failed", len(batch))
+            reason = f"{type(exc).__name__}: {exc}"
+            return {
+                p.document.id: IngestOutcome(self._fail_existing(p.document, reason))
+                for p in batch
+            }
+        outcomes: dict[str, IngestOutcome] = {}
+        for p in batch:
+            try:
+                self._repository.replace_chunks(p.document.id, p.chunks)
+                self._repository.set_status(p.document.id, DocumentStatus.READY)
+                outcomes[p.document.id] = IngestOutcome(
+                    self._reload(p.document.id), chunks=len(p.records)
+                )
+            except Exception as exc:
+                logger.exception("storing the chunks of %s failed", p.document.filename)
+                outcomes[p.document.id] = IngestOutcome(
+                    self._fail_existing(p.document, f"{type(exc).__name__}: {exc}")
+                )
+        return outcomes
 
     def _failed(
         self, kb: KnowledgeBase, filename: str, sha: str | None, size: int, reason: str,
