@@ -106,12 +106,16 @@ def load_facts(repository: SqlRepository, records: Sequence[IndexRecord], kbs: i
 
 
 def service_latencies(
-    index: EmbeddedIndex, repository: SqlRepository, cases: Sequence[tuple[str, NDArray[np.float32],
-                                                                          SearchFilter]],
+    index: EmbeddedIndex, repository: SqlRepository,
+    cases: Sequence[tuple[str, NDArray[np.float32], SearchFilter]], retrieval_only: bool = False,
 ) -> list[float]:
-    """Milliseconds per RetrievalService.search (hybrid, top-30), query embedding excluded."""
+    """Milliseconds per RetrievalService.search (hybrid, top-30), query embedding excluded.
+
+    `retrieval_only` turns off the stages after top_k (Small2Big context, the FAQ plan).
+    """
     embedder = RandomVectorEmbedder({text: vec for text, vec, _ in cases})
-    settings = Settings(data_dir=Path("unused"), top_k=30, candidate_k=30, channel_k=30)
+    settings = Settings(data_dir=Path("unused"), top_k=30, candidate_k=30, channel_k=30,
+                        small2big=not retrieval_only, run_faq=not retrieval_only)
     service = RetrievalService(repository, index, embedder, settings)
     loop = asyncio.new_event_loop()
     samples: list[float] = []
