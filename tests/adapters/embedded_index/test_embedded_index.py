@@ -78,8 +78,8 @@ def test_sparse_returns_raw_bm25_and_dense_returns_cosine(tmp_path: Path) -> Non
     [dense_top] = index.search_dense(vectors[5], SearchFilter(kb_id="kb1"), 1)
     assert dense_top.chunk_id == "c05"
     assert dense_top.score == pytest.approx(1.0)
-    # "北京" is in 24 of 48 equally long chunks with tf 1: raw BM25 is then exactly its idf,
-    # ln(1 + (48 - 24 + 0.5) / (24 + 0.5)) = ln 2, counted over the whole index.
+    # "北京" is in 12 of kb1's 24 equally long chunks with tf 1: raw BM25 is then exactly its
+    # idf, ln(1 + (24 - 12 + 0.5) / (12 + 0.5)) = ln 2, counted over kb1 alone.
     sparse = index.search_sparse("北京", SearchFilter(kb_id="kb1"), 5)
     assert len(sparse) == 5
     assert all(h.score == pytest.approx(math.log(2), rel=1e-5) for h in sparse)

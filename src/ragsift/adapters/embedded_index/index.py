@@ -17,12 +17,13 @@ logger = logging.getLogger(__name__)
 
 
 class EmbeddedIndex:
-    """Zero-setup SearchIndex: exact cosine under `dense/`, BM25 under `sparse/`."""
+    """Zero-setup SearchIndex: exact cosine under `dense/`, per-kb BM25 under `sparse/`."""
 
     def __init__(self, directory: Path, dimension: int) -> None:
         directory = Path(directory)
-        # The BM25 store takes tantivy's writer lock, so open it first: a second process on
-        # the same directory then fails before the dense store replays (and repairs) its files.
+        # The BM25 store takes the directory's lock (sparse/.lock), so open it first: a second
+        # process on the same directory then fails before the dense store replays (and
+        # repairs) its files.
         self._sparse = TantivyBm25Store(directory / "sparse")
         try:
             self._dense = DenseMatrixStore(directory / "dense", dimension)
@@ -78,6 +79,6 @@ class EmbeddedIndex:
         return self._dense.count()
 
     def close(self) -> None:
-        """Release the BM25 writer; the index can be reopened afterwards."""
+        """Release the BM25 writers and lock; the index can be reopened afterwards."""
         self._sparse.close()
         self._dense.close()

@@ -1,0 +1,148 @@
+"""One knowledge base's tantivy index, the store-wide lock file, and the shared schema."""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+import tantivy
+from tantivy import Query
+
+from ragsift.adapters.embedded_index.analyzer import analyze
+from ragsift.domain.errors import RagsiftError
+from ragsift.domain.index_records import IndexRecord
+
+_HEAP_BYTES = 64_000_000
+SCOPE_FIELDS = ("source", "tenant_id", "dataset_id", "visibility")
+LOCK_FILE = ".lock"
+# Directory names of kb indexes: the sha1 hex of the kb_id, whatever characters it holds.
+KB_DIRECTORY = re.compile(r"[0-9a-f]{40}")
+
+
+class IndexInUse(RagsiftError):
+    """Another process holds the index's lock."""
+
+    code = "index_in_use"
+
+
+def schema() -> tantivy.Schema:
+    """The schema of every kb index (kb_id is kept so documents stay self-describing)."""
+    builder = tantivy.SchemaBuilder()
+    builder.add_text_field("chunk_id", stored=True, tokenizer_name="raw", index_option="basic")
+    builder.add_text_field("document_id", stored=True, tokenizer_name="raw", index_option="basic")
+    for name in ("kb_id", *SCOPE_FIELDS):
+        builder.add_text_field(name, tokenizer_name="raw", index_option="basic")
+    # The analyzer already lowercased and segmented the text; tantivy only splits on spaces.
+    builder.add_text_field("text", tokenizer_name="whitespace", index_option="position")
+    return builder.build()
+
+
+def kb_directory_name(kb_id: str) -> str:
+    """A file-system-safe, collision-free directory name for one kb."""
+    return hashlib.sha1(kb_id.encode("utf-8")).hexdigest()
+
+
+def lock_root(root: Path) -> int:
+    """Take the store's exclusive lock (released by `unlock_root` or when the process dies)."""
+    fd = os.open(root / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        # flock locks belong to the open file description, so a second open in this same
+        # process is refused too, like a second tantivy writer was.
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise IndexInUse(
+            f"the index in {root} is open in another ragsift process; the embedded "
+            "backend allows one process per data directory (stop the other one, or use "
+            "another --data-dir)"
+        ) from None
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def unlock_root(fd: int) -> None:
+    """Release the lock taken by `lock_root`."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+class KbIndex:
+    """One kb's index: its own BM25 statistics, a published searcher and a lazy writer.
+
+    The owner serialises writes; `searcher` is replaced atomically after each commit, so
+    searches read it without a lock and keep the view they started with.
+    """
+
+    def __init__(self, directory: Path, schema_: tantivy.Schema) -> None:
+        directory.mkdir(exist_ok=True)
+        self._directory = directory
+        # Opens the index when it exists (the schema must match) and creates it otherwise.
+        self._index = tantivy.Index(schema_, path=str(directory), reuse=True)
+        self._schema = self._index.schema
+        self._writer: tantivy.IndexWriter | None = None
+        self._index.reload()
+        self.searcher: tantivy.Searcher = self._index.searcher()
+
+    def contains_any(self, field: str, values: Sequence[str]) -> bool:
+        """Whether a live document has one of these values in a raw-tokenized field."""
+        query = Query.term_set_query(self._schema, field, list(values))
+        return bool(self.searcher.search(query, 1, count=False).hits)
+
+    def writer(self) -> tantivy.IndexWriter:
+        """This kb's writer, opened on first use and kept until `close_writer`."""
+        if self._writer is None:
+            # One writer per kb for the store's lifetime: opening one per batch would pay
+            # thread start-up and lock-file churn each time.
+            try:
+                self._writer = self._index.writer(heap_size=_HEAP_BYTES, num_threads=1)
+            except ValueError as exc:
+                if "LockBusy" not in str(exc):
+                    raise
+                raise IndexInUse(f"the BM25 index in {self._directory} is locked") from exc
+        return self._writer
+
+    def delete_terms(self, field: str, values: Sequence[str]) -> None:
+        """Delete every document whose raw `field` is one of `values`, and commit."""
+        writer = self.writer()
+        for value in values:
+            writer.delete_documents_by_term(field, value)
+        self.commit()
+
+    def commit(self) -> None:
+        """Commit the writer and publish a searcher over the new state."""
+        self.writer().commit()
+        self._index.reload()
+        # Publishing a new searcher object is atomic; running searches keep the old view.
+        self.searcher = self._index.searcher()
+
+    def close_writer(self) -> None:
+        """Finish merges and release the writer; the searcher keeps working."""
+        if self._writer is not None:
+            # wait_merging_threads consumes the writer, which drops tantivy's lock.
+            self._writer.wait_merging_threads()
+            self._writer = None
+
+
+def document(record: IndexRecord) -> tantivy.Document:
+    """The tantivy document of one chunk, with its text pre-tokenized by the analyzer."""
+    fields: dict[str, str] = {
+        "chunk_id": record.chunk_id,
+        "document_id": record.document_id,
+        "kb_id": record.kb_id,
+        "text": " ".join(analyze(record.text)),
+    }
+    # A None scope value is left out rather than stored as a sentinel, so no filter value
+    # (not even an empty string or a look-alike sentinel) can ever match it.
+    for name in SCOPE_FIELDS:
+        value = getattr(record, name)
+        if value is not None:
+            fields[name] = value
+    return tantivy.Document(**fields)
