@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-import sqlite3
-from pathlib import Path
+from datetime import UTC, datetime
 
 import pytest
 from alembic import command
 from sql_factories import make_kb
+from sqlalchemy import DateTime, bindparam, text
 
 from ragsift.adapters.sql import SqlRepository, upgrade_to_head
 from ragsift.adapters.sql.migrate import alembic_config
-from ragsift.domain.errors import NotFound
+from ragsift.adapters.sql.orm import make_engine
+from ragsift.domain.errors import InvalidInput, NotFound
 from ragsift.domain.faq import FaqEntry, faq_entry_id, faq_sha256
 
 
@@ -98,18 +99,36 @@ def test_adding_nothing_adds_nothing(faq_repo: SqlRepository) -> None:
     assert faq_repo.add_faq_entries([]) == 0
 
 
-def test_a_database_at_the_first_schema_gains_the_faq_table_and_keeps_its_data(
-    tmp_path: Path,
+def test_text_postgresql_cannot_store_is_invalid_input_there(
+    faq_repo: SqlRepository, backend: str
 ) -> None:
-    db_file = tmp_path / "old.sqlite"
-    url = f"sqlite:///{db_file}"
-    command.upgrade(alembic_config(url), "0001")
-    with sqlite3.connect(db_file) as conn:
-        conn.execute(
-            "INSERT INTO knowledge_bases VALUES ('k', 'n', 'm', 3, '{}', '2024-01-01 00:00:00')"
-        )
-    upgrade_to_head(url)
-    repository = SqlRepository(url)
+    # A JSONL import can carry "\u0000"; PostgreSQL text cannot hold NUL, SQLite can.
+    bad = entry("before\x00after?")
+    if backend == "postgresql":
+        with pytest.raises(InvalidInput, match=r"FAQ entries cannot be stored: .*NUL"):
+            faq_repo.add_faq_entries([bad, entry("fine?")])
+        assert faq_repo.count_faq_entries("kb1") == 0  # all or nothing
+    else:
+        assert faq_repo.add_faq_entries([bad]) == 1
+
+
+def test_a_database_at_the_first_schema_gains_the_faq_table_and_keeps_its_data(
+    db_url: str,
+) -> None:
+    command.upgrade(alembic_config(db_url), "0001")
+    engine = make_engine(db_url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(
+                text(
+                    "INSERT INTO knowledge_bases VALUES ('k', 'n', 'm', 3, '{}', :created)"
+                ).bindparams(bindparam("created", type_=DateTime(timezone=True))),
+                {"created": datetime(2024, 1, 1, tzinfo=UTC)},
+            )
+    finally:
+        engine.dispose()
+    upgrade_to_head(db_url)
+    repository = SqlRepository(db_url)
     try:
         assert [kb.id for kb in repository.list_kbs()] == ["k"]
         assert repository.add_faq_entries([entry("q?", kb_id="k")]) == 1

@@ -1,11 +1,14 @@
-"""The packaged Alembic migrations build exactly the schema the ORM describes."""
+"""The packaged Alembic migrations build exactly the schema the ORM describes, on both backends."""
 
 from __future__ import annotations
 
-import sqlite3
+import subprocess
+import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pytest
 import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
@@ -16,10 +19,13 @@ from ragsift.adapters.sql.orm import Base, make_engine
 EXPECTED_TABLES = {"alembic_version", "knowledge_bases", "documents", "chunks", "faq_entries"}
 
 
-def _tables(db_file: Path) -> set[str]:
-    with sqlite3.connect(db_file) as conn:
-        rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
-    return {name for (name,) in rows}
+def _tables(url: str) -> set[str]:
+    engine = make_engine(url)
+    try:
+        with engine.connect() as connection:
+            return set(sa.inspect(connection).get_table_names())
+    finally:
+        engine.dispose()
 
 
 def _diff(url: str, metadata: sa.MetaData) -> list[Any]:
@@ -32,61 +38,109 @@ def _diff(url: str, metadata: sa.MetaData) -> list[Any]:
         engine.dispose()
 
 
-def test_upgrade_creates_every_table_in_an_empty_database(tmp_path: Path) -> None:
-    db_file = tmp_path / "fresh.sqlite"
-    upgrade_to_head(f"sqlite:///{db_file}")
-    assert _tables(db_file) == EXPECTED_TABLES
+def test_upgrade_creates_every_table_in_an_empty_database(db_url: str) -> None:
+    upgrade_to_head(db_url)
+    assert _tables(db_url) == EXPECTED_TABLES
 
 
-def test_upgrade_twice_is_a_no_op_and_keeps_data(tmp_path: Path) -> None:
-    db_file = tmp_path / "twice.sqlite"
-    url = f"sqlite:///{db_file}"
-    upgrade_to_head(url)
-    with sqlite3.connect(db_file) as conn:
-        conn.execute(
-            "INSERT INTO knowledge_bases VALUES ('k', 'n', 'm', 3, '{}', '2024-01-01 00:00:00')"
-        )
-    upgrade_to_head(url)
-    with sqlite3.connect(db_file) as conn:
-        assert conn.execute("SELECT version_num FROM alembic_version").fetchall() == [("0002",)]
-        assert conn.execute("SELECT id FROM knowledge_bases").fetchall() == [("k",)]
+def test_upgrade_twice_is_a_no_op_and_keeps_data(db_url: str) -> None:
+    upgrade_to_head(db_url)
+    kb = Base.metadata.tables["knowledge_bases"]
+    engine = make_engine(db_url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(sa.insert(kb).values(
+                id="k", name="n", embedding_model="m", embedding_dim=3, analyzer={},
+                created_at=datetime(2024, 1, 1, tzinfo=UTC),
+            ))
+        upgrade_to_head(db_url)
+        with engine.connect() as conn:
+            assert conn.execute(sa.text("SELECT version_num FROM alembic_version")).all() == [
+                ("0002",)
+            ]
+            assert conn.execute(sa.text("SELECT id FROM knowledge_bases")).all() == [("k",)]
+    finally:
+        engine.dispose()
 
 
-def test_repository_on_a_missing_file_creates_the_schema(tmp_path: Path) -> None:
-    db_file = tmp_path / "new.sqlite"
-    SqlRepository(f"sqlite:///{db_file}").close()
-    assert _tables(db_file) == EXPECTED_TABLES
+def test_repository_on_an_empty_database_creates_the_schema(db_url: str) -> None:
+    # On SQLite the file does not exist yet; on PostgreSQL the database is empty.
+    SqlRepository(db_url).close()
+    assert _tables(db_url) == EXPECTED_TABLES
 
 
-def test_migrated_schema_matches_the_orm_metadata_exactly(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'diff.sqlite'}"
-    upgrade_to_head(url)
-    assert _diff(url, Base.metadata) == []
+def test_migrated_schema_matches_the_orm_metadata_exactly(db_url: str) -> None:
+    upgrade_to_head(db_url)
+    assert _diff(db_url, Base.metadata) == []
 
 
-def test_schema_comparison_reports_a_missing_index(tmp_path: Path) -> None:
+def test_schema_comparison_reports_a_missing_index(db_url: str) -> None:
     # Proves the empty diff above is meaningful: a model change must show up.
-    url = f"sqlite:///{tmp_path / 'changed.sqlite'}"
-    upgrade_to_head(url)
+    upgrade_to_head(db_url)
     changed = sa.MetaData()
     for table in Base.metadata.tables.values():
         table.to_metadata(changed)
     sa.Index("ix_chunks_kb_id", changed.tables["chunks"].c.kb_id)
-    diff = _diff(url, changed)
+    diff = _diff(db_url, changed)
     assert [entry[0] for entry in diff] == ["add_index"]
 
 
-def test_upgrade_can_run_on_a_shared_engine(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'shared.sqlite'}"
-    engine = make_engine(url)
+def test_upgrade_can_run_on_a_shared_engine(db_url: str) -> None:
+    engine = make_engine(db_url)
     try:
-        upgrade_to_head(url, engine)
+        upgrade_to_head(db_url, engine)
         with engine.connect() as connection:
             assert set(sa.inspect(connection).get_table_names()) == EXPECTED_TABLES
     finally:
         engine.dispose()
 
 
+# A service process at start-up: connect, wait for the go signal, migrate.
+_STARTER = """
+import sys, time
+from pathlib import Path
+from ragsift.adapters.sql import upgrade_to_head
+from ragsift.adapters.sql.orm import make_engine
+url, go = sys.argv[1], Path(sys.argv[2])
+engine = make_engine(url)
+engine.connect().close()
+print("ready", flush=True)
+while not go.exists():
+    time.sleep(0.002)
+upgrade_to_head(url, engine)
+"""
+
+
+def test_concurrent_upgrades_of_an_empty_database_all_succeed(
+    db_url: str, tmp_path: Path
+) -> None:
+    # Several service processes starting at once on a fresh database: the migrations run
+    # once, under a lock (BEGIN IMMEDIATE on SQLite, an advisory lock on PostgreSQL); the
+    # others wait for it and then find the schema at head.
+    go = tmp_path / "go"
+    starters = [
+        subprocess.Popen(
+            [sys.executable, "-c", _STARTER, db_url, str(go)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        for _ in range(3)
+    ]
+    try:
+        for starter in starters:
+            assert starter.stdout is not None and starter.stdout.readline() == "ready\n"
+        go.touch()
+        results = [starter.communicate(timeout=60) for starter in starters]
+    finally:
+        for starter in starters:
+            starter.kill()
+    failures = [err for starter, (_, err) in zip(starters, results, strict=True)
+                if starter.returncode != 0]
+    assert failures == []
+    assert _tables(db_url) == EXPECTED_TABLES
+    assert _diff(db_url, Base.metadata) == []
+
+
+@pytest.mark.sqlite_only
 def test_sqlite_connections_enforce_foreign_keys_and_use_wal(tmp_path: Path) -> None:
     engine = make_engine(f"sqlite:///{tmp_path / 'pragmas.sqlite'}")
     try:
@@ -98,6 +152,7 @@ def test_sqlite_connections_enforce_foreign_keys_and_use_wal(tmp_path: Path) -> 
         engine.dispose()
 
 
+@pytest.mark.sqlite_only
 def test_in_memory_sqlite_keeps_one_database_across_calls() -> None:
     repo = SqlRepository("sqlite://")
     try:

@@ -120,7 +120,7 @@ def test_get_chunks_skips_unknown_ids(doc_repo: SqlRepository) -> None:
 def test_deleting_a_document_row_cascades_to_chunks_in_the_database(
     doc_repo: SqlRepository, db_url: str
 ) -> None:
-    # Proves the FK cascade itself, with the pragma the repository's engine sets.
+    # Proves the FK cascade itself (on SQLite, with the pragma the repository's engine sets).
     doc_repo.replace_chunks("d1", make_chunks("d1"))
     engine = make_engine(db_url)
     try:
@@ -129,7 +129,12 @@ def test_deleting_a_document_row_cascades_to_chunks_in_the_database(
     finally:
         engine.dispose()
     assert doc_repo.list_chunks("d1") == []
-    # A plain engine without the pragma would have left orphans: the pragma is what matters.
+
+
+@pytest.mark.sqlite_only
+def test_sqlite_foreign_keys_are_off_without_the_engines_pragma(db_url: str) -> None:
+    # A plain engine would have left orphans above: the pragma is what matters on SQLite.
+    SqlRepository(db_url).close()
     plain = create_engine(db_url)
     try:
         with plain.connect() as connection:

@@ -173,6 +173,36 @@ def test_failed_status_keeps_the_error_and_a_later_status_clears_it(
     assert retried is not None and retried.error is None
 
 
+def test_an_error_message_with_nul_characters_still_fails_the_document(
+    repo: SqlRepository,
+) -> None:
+    # PostgreSQL text cannot hold NUL; the document must reach FAILED all the same.
+    repo.create_kb(make_kb())
+    repo.add_document(make_document("d1"))
+    repo.set_status("d1", DocumentStatus.FAILED, "bad byte \x00 at 12")
+    failed = repo.get_document("d1")
+    assert failed is not None and failed.status is DocumentStatus.FAILED
+    assert failed.error == "bad byte \ufffd at 12"
+
+
+@pytest.mark.parametrize(
+    "change",
+    [{"media_type": "x" * 300}, {"size": 3 * 2**30}, {"filename": "a\x00b.pdf"}],
+    ids=["varchar-length", "int32-range", "nul-in-text"],
+)
+def test_values_postgresql_refuses_are_invalid_input_there(
+    repo: SqlRepository, backend: str, change: dict[str, object]
+) -> None:
+    repo.create_kb(make_kb())
+    document = make_document("d1").model_copy(update=change)
+    if backend == "postgresql":
+        with pytest.raises(InvalidInput, match="document 'd1' cannot be stored"):
+            repo.add_document(document)
+        assert repo.get_document("d1") is None
+    else:  # SQLite stores them as given
+        assert repo.add_document(document) == repo.get_document("d1")
+
+
 def test_setting_the_status_of_an_unknown_document_is_not_found(repo: SqlRepository) -> None:
     with pytest.raises(NotFound):
         repo.set_status("ghost", DocumentStatus.READY)

@@ -191,6 +191,7 @@ def test_two_hundred_separate_ranges_are_still_one_statement(
     assert len(neighbours) == 400
 
 
+@pytest.mark.sqlite_only
 def test_neighbour_query_uses_the_parent_ordinal_index_on_sqlite(
     stocked: SqlRepository, statements: StatementLog
 ) -> None:
@@ -203,6 +204,24 @@ def test_neighbour_query_uses_the_parent_ordinal_index_on_sqlite(
         plan = [row[-1] for row in conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {sql}", params)]
     assert any("ix_chunks_document_id_parent_id_ordinal" in step for step in plan)
     assert not any(step.startswith("SCAN") for step in plan), plan
+
+
+@pytest.mark.postgresql_only
+def test_neighbour_query_uses_the_parent_ordinal_index_on_postgresql(
+    stocked: SqlRepository, statements: StatementLog
+) -> None:
+    anchors = stocked.get_chunks(["d1-c7", "d2-c12", "flat-3"])
+    statements.clear()
+    stocked.get_neighbours(anchors, 1)
+    [(sql, params)] = statements.statements
+    with stocked._engine.connect() as conn:
+        conn.exec_driver_sql("ANALYZE chunks")  # real statistics, as autovacuum would keep
+        plan = [row[0] for row in conn.exec_driver_sql(f"EXPLAIN {sql}", params)]
+    # One index scan per range, OR-ed into one bitmap; never a scan of the whole table.
+    index = "Index Scan on ix_chunks_document_id_parent_id_ordinal"
+    index_scans = [step for step in plan if index in step]
+    assert len(index_scans) == 3, plan
+    assert not any("Seq Scan" in step for step in plan), plan
 
 
 def _three_levels(repo: SqlRepository) -> None:

@@ -11,7 +11,13 @@ from sqlalchemy import delete, func, insert, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
-from ragsift.adapters.sql.orm import FaqEntryRow, KnowledgeBaseRow, faq_from_row, to_utc
+from ragsift.adapters.sql.orm import (
+    FaqEntryRow,
+    KnowledgeBaseRow,
+    faq_from_row,
+    storable,
+    to_utc,
+)
 from ragsift.domain.errors import NotFound
 from ragsift.domain.faq import FaqEntry
 
@@ -43,14 +49,16 @@ class FaqRepositoryMixin:
         if not unique:
             return 0
         try:
-            return self._insert_new(list(unique.values()))
+            with storable("FAQ entries"):
+                return self._insert_new(list(unique.values()))
         except IntegrityError as exc:
             missing = sorted({kb for kb, _ in unique if not self._kb_exists(kb)})
             if missing:
                 raise NotFound(f"knowledge base {missing[0]!r} does not exist") from exc
             # A concurrent import stored some of the same pairs in between: look again.
             logger.info("FAQ insert raced with another writer; retrying once")
-            return self._insert_new(list(unique.values()))
+            with storable("FAQ entries"):
+                return self._insert_new(list(unique.values()))
 
     def _insert_new(self, entries: list[FaqEntry]) -> int:
         with self._sessions.begin() as session:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
@@ -21,9 +23,11 @@ from sqlalchemy import (
     event,
 )
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DataError
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.pool import StaticPool
 
+from ragsift.domain.errors import InvalidInput
 from ragsift.domain.faq import FaqEntry
 from ragsift.domain.models import (
     Chunk,
@@ -123,6 +127,25 @@ class FaqEntryRow(Base):
     source: Mapped[str | None] = mapped_column(Text)
     sha256: Mapped[str] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+@contextmanager
+def storable(what: str) -> Iterator[None]:
+    """Turn a value the database refuses into InvalidInput naming `what` and the reason.
+
+    PostgreSQL enforces what SQLite lets through: no NUL in text, VARCHAR lengths, 32-bit
+    INTEGER. Such a value is bad input, not a server failure.
+    """
+    try:
+        yield
+    except DataError as exc:
+        reason = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
+        raise InvalidInput(f"{what} cannot be stored: {reason}") from exc
+
+
+def storable_message(message: str | None) -> str | None:
+    """`message` with NUL characters (which PostgreSQL text cannot hold) made visible."""
+    return None if message is None else message.replace("\x00", "\ufffd")
 
 
 def to_utc(value: datetime) -> datetime:

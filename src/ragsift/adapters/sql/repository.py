@@ -31,6 +31,8 @@ from ragsift.adapters.sql.orm import (
     document_row,
     kb_from_row,
     make_engine,
+    storable,
+    storable_message,
     to_utc,
 )
 from ragsift.domain.errors import InvalidInput, NotFound
@@ -78,7 +80,7 @@ class SqlRepository(FaqRepositoryMixin):
         # SQLite drops the offset when storing, so only UTC goes in.
         created_at = to_utc(kb.created_at) if kb.created_at else _now()
         try:
-            with self._sessions.begin() as session:
+            with storable(f"knowledge base {kb.name!r}"), self._sessions.begin() as session:
                 session.add(
                     KnowledgeBaseRow(
                         id=kb.id,
@@ -133,7 +135,7 @@ class SqlRepository(FaqRepositoryMixin):
         created_at = to_utc(document.created_at) if document.created_at else now
         row = document_row(document, created_at, now)
         try:
-            with self._sessions.begin() as session:
+            with storable(f"document {document.id!r}"), self._sessions.begin() as session:
                 session.add(row)
         except IntegrityError as exc:
             raise self._explain_document_conflict(document) from exc
@@ -188,6 +190,8 @@ class SqlRepository(FaqRepositoryMixin):
         self, document_id: str, status: DocumentStatus, error: str | None = None
     ) -> None:
         """Move a document to `status`; `error` replaces the stored error (None clears it)."""
+        # Any error text is storable: a failing document must always reach FAILED.
+        error = storable_message(error)
         with self._sessions.begin() as session:
             result = session.execute(
                 update(DocumentRow)
@@ -231,7 +235,10 @@ class SqlRepository(FaqRepositoryMixin):
             )
         values = [chunk_values(chunk) for chunk in chunks]
         try:
-            with self._sessions.begin() as session:
+            with (
+                storable(f"chunks of document {document_id!r}"),
+                self._sessions.begin() as session,
+            ):
                 session.execute(delete(ChunkRow).where(ChunkRow.document_id == document_id))
                 if values:
                     # One Core executemany, not ORM objects: documents reach 100k chunks,
