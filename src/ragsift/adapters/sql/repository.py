@@ -264,23 +264,31 @@ class SqlRepository(FaqRepositoryMixin):
     def get_ready_chunks(
         self, kb_id: str, chunk_ids: Sequence[str]
     ) -> list[tuple[Chunk, str]]:
-        """(chunk, filename) for the chunks whose document is READY in `kb_id`, in order."""
+        """(chunk, filename) for the chunks whose document is READY in `kb_id`, in order.
+
+        Two primary-key lookups in one session: a join let SQLite start from the documents
+        index and walk every chunk of the KB (14 ms at 100k chunks instead of under 1 ms).
+        """
         unique = list(dict.fromkeys(chunk_ids))
-        found: dict[str, tuple[Chunk, str]] = {}
+        chunks: dict[str, Chunk] = {}
+        filenames: dict[str, str] = {}
         with self._sessions.begin() as session:
             for batch in _batches(unique):
-                query = (
-                    select(CHUNK_TABLE, DocumentRow.filename)
-                    .join(DocumentRow, DocumentRow.id == CHUNK_TABLE.c.document_id)
-                    .where(
-                        CHUNK_TABLE.c.id.in_(batch),
-                        DocumentRow.kb_id == kb_id,
-                        DocumentRow.status == DocumentStatus.READY.value,
-                    )
+                for row in session.execute(select(CHUNK_TABLE).where(CHUNK_TABLE.c.id.in_(batch))):
+                    chunks[row.id] = chunk_from_row(row)
+            document_ids = list({chunk.document_id for chunk in chunks.values()})
+            for batch in _batches(document_ids):
+                query = select(DocumentRow.id, DocumentRow.filename).where(
+                    DocumentRow.id.in_(batch),
+                    DocumentRow.kb_id == kb_id,
+                    DocumentRow.status == DocumentStatus.READY.value,
                 )
-                for row in session.execute(query):
-                    found[row.id] = (chunk_from_row(row), row.filename)
-        return [found[chunk_id] for chunk_id in chunk_ids if chunk_id in found]
+                filenames.update({row.id: row.filename for row in session.execute(query)})
+        return [
+            (chunks[chunk_id], filenames[chunks[chunk_id].document_id])
+            for chunk_id in chunk_ids
+            if chunk_id in chunks and chunks[chunk_id].document_id in filenames
+        ]
 
     def list_chunks(self, document_id: str) -> list[Chunk]:
         """Every chunk of a document, parents first, each level in reading order."""
