@@ -21,6 +21,7 @@ from ragsift.domain.models import CHILD_LEVEL, PARENT_LEVEL, Chunk, chunk_id
 from ragsift.ingestion.parsers.base import ParsedDocument, Section
 from ragsift.ports import Tokenizer
 
+_FILL = 0.95
 _PARAGRAPHS = re.compile(r"\n\s*\n")
 # A sentence ends at CJK or Latin terminal punctuation (plus closing quotes) or a line break.
 _SENTENCE = re.compile(r".+?(?:[。！？!?；;…]+[”’\"'）)]*\s*|\.(?:\s+|$)|\n|$)", re.S)
@@ -182,7 +183,9 @@ class Chunker:
         start, scale = 0, 1.0
         while start < len(units):
             end, used = start, 0.0
-            while end < len(units) and used + units[end].tokens * scale <= self._budget:
+            # aim a little under the budget: an unbiased estimate packed to the brim would
+            # overshoot (and need a second exact count) about half the time
+            while end < len(units) and used + units[end].tokens * scale <= self._budget * _FILL:
                 used += units[end].tokens * scale
                 end += 1
             end = max(end, start + 1)
