@@ -101,10 +101,6 @@ class Repository(Protocol):
 
     def get_document(self, document_id: str) -> Document | None: ...
 
-    def get_documents(self, document_ids: Sequence[str]) -> list[Document]:
-        """The documents that exist among `document_ids`, in one query."""
-        ...
-
     def find_document_by_sha256(self, kb_id: str, sha256: str) -> Document | None: ...
 
     def list_documents(

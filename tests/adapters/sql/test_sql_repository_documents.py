@@ -77,18 +77,6 @@ def test_unknown_document_and_sha_read_as_none(repo: SqlRepository) -> None:
     assert repo.find_document_by_sha256("kb2", "abc") is None
 
 
-def test_get_documents_returns_existing_ones_in_the_requested_order(
-    repo: SqlRepository,
-) -> None:
-    repo.create_kb(make_kb())
-    for doc_id in ("d1", "d2", "d3"):
-        repo.add_document(make_document(doc_id))
-    got = repo.get_documents(["d3", "missing", "d1", "d3"])
-    assert [d.id for d in got] == ["d3", "d1"]
-    assert got[1] == repo.get_document("d1")
-    assert repo.get_documents([]) == []
-
-
 def test_duplicate_sha_in_the_same_kb_is_rejected(repo: SqlRepository) -> None:
     repo.create_kb(make_kb())
     repo.add_document(make_document("d1", sha256="abc"))

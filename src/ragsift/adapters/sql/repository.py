@@ -159,16 +159,6 @@ class SqlRepository(FaqRepositoryMixin):
             row = session.get(DocumentRow, document_id)
             return None if row is None else document_from_row(row)
 
-    def get_documents(self, document_ids: Sequence[str]) -> list[Document]:
-        """The documents that exist among `document_ids`, in the order given, without repeats."""
-        wanted = list(dict.fromkeys(document_ids))
-        found: dict[str, Document] = {}
-        with self._sessions.begin() as session:
-            for batch in _batches(wanted):
-                query = select(DocumentRow).where(DocumentRow.id.in_(batch))
-                found.update((row.id, document_from_row(row)) for row in session.scalars(query))
-        return [found[doc_id] for doc_id in wanted if doc_id in found]
-
     def find_document_by_sha256(self, kb_id: str, sha256: str) -> Document | None:
         """The document of `kb_id` whose content hash is `sha256`, or None."""
         with self._sessions.begin() as session:
