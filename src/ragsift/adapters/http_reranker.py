@@ -10,6 +10,7 @@ from typing import Any, Literal
 import httpx
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
+from ragsift.adapters.http_post import post_json
 from ragsift.domain.errors import UpstreamError
 from ragsift.domain.stages import RerankScore
 
@@ -120,17 +121,7 @@ class HttpReranker:
         }
 
     def _post(self, body: dict[str, Any]) -> httpx.Response:
-        try:
-            response = self._client.post(self._url, json=body)
-        except httpx.TimeoutException as exc:
-            raise UpstreamError(f"reranker timed out: {type(exc).__name__}") from exc
-        except httpx.HTTPError as exc:
-            raise UpstreamError(f"reranker unreachable: {exc}") from exc
-        if response.status_code >= 400:
-            raise UpstreamError(
-                f"reranker answered HTTP {response.status_code}: {response.text[:200]}"
-            )
-        return response
+        return post_json(self._client, self._url, body, "reranker")
 
     def _parse(self, response: httpx.Response) -> list[RerankScore]:
         try:

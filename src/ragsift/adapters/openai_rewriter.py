@@ -11,6 +11,7 @@ from typing import Any
 import httpx
 from pydantic import ValidationError
 
+from ragsift.adapters.http_post import post_json
 from ragsift.domain.errors import UpstreamError
 from ragsift.domain.stages import RewriteProposal
 
@@ -99,16 +100,7 @@ class OpenAIRewriter:
         return proposal
 
     def _complete(self, body: dict[str, Any]) -> str:
-        try:
-            response = self._client.post(self._url, json=body)
-        except httpx.TimeoutException as exc:
-            raise UpstreamError(f"rewriter timed out: {type(exc).__name__}") from exc
-        except httpx.HTTPError as exc:
-            raise UpstreamError(f"rewriter unreachable: {exc}") from exc
-        if response.status_code >= 400:
-            raise UpstreamError(
-                f"rewriter answered HTTP {response.status_code}: {response.text[:200]}"
-            )
+        response = post_json(self._client, self._url, body, "rewriter")
         try:
             payload = response.json()
             content = payload["choices"][0]["message"]["content"]
