@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import sys
 from pathlib import Path
@@ -25,6 +24,7 @@ from ragsift.cli_common import (
     DataDir,
     JsonFlag,
     KbName,
+    echo_json,
     err,
     kb_named,
     open_container,
@@ -185,8 +185,7 @@ def search(
     if as_json:
         hits = [hit.model_dump(mode="json") for hit in result.hits]
         faq_hits = [hit.model_dump(mode="json") for hit in result.faq_hits]
-        typer.echo(json.dumps(hits if not faq else {"results": hits, "faq": faq_hits},
-                              ensure_ascii=False, indent=2))
+        echo_json(hits if not faq else {"results": hits, "faq": faq_hits})
         return
     render_faq(out, result)
     render_hits(out, result)
@@ -222,7 +221,7 @@ def explain(
             "faq": [hit.model_dump(mode="json") for hit in result.faq_hits],
             "trace": result.trace.model_dump(mode="json"),
         }
-        typer.echo(json.dumps(payload, ensure_ascii=False, indent=2))
+        echo_json(payload)
         return
     render_faq(out, result)
     render_hits(out, result)
@@ -242,7 +241,7 @@ def kb_list(data_dir: DataDir = None, as_json: JsonFlag = False) -> None:
                          "documents": len(documents), "ready": ready,
                          "faq": container.repository.count_faq_entries(kb.id)})
     if as_json:
-        typer.echo(json.dumps(rows, ensure_ascii=False, indent=2))
+        echo_json(rows)
         return
     for row in rows:
         out.print(f"{row['name']}\t{row['id']}\t{row['ready']}/{row['documents']} READY"
@@ -255,8 +254,7 @@ def docs_list(kb: KbName, data_dir: DataDir = None, as_json: JsonFlag = False) -
     with open_container(data_dir) as container:
         documents = container.repository.list_documents(kb_named(container, kb).id)
     if as_json:
-        typer.echo(json.dumps([d.model_dump(mode="json") for d in documents],
-                              ensure_ascii=False, indent=2))
+        echo_json([d.model_dump(mode="json") for d in documents])
         return
     for d in documents:
         error = f"\t{d.error}" if d.error else ""
@@ -344,7 +342,7 @@ def eval_command(
             Progress(*columns, console=err, transient=True) as bar:
         report = evaluate(container, data, options, _eval_progress(bar))
     if as_json:
-        typer.echo(json.dumps(report_json(report), ensure_ascii=False, indent=2))
+        echo_json(report_json(report))
         return
     render_report(out, report)
     if markdown:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -54,3 +55,8 @@ def kb_named(container: Container, name: str) -> KnowledgeBase:
         known = ", ".join(k.name for k in container.repository.list_kbs()) or "none"
         raise InvalidInput(f"unknown knowledge base {name!r} (known: {known})")
     return kb
+
+
+def echo_json(value: Any) -> None:
+    """Machine output: readable JSON, non-ASCII text kept as is (Chinese stays legible)."""
+    typer.echo(json.dumps(value, ensure_ascii=False, indent=2))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
@@ -10,7 +9,16 @@ import typer
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ragsift.cli_common import DataDir, JsonFlag, KbName, err, kb_named, open_container, out
+from ragsift.cli_common import (
+    DataDir,
+    JsonFlag,
+    KbName,
+    echo_json,
+    err,
+    kb_named,
+    open_container,
+    out,
+)
 
 faq_app = typer.Typer(help="FAQ entries (question, answer, source) of a knowledge base.",
                       no_args_is_help=True)
@@ -44,8 +52,7 @@ def faq_list(kb: KbName, data_dir: DataDir = None, as_json: JsonFlag = False) ->
     with open_container(data_dir) as container:
         entries = container.repository.list_faq_entries(kb_named(container, kb).id)
     if as_json:
-        typer.echo(json.dumps([e.model_dump(mode="json") for e in entries],
-                              ensure_ascii=False, indent=2))
+        echo_json([e.model_dump(mode="json") for e in entries])
         return
     for entry in entries:
         answer = " ".join(entry.answer.split())
