@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -13,6 +11,7 @@ import pytest
 from ragsift import cli
 from ragsift.domain.errors import RetrievalUnavailable
 from ragsift.retrieval.service import RetrievalService
+from support.cli import ragsift
 
 MANUAL = """# Aurora X200 manual
 
@@ -24,14 +23,6 @@ E-104 means Wi-Fi authentication failed: re-enter the network password.
 
 本产品自购买之日起保修两年，人为损坏不在保修范围内。
 """
-
-
-def ragsift(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "RAGSIFT_DATA_DIR": str(data_dir)}
-    return subprocess.run(
-        [sys.executable, "-m", "ragsift.cli", *args],
-        capture_output=True, text=True, env=env, timeout=300, check=False,
-    )
 
 
 @pytest.fixture(scope="module")

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from support.cli import ragsift
 
 QUESTION = "How long is the warranty?"
 FAQ_JSONL = "\n".join(json.dumps(row, ensure_ascii=False) for row in [
@@ -17,14 +16,6 @@ FAQ_JSONL = "\n".join(json.dumps(row, ensure_ascii=False) for row in [
 ])
 FAQ_CSV = "question,answer,source\nHow do I reset the router?,Hold the button for 10 s.,\n"
 MANUAL = "# Aurora X200\n\n## 保修\n\n本产品自购买之日起保修两年。The warranty lasts two years.\n"
-
-
-def ragsift(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "RAGSIFT_DATA_DIR": str(data_dir)}
-    return subprocess.run(
-        [sys.executable, "-m", "ragsift.cli", *args],
-        capture_output=True, text=True, env=env, timeout=300, check=False,
-    )
 
 
 @pytest.fixture(scope="module")

@@ -3,22 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from support.cli import ragsift
+
 pytestmark = pytest.mark.slow
-
-
-def ragsift(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "RAGSIFT_DATA_DIR": str(data_dir)}
-    return subprocess.run(
-        [sys.executable, "-m", "ragsift.cli", *args],
-        capture_output=True, text=True, env=env, timeout=300, check=False,
-    )
 
 
 def test_eval_json_reports_every_configuration_and_the_stages_that_ran(
