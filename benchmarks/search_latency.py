@@ -120,9 +120,11 @@ def cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
-def run(chunks: int, queries: int, seed: int, pipeline_docs: int) -> str:
-    """Build the index, measure, and return the markdown report."""
-    rng = np.random.default_rng(seed)
+def make_workload(
+    rng: np.random.Generator, chunks: int
+) -> tuple[list[str], NDArray[np.float64], list[str], dict[str, str], list[IndexRecord],
+           NDArray[np.float32]]:
+    """The synthetic corpus: vocabulary, document ids, kb of each document, chunks, vectors."""
     words, probs = build_vocabulary(rng)
     per_doc = max(1, chunks // DOCUMENTS)
     doc_ids = [f"doc-{d:05d}" for d in range(DOCUMENTS)]
@@ -140,6 +142,13 @@ def run(chunks: int, queries: int, seed: int, pipeline_docs: int) -> str:
     ]
     vectors = rng.standard_normal((chunks, DIMENSION), dtype=np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    return words, probs, doc_ids, kb_of, records, vectors
+
+
+def run(chunks: int, queries: int, seed: int, pipeline_docs: int) -> str:
+    """Build the index, measure, and return the markdown report."""
+    rng = np.random.default_rng(seed)
+    words, probs, doc_ids, kb_of, records, vectors = make_workload(rng, chunks)
 
     lines: list[str] = []
     with tempfile.TemporaryDirectory() as tmp:

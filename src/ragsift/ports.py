@@ -2,18 +2,40 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import Protocol
+from collections.abc import AsyncGenerator, Iterable, Sequence
+from contextlib import AbstractContextManager
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 from numpy.typing import NDArray
 
+from ragsift.domain.chat import (
+    ChatMessage,
+    Conversation,
+    ConversationSummary,
+    NewConversation,
+    Turn,
+    TurnOutcome,
+)
 from ragsift.domain.faq import FaqEntry
 from ragsift.domain.filters import SearchFilter
 from ragsift.domain.index_records import IndexRecord
+from ragsift.domain.jobs import IngestJob, JobKind
 from ragsift.domain.models import Chunk, Document, DocumentStatus, KnowledgeBase
 from ragsift.domain.results import ChannelHit
 from ragsift.domain.stages import RerankScore, RewriteProposal
+from ragsift.domain.tuning import TunedFusion
+from ragsift.domain.versions import (
+    Activation,
+    ActivationAction,
+    Collected,
+    DraftCommit,
+    GateConfig,
+    GateReport,
+    KbVersion,
+    VersionDiff,
+    VersionState,
+)
 
 Vectors = NDArray[np.float32]
 
@@ -167,3 +189,197 @@ class ObjectStore(Protocol):
     def get(self, key: str) -> bytes: ...
 
     def delete_prefix(self, prefix: str) -> None: ...
+
+
+class TunedFusionStore(Protocol):
+    """Where the fusion settings fitted to a knowledge base (`ragsift tune`) are kept."""
+
+    def get_tuned_fusion(self, kb_id: str) -> TunedFusion | None: ...
+
+    def save_tuned_fusion(self, tuned: TunedFusion) -> None: ...
+
+
+class JobQueue(Protocol):
+    """Ingestion jobs in the database, leased by any number of worker processes."""
+
+    def enqueue(self, document_id: str, kind: JobKind, max_attempts: int) -> IngestJob:
+        """Queue a job for the document; one already queued or leased is returned as is."""
+        ...
+
+    def claim(self, worker_id: str, lease_s: float) -> IngestJob | None:
+        """Lease the oldest claimable job (queued, or leased with an expired lease) or None.
+
+        Jobs whose lease expired on their last attempt are given up first: the job and
+        its document end FAILED with the reason.
+        """
+        ...
+
+    def heartbeat(self, job_id: str, worker_id: str, lease_s: float) -> bool:
+        """Extend the lease; False when this worker no longer holds it."""
+        ...
+
+    def complete(self, job_id: str, worker_id: str) -> bool:
+        """Mark the job done; False when this worker no longer held the lease."""
+        ...
+
+    def fail(self, job_id: str, worker_id: str, reason: str, retry: bool) -> IngestJob | None:
+        """Queue the job again (`retry` and attempts left) or give up: job and document FAILED.
+
+        None when this worker no longer held the lease.
+        """
+        ...
+
+    def active(self) -> int:
+        """Jobs queued or leased (an expired lease counts until another worker takes it)."""
+        ...
+
+    def get(self, document_id: str) -> IngestJob | None: ...
+
+    def close(self) -> None: ...
+
+
+class SparseRebuild(Protocol):
+    """A BM25 index being built beside the live one (see SparseRebuildable)."""
+
+    def add(self, records: Sequence[IndexRecord]) -> None: ...
+
+
+@runtime_checkable
+class SparseRebuildable(Protocol):
+    """An index whose BM25 side can be rebuilt from the facts without re-embedding."""
+
+    def rebuild_sparse(self, kb_id: str) -> AbstractContextManager[SparseRebuild]:
+        """Build a new BM25 index of one kb from what the block adds, then switch to it.
+
+        Writes made meanwhile reach the live index and are replayed onto the new one
+        before the switch; searches keep running on the live one until then. An exception
+        in the block discards the new index.
+        """
+        ...
+
+    @property
+    def sparse_upgrade_pending(self) -> bool:
+        """Whether an outdated BM25 layout was set aside and every kb must be rebuilt."""
+        ...
+
+    def finish_sparse_upgrade(self) -> None:
+        """Every kb was rebuilt after a layout upgrade: the index opens normally again."""
+        ...
+
+
+class ChatModel(Protocol):
+    """A chat model that streams its answer (an OpenAI-compatible server)."""
+
+    @property
+    def model_name(self) -> str: ...
+
+    def stream(self, messages: Sequence[ChatMessage]) -> AsyncGenerator[str, None]:
+        """The answer's text deltas as they arrive; raises UpstreamError when the server fails.
+
+        Closing the generator early (the client went away) closes the upstream stream.
+        """
+        ...
+
+
+class ConversationStore(Protocol):
+    """Conversations and their turns in the relational store."""
+
+    def get_summary(self, conversation_id: str) -> ConversationSummary | None: ...
+
+    def recent_turns(self, conversation_id: str, limit: int) -> list[Turn]:
+        """The last `limit` complete turns, oldest first."""
+        ...
+
+    def start_turn(self, turn: Turn, new_conversation: NewConversation | None = None) -> None:
+        """Store a generating turn (creating the conversation with it when new).
+
+        NotFound when the conversation does not exist; ConversationBusy when another of
+        its turns is still generating.
+        """
+        ...
+
+    def finish_turn(self, turn_id: str, outcome: TurnOutcome) -> None: ...
+
+    def list_conversations(self) -> list[ConversationSummary]:
+        """Every conversation, most recently updated first."""
+        ...
+
+    def get_conversation(self, conversation_id: str) -> Conversation | None: ...
+
+    def delete_conversation(self, conversation_id: str) -> None:
+        """NotFound when unknown; ConversationBusy while one of its turns is generating."""
+        ...
+
+    def fail_generating(self, reason: str) -> int:
+        """Mark turns a stopped process left generating as failed; how many."""
+        ...
+
+
+class VersionReader(Protocol):
+    """What a search reads of KB versions: which version, and the chunks valid in it."""
+
+    def searchable_version(self, kb_id: str, pinned: int | None = None) -> int:
+        """The active version, or `pinned` when it is retained (else NotFound)."""
+        ...
+
+    def get_chunks_at(
+        self, kb_id: str, chunk_ids: Sequence[str], version_seq: int
+    ) -> list[tuple[Chunk, str]]:
+        """(chunk, filename) for the chunks valid in `version_seq` whose document may be shown
+        (READY, or RETIRED: kept for older versions), in the order given."""
+        ...
+
+    def searchable_document_ids(self, kb_id: str, document_ids: Iterable[str]) -> set[str]:
+        """The subset of `document_ids` that is READY or RETIRED in `kb_id`."""
+        ...
+
+
+class VersionStore(Repository, VersionReader, Protocol):
+    """The relational store with KB versions: state, draft commits, seals, activations."""
+
+    def get_version_state(self, kb_id: str) -> VersionState | None: ...
+
+    def ensure_version_state(self, kb_id: str, mode: str, retention: int) -> None: ...
+
+    def configure_versions(
+        self, kb_id: str, mode: str | None = None, retention: int | None = None,
+        gate: GateConfig | None = ...,
+    ) -> VersionState:
+        """Change the policy; `gate` left out keeps the gate, None clears it."""
+        ...
+
+    def list_versions(self, kb_id: str) -> list[KbVersion]: ...
+
+    def get_version(self, kb_id: str, seq: int) -> KbVersion | None: ...
+
+    def list_activations(self, kb_id: str, limit: int = 50) -> list[Activation]: ...
+
+    def version_diff(self, kb_id: str, from_seq: int, to_seq: int) -> VersionDiff: ...
+
+    def commit_draft(
+        self, commits: Sequence[DraftCommit], seal: bool = False, activate: bool = False,
+        note: str | None = None,
+    ) -> KbVersion | None:
+        """Store documents' changes in one transaction; with `seal` (and `activate`) the
+        draft becomes a version (the active one). DraftMoved when the plan is outdated."""
+        ...
+
+    def seal_draft(
+        self, kb_id: str, note: str | None = None, expected_seq: int | None = None
+    ) -> KbVersion | None: ...
+
+    def activate_version(
+        self, kb_id: str, seq: int, action: ActivationAction, forced: bool = False,
+        gate: GateReport | None = None,
+    ) -> int:
+        """One atomic switch of the active version; returns the version active before."""
+        ...
+
+    def collect_versions(self, kb_id: str, retention: int) -> Collected: ...
+
+
+@runtime_checkable
+class RecordUpdatable(Protocol):
+    """An index that can rewrite the filter fields of chunks it holds without their vectors."""
+
+    def update_records(self, records: Sequence[IndexRecord]) -> None: ...

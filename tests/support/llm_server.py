@@ -4,6 +4,14 @@ Run `python llm_server.py`: it binds 127.0.0.1 on a free port and writes `PORT <
 Behaviour is set per test with `POST /_control`; `GET /_last` returns the last request bodies.
 Control body: {"chat": {"mode": ..., "content": str, "stall_s": float},
 "rerank": {"mode": ..., "stall_s": float, "raw": <verbatim JSON answer>}, "reset": bool}.
+
+Streamed chat (`stream: true`) answers OpenAI SSE chunks. Chat options for streams only:
+"answer": str (the streamed text; else as without streaming), "deltas": [str] (exact pieces;
+else pieces of "chunk_chars", default 8), "delay_s": float (sleep before each piece: a slow
+stream), "fail_after": int (pieces sent before modes "stream_cut" drop the connection or
+"stream_error" send an OpenAI error event). `GET /_last` then holds "stream": {"pieces",
+"sent", "outcome"}, where outcome is "streaming", "complete", "cut", "error" or
+"client_closed" (the client closed the connection before the end).
 """
 
 from __future__ import annotations
@@ -16,7 +24,10 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-CHAT_MODES = {"ok", "error500", "stall", "garbage", "invalid_json", "schema", "no_choices"}
+CHAT_MODES = {
+    "ok", "error500", "stall", "garbage", "invalid_json", "schema", "no_choices",
+    "stream_cut", "stream_error",
+}
 RERANK_MODES = {
     "ok", "error500", "stall", "garbage", "out_of_range", "duplicates", "empty", "short",
     "missing_fields",
@@ -160,24 +171,58 @@ class Handler(BaseHTTPRequestHandler):
                 "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
             })
             return
-        deltas: list[dict[str, Any]] = [{"role": "assistant", "content": ""}]
-        deltas += [{"content": content[i : i + 8]} for i in range(0, len(content), 8)]
-        events = [
-            {"index": 0, "delta": delta, "finish_reason": None} for delta in deltas
-        ] + [{"index": 0, "delta": {}, "finish_reason": "stop"}]
+        self._stream(config, str(config.get("answer", content)), model)
+
+    def _stream(self, config: dict[str, Any], content: str, model: str) -> None:
+        """OpenAI chat.completion.chunk events, recording how far the stream got."""
+        size = int(config.get("chunk_chars", 8))
+        pieces = [str(p) for p in config["deltas"]] if "deltas" in config else [
+            content[i : i + size] for i in range(0, len(content), size)
+        ]
+        record: dict[str, Any] = {"pieces": len(pieces), "sent": 0, "outcome": "streaming"}
+        with _lock:
+            _state["last"]["stream"] = record
+        fail_after = int(config.get("fail_after", len(pieces)))
+        failing = config["mode"] in ("stream_cut", "stream_error")
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Connection", "close")
         self.end_headers()
-        for choice in events:
-            chunk = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0,
-                     "model": model, "choices": [choice]}
-            self.wfile.write(f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n".encode())
-            self.wfile.flush()
-        self.wfile.write(b"data: [DONE]\n\n")
-        self.wfile.flush()
         self.close_connection = True
+        outcome = "complete"
+        try:
+            self._event(model, {"index": 0, "delta": {"role": "assistant", "content": ""},
+                                "finish_reason": None})
+            for sent, piece in enumerate(pieces):
+                if failing and sent == fail_after:
+                    break
+                time.sleep(float(config.get("delay_s", 0)))
+                self._event(model, {"index": 0, "delta": {"content": piece},
+                                    "finish_reason": None})
+                with _lock:
+                    record["sent"] = sent + 1
+            if failing and config["mode"] == "stream_cut":
+                outcome = "cut"  # the connection closes without a finish or [DONE]
+            elif failing:
+                outcome = "error"
+                error = {"error": {"message": "scripted mid-stream failure",
+                                   "type": "server_error", "code": 500}}
+                self.wfile.write(f"data: {json.dumps(error)}\n\n".encode())
+            else:
+                self._event(model, {"index": 0, "delta": {}, "finish_reason": "stop"})
+                self.wfile.write(b"data: [DONE]\n\n")
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            outcome = "client_closed"
+        with _lock:
+            record["outcome"] = outcome
+
+    def _event(self, model: str, choice: dict[str, Any]) -> None:
+        chunk = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0,
+                 "model": model, "choices": [choice]}
+        self.wfile.write(f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n".encode())
+        self.wfile.flush()
 
     def _rerank(self, kind: str, config: dict[str, Any], body: dict[str, Any]) -> None:
         if "raw" in config:  # a verbatim answer, to test shapes the modes do not cover

@@ -99,6 +99,9 @@ class SearchBody(Body):
     rrf_k: int | None = Field(default=None, ge=1, le=100_000)
     dense_weight: Weight | None = None
     sparse_weight: Weight | None = None
+    tuned_fusion: bool | None = Field(
+        default=None, description="use the fusion fitted to this KB by `ragsift tune`"
+    )
     rewrite: bool | None = None
     rerank: bool | None = None
     small2big: bool | None = None
@@ -112,6 +115,16 @@ class SearchBody(Body):
     tenant_ids: list[Text] | None = Field(default=None, max_length=100)
     dataset_ids: list[Text] | None = Field(default=None, max_length=100)
     visibilities: list[Text] | None = Field(default=None, max_length=100)
+    roles: list[Text] | None = Field(
+        default=None, max_length=100,
+        description="the caller's roles: chunks restricted to other roles are not searched "
+                    "(scoping, not authentication: the deployment decides what to pass)",
+    )
+    kb_version: int | None = Field(
+        default=None, ge=0, le=2**31 - 1,
+        description="search this retained version of the knowledge base instead of the "
+                    "active one (debugging, A/B); the trace records the version searched",
+    )
 
     @model_validator(mode="after")
     def _one_kb(self) -> SearchBody:
@@ -124,7 +137,8 @@ class SearchBody(Body):
     def to_request(self, kb_id: str) -> SearchRequest:
         """The domain request for the resolved knowledge base id."""
         values: dict[str, Any] = self.model_dump(exclude={"kb", "kb_id"}, exclude_none=True)
-        for name in ("document_ids", "sources", "tenant_ids", "dataset_ids", "visibilities"):
+        for name in ("document_ids", "sources", "tenant_ids", "dataset_ids", "visibilities",
+                     "roles"):
             if name in values:
                 values[name] = tuple(values[name])
         return SearchRequest(kb_id=kb_id, **values)

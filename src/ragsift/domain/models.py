@@ -17,6 +17,8 @@ class DocumentStatus(StrEnum):
     READY = "READY"
     FAILED = "FAILED"
     DELETING = "DELETING"
+    # Deleted from the KB's draft but kept for older retained versions until collected.
+    RETIRED = "RETIRED"
 
 
 class Frozen(BaseModel):
@@ -39,6 +41,8 @@ class DocumentScope(Frozen):
     tenant_id: str | None = None
     dataset_id: str | None = None
     visibility: str | None = None
+    # Roles that may see the document; empty = no role restriction.
+    allowed_roles: tuple[str, ...] = ()
 
 
 class Document(Frozen):
@@ -79,6 +83,9 @@ class Chunk(Frozen):
     locator: Locator = Field(default_factory=Locator)
     text: str
     token_count: int
+    # KB versions the chunk belongs to (valid_to 0 = still valid; 0/0 = every version).
+    valid_from_seq: int = 0
+    valid_to_seq: int = 0
 
 
 PARENT_LEVEL = 0

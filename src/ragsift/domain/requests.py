@@ -25,6 +25,7 @@ class SearchRequest(BaseModel):
     rrf_k: int | None = Field(default=None, ge=1)
     dense_weight: float | None = Field(default=None, ge=0)
     sparse_weight: float | None = Field(default=None, ge=0)
+    tuned_fusion: bool | None = None
     rewrite: bool | None = None
     rerank: bool | None = None
     small2big: bool | None = None
@@ -38,3 +39,7 @@ class SearchRequest(BaseModel):
     tenant_ids: tuple[str, ...] | None = None
     dataset_ids: tuple[str, ...] | None = None
     visibilities: tuple[str, ...] | None = None
+    # the caller's roles (None = no role constraint), and a retained KB version to search
+    # instead of the active one (for debugging or A/B)
+    roles: tuple[str, ...] | None = None
+    kb_version: int | None = Field(default=None, ge=0)

@@ -82,6 +82,8 @@ class RetrievalTrace(BaseModel):
 
     request_id: str
     kb_id: str
+    # the knowledge-base version searched (None: the KB has no versions)
+    kb_version: int | None = None
     query: str
     mode: Literal["dense", "sparse", "hybrid"]
     fusion: Literal["rrf", "weighted"]
@@ -90,6 +92,7 @@ class RetrievalTrace(BaseModel):
     variants: tuple[QueryVariant, ...] = ()
     channels: tuple[ChannelRun, ...] = ()
     scope: ScopeTrace = Field(default_factory=ScopeTrace)
+    tuned_fusion: StageTrace = Field(default_factory=StageTrace)
     fused_count: int = 0
     ready_filtered_count: int = 0
     rewrite: StageTrace = Field(default_factory=StageTrace)

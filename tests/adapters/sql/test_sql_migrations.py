@@ -18,7 +18,10 @@ from ragsift.adapters.sql import SqlRepository, upgrade_to_head
 from ragsift.adapters.sql.migrate import MIGRATIONS_DIR
 from ragsift.adapters.sql.orm import Base, make_engine
 
-EXPECTED_TABLES = {"alembic_version", "knowledge_bases", "documents", "chunks", "faq_entries"}
+EXPECTED_TABLES = {"alembic_version", "knowledge_bases", "documents", "chunks", "faq_entries",
+                   "kb_fusion_tuning", "ingest_jobs",
+                   "kb_version_state", "kb_versions", "kb_activations",
+                   "conversations", "conversation_turns"}
 
 
 def _tables(url: str) -> set[str]:

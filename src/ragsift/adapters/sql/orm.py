@@ -9,6 +9,7 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    Boolean,
     DateTime,
     Engine,
     ForeignKey,
@@ -22,6 +23,7 @@ from sqlalchemy import (
     create_engine,
     event,
 )
+from sqlalchemy import text as sql_text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DataError
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
@@ -89,6 +91,8 @@ class DocumentRow(Base):
     tenant_id: Mapped[str | None] = mapped_column(Text)
     dataset_id: Mapped[str | None] = mapped_column(Text)
     visibility: Mapped[str | None] = mapped_column(Text)
+    # Roles that may see the document's chunks; NULL = no role restriction (0005).
+    allowed_roles: Mapped[list[str] | None] = mapped_column(JSON)
     # `metadata` is reserved on declarative classes, so the attribute is `meta`.
     meta: Mapped[dict[str, Any]] = mapped_column("metadata", JSON)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
@@ -100,6 +104,8 @@ class ChunkRow(Base):
     __table_args__ = (
         Index("ix_chunks_document_id", "document_id"),
         Index("ix_chunks_document_id_parent_id_ordinal", "document_id", "parent_id", "ordinal"),
+        # garbage collection and version diffs look up a KB's retired chunks
+        Index("ix_chunks_kb_id_valid_to_seq", "kb_id", "valid_to_seq"),
     )
 
     id: Mapped[str] = mapped_column(ID, primary_key=True)
@@ -113,6 +119,10 @@ class ChunkRow(Base):
     locator: Mapped[dict[str, Any]] = mapped_column(JSON)
     text: Mapped[str] = mapped_column(Text)
     token_count: Mapped[int] = mapped_column(Integer)
+    # The KB versions the chunk belongs to (0005): valid_from_seq <= v < valid_to_seq, where
+    # valid_to_seq 0 = still valid. Rows from before versions are 0/0: in every version.
+    valid_from_seq: Mapped[int] = mapped_column(Integer, server_default=sql_text("0"))
+    valid_to_seq: Mapped[int] = mapped_column(Integer, server_default=sql_text("0"))
 
 
 class FaqEntryRow(Base):
@@ -126,6 +136,136 @@ class FaqEntryRow(Base):
     answer: Mapped[str] = mapped_column(Text)
     source: Mapped[str | None] = mapped_column(Text)
     sha256: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class KbFusionTuningRow(Base):
+    """The fusion settings `ragsift tune` fitted to a KB (one row per KB; JSON of TunedFusion)."""
+
+    __tablename__ = "kb_fusion_tuning"
+
+    kb_id: Mapped[str] = mapped_column(
+        ID, ForeignKey("knowledge_bases.id", ondelete="CASCADE"), primary_key=True
+    )
+    tuned: Mapped[dict[str, Any]] = mapped_column(JSON)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class IngestJobRow(Base):
+    """The latest ingestion job of a document, leased by worker processes (job_queue.py)."""
+
+    __tablename__ = "ingest_jobs"
+    __table_args__ = (
+        # One job row per document: enqueueing again re-arms a finished row.
+        UniqueConstraint("document_id", name="uq_ingest_jobs_document_id"),
+        Index("ix_ingest_jobs_status_created_at", "status", "created_at"),
+    )
+
+    id: Mapped[str] = mapped_column(ID, primary_key=True)
+    document_id: Mapped[str] = mapped_column(ID, ForeignKey("documents.id", ondelete="CASCADE"))
+    kind: Mapped[str] = mapped_column(String(16))
+    status: Mapped[str] = mapped_column(String(16))
+    attempts: Mapped[int] = mapped_column(Integer)
+    max_attempts: Mapped[int] = mapped_column(Integer)
+    lease_owner: Mapped[str | None] = mapped_column(String(255))
+    lease_expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    last_error: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class ConversationRow(Base):
+    """A chat conversation over one knowledge base (adapters/sql/conversation_repository.py)."""
+
+    __tablename__ = "conversations"
+    __table_args__ = (
+        Index("ix_conversations_updated_at", "updated_at"),
+        Index("ix_conversations_kb_id", "kb_id"),
+    )
+
+    id: Mapped[str] = mapped_column(ID, primary_key=True)
+    kb_id: Mapped[str] = mapped_column(ID, ForeignKey("knowledge_bases.id", ondelete="CASCADE"))
+    title: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class ConversationTurnRow(Base):
+    """One chat turn: question, answer, citations, the evidence snapshot and the trace (JSON)."""
+
+    __tablename__ = "conversation_turns"
+    __table_args__ = (
+        UniqueConstraint(
+            "conversation_id", "position", name="uq_conversation_turns_conversation_id_position"
+        ),
+        # finding turns a stopped process left generating, without reading the JSON columns
+        Index("ix_conversation_turns_status", "status"),
+    )
+
+    id: Mapped[str] = mapped_column(ID, primary_key=True)
+    conversation_id: Mapped[str] = mapped_column(
+        ID, ForeignKey("conversations.id", ondelete="CASCADE")
+    )
+    position: Mapped[int] = mapped_column(Integer)
+    question: Mapped[str] = mapped_column(Text)
+    answer: Mapped[str] = mapped_column(Text)
+    citations: Mapped[list[dict[str, Any]]] = mapped_column(JSON)
+    evidence: Mapped[list[dict[str, Any]]] = mapped_column(JSON)
+    trace: Mapped[dict[str, Any]] = mapped_column(JSON)
+    extractive: Mapped[bool] = mapped_column(Boolean)
+    model: Mapped[str | None] = mapped_column(String(255))
+    status: Mapped[str] = mapped_column(String(16))
+    error: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class KbVersionStateRow(Base):
+    """Where a KB's versions stand: active and draft seq, publish mode, retention, gate (0005)."""
+
+    __tablename__ = "kb_version_state"
+
+    kb_id: Mapped[str] = mapped_column(
+        ID, ForeignKey("knowledge_bases.id", ondelete="CASCADE"), primary_key=True
+    )
+    active_seq: Mapped[int] = mapped_column(Integer)
+    draft_seq: Mapped[int] = mapped_column(Integer)
+    draft_changes: Mapped[int] = mapped_column(Integer)
+    mode: Mapped[str] = mapped_column(String(16))
+    retention: Mapped[int] = mapped_column(Integer)
+    gate: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class KbVersionRow(Base):
+    """A sealed, retained version of a KB with its chunk counts (0005)."""
+
+    __tablename__ = "kb_versions"
+
+    kb_id: Mapped[str] = mapped_column(
+        ID, ForeignKey("knowledge_bases.id", ondelete="CASCADE"), primary_key=True
+    )
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    note: Mapped[str | None] = mapped_column(Text)
+    chunks: Mapped[int] = mapped_column(Integer)
+    added: Mapped[int] = mapped_column(Integer)
+    retired: Mapped[int] = mapped_column(Integer)
+
+
+class KbActivationRow(Base):
+    """One switch of a KB's active version: who from, to, forced, and the gate report (0005)."""
+
+    __tablename__ = "kb_activations"
+    __table_args__ = (Index("ix_kb_activations_kb_id_created_at", "kb_id", "created_at"),)
+
+    id: Mapped[str] = mapped_column(ID, primary_key=True)
+    kb_id: Mapped[str] = mapped_column(ID, ForeignKey("knowledge_bases.id", ondelete="CASCADE"))
+    action: Mapped[str] = mapped_column(String(16))
+    from_seq: Mapped[int] = mapped_column(Integer)
+    to_seq: Mapped[int] = mapped_column(Integer)
+    forced: Mapped[bool] = mapped_column(Boolean)
+    gate: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
 
@@ -183,6 +323,7 @@ def document_from_row(row: DocumentRow) -> Document:
             tenant_id=row.tenant_id,
             dataset_id=row.dataset_id,
             visibility=row.visibility,
+            allowed_roles=tuple(row.allowed_roles or ()),
         ),
         metadata=dict(row.meta),
         created_at=to_utc(row.created_at),
@@ -206,6 +347,7 @@ def document_row(document: Document, created_at: datetime, updated_at: datetime)
         tenant_id=document.scope.tenant_id,
         dataset_id=document.scope.dataset_id,
         visibility=document.scope.visibility,
+        allowed_roles=list(document.scope.allowed_roles) or None,
         meta=dict(document.metadata),
         created_at=created_at,
         updated_at=updated_at,
@@ -244,6 +386,8 @@ def chunk_from_row(row: Row[Any]) -> Chunk:
         locator=Locator.model_construct(**row.locator),
         text=row.text,
         token_count=row.token_count,
+        valid_from_seq=row.valid_from_seq,
+        valid_to_seq=row.valid_to_seq,
     )
 
 
@@ -264,6 +408,8 @@ def chunk_values(chunk: Chunk) -> dict[str, Any]:
         },
         "text": chunk.text,
         "token_count": chunk.token_count,
+        "valid_from_seq": chunk.valid_from_seq,
+        "valid_to_seq": chunk.valid_to_seq,
     }
 
 

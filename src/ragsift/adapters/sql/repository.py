@@ -24,6 +24,10 @@ from ragsift.adapters.sql.orm import (
     ChunkRow,
     DocumentRow,
     FaqEntryRow,
+    KbActivationRow,
+    KbFusionTuningRow,
+    KbVersionRow,
+    KbVersionStateRow,
     KnowledgeBaseRow,
     chunk_from_row,
     chunk_values,
@@ -35,6 +39,8 @@ from ragsift.adapters.sql.orm import (
     storable_message,
     to_utc,
 )
+from ragsift.adapters.sql.tuning_repository import TuningRepositoryMixin
+from ragsift.adapters.sql.version_repository import VersionRepositoryMixin
 from ragsift.domain.errors import InvalidInput, NotFound
 from ragsift.domain.models import Chunk, Document, DocumentStatus, KnowledgeBase
 
@@ -55,7 +61,7 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-class SqlRepository(FaqRepositoryMixin):
+class SqlRepository(FaqRepositoryMixin, TuningRepositoryMixin, VersionRepositoryMixin):
     """Knowledge bases, documents, chunks and FAQ entries in SQLite or PostgreSQL; thread-safe."""
 
     def __init__(self, url: str) -> None:
@@ -125,6 +131,9 @@ class SqlRepository(FaqRepositoryMixin):
             session.execute(delete(ChunkRow).where(ChunkRow.document_id.in_(documents)))
             session.execute(delete(DocumentRow).where(DocumentRow.kb_id == kb_id))
             session.execute(delete(FaqEntryRow).where(FaqEntryRow.kb_id == kb_id))
+            session.execute(delete(KbFusionTuningRow).where(KbFusionTuningRow.kb_id == kb_id))
+            for version_table in (KbActivationRow, KbVersionRow, KbVersionStateRow):
+                session.execute(delete(version_table).where(version_table.kb_id == kb_id))
             session.execute(delete(KnowledgeBaseRow).where(KnowledgeBaseRow.id == kb_id))
 
     # documents
