@@ -2,8 +2,9 @@
 
 Each operation gets 25 valid and 25 invalid generated requests (deterministic: derandomized
 Hypothesis, no example database), twice where it has path parameters: once with generated ids
-and once with the ids of a live knowledge base and document (deletes run last). Generated
-retrieval bodies are pointed at the live knowledge base so the real search runs.
+and once with the ids of a live knowledge base, document and conversation (deletes run
+last). Generated retrieval bodies are pointed at the live knowledge base so the real search
+runs.
 schemathesis' pytest plugin (`from_fixture`) does not run under pytest 9, so the operations
 are driven with `as_strategy` and `@given` directly.
 """
@@ -59,7 +60,10 @@ def test_no_operation_answers_with_a_server_error(tmp_path: Path) -> None:
     with open_api(tmp_path / "data", max_file_bytes=64 * 1024) as api:
         kb_id = api.create_kb("docs")
         [document_id] = api.ingest(kb_id, {"hotels.md": HOTELS})
-        live = {"kb_id": kb_id, "document_id": document_id}
+        chat = api.client.post("/api/chat", json={"kb_id": kb_id, "message": "hotel limit"})
+        assert chat.status_code == 200, chat.text
+        live = {"kb_id": kb_id, "document_id": document_id,
+                "conversation_id": chat.json()["conversation_id"]}
         schema = openapi.from_asgi("/openapi.json", api.client.app)
         operations = sorted((result.ok() for result in schema.get_all_operations()),
                             key=lambda op: (op.method.upper() == "DELETE", op.path))
@@ -72,7 +76,8 @@ def test_no_operation_answers_with_a_server_error(tmp_path: Path) -> None:
                 names = re.findall(r"{(\w+)}", operation.path)
                 if pinning and not names:
                     continue
-                pinned = {name: live[name] for name in names} if pinning else {}
+                # parameters without a live value stay generated
+                pinned = {n: live[n] for n in names if n in live} if pinning else {}
                 for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
                     calls += _run(operation, mode, pinned, server_errors)
 

@@ -1,0 +1,191 @@
+"""Streaming chat over any OpenAI-compatible `/v1/chat/completions` server (`stream: true`)."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncGenerator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from ragsift.domain.chat import ChatMessage
+from ragsift.domain.errors import UpstreamError
+
+logger = logging.getLogger(__name__)
+
+DONE = "[DONE]"
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkDelta:
+    """What one streamed chunk adds: text, and the finish reason on the last one."""
+
+    content: str
+    finish_reason: str | None = None
+
+
+class SseParser:
+    """Server-sent events, line by line: `feed` returns the data of an event when it ends.
+
+    Only `data:` fields matter here; comments (`:`), `event:`, `id:` and `retry:` are skipped.
+    Several `data:` lines of one event are joined with newlines, as the SSE standard says.
+    """
+
+    def __init__(self) -> None:
+        self._data: list[str] = []
+
+    def feed(self, line: str) -> str | None:
+        """The data of the event this (blank) line ends, else None."""
+        if not line:
+            return self.flush()
+        if line.startswith("data:"):
+            value = line[5:]
+            self._data.append(value[1:] if value.startswith(" ") else value)
+        return None
+
+    def flush(self) -> str | None:
+        """The data of an event the stream ended without a blank line after."""
+        if not self._data:
+            return None
+        data, self._data = "\n".join(self._data), []
+        return data
+
+
+def parse_chunk(data: str) -> ChunkDelta:
+    """The delta of one `chat.completion.chunk`; UpstreamError for errors and bad chunks."""
+    try:
+        chunk = json.loads(data)
+    except ValueError as exc:
+        raise UpstreamError(f"chat model sent a chunk that is not JSON: {data[:200]!r}") from exc
+    if not isinstance(chunk, dict):
+        raise UpstreamError(f"chat model sent a chunk that is not an object: {data[:200]!r}")
+    if "error" in chunk:  # vLLM, OpenAI and others report mid-stream failures this way
+        error = chunk["error"]
+        message = error.get("message", error) if isinstance(error, dict) else error
+        raise UpstreamError(f"chat model failed mid-answer: {str(message)[:200]}")
+    choices = chunk.get("choices")
+    if not choices:  # e.g. the usage chunk of stream_options.include_usage
+        return ChunkDelta("")
+    try:
+        choice = choices[0]
+        delta = choice.get("delta") or {}
+        content = delta.get("content") or ""
+        finish_reason = choice.get("finish_reason")
+    except (AttributeError, IndexError, KeyError, TypeError) as exc:
+        raise UpstreamError(f"chat model sent an unexpected chunk: {data[:200]!r}") from exc
+    if not isinstance(content, str):
+        raise UpstreamError(f"chat model sent non-text content: {data[:200]!r}")
+    return ChunkDelta(content, finish_reason if isinstance(finish_reason, str) else None)
+
+
+def completion_content(payload: bytes) -> str:
+    """The message of a whole (non-streamed) completion, for servers that ignore `stream`."""
+    try:
+        content = json.loads(payload)["choices"][0]["message"]["content"]
+    except (ValueError, KeyError, IndexError, TypeError) as exc:
+        raise UpstreamError(
+            f"chat model answered an unexpected envelope: {payload[:200]!r}"
+        ) from exc
+    if not isinstance(content, str):
+        raise UpstreamError("chat model answered no message content")
+    return content
+
+
+class OpenAIChatModel:
+    """Streams answers from a chat model; `base_url` ends in `/v1` as with the OpenAI SDK.
+
+    `timeout_s` bounds connecting and each wait for the next piece of the stream, not the
+    whole answer. Every call opens its own HTTP connection, so the model can be used from any
+    event loop, and closing the stream early closes that connection: the server sees the
+    client go away and can stop generating.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        api_key: str | None = None,
+        timeout_s: float = 60.0,
+        max_tokens: int = 1024,
+        temperature: float = 0.2,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        if not base_url.startswith(("http://", "https://")):
+            raise ValueError(f"chat base_url must be http(s), got {base_url!r}")
+        if not model:
+            raise ValueError("chat model name is required")
+        if timeout_s <= 0:
+            raise ValueError("chat timeout_s must be positive")
+        self._url = base_url.rstrip("/") + "/chat/completions"
+        self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._timeout = timeout_s
+        self._model = model
+        self._max_tokens = max_tokens
+        self._temperature = temperature
+        self._transport = transport
+
+    @property
+    def model_name(self) -> str:
+        return self._model
+
+    def request_body(self, messages: Sequence[ChatMessage]) -> dict[str, Any]:
+        """The JSON body of one streamed completion."""
+        return {
+            "model": self._model,
+            "messages": [{"role": m.role, "content": m.content} for m in messages],
+            "temperature": self._temperature,
+            "max_tokens": self._max_tokens,
+            "stream": True,
+        }
+
+    async def stream(self, messages: Sequence[ChatMessage]) -> AsyncGenerator[str, None]:
+        """The answer's text deltas; UpstreamError on HTTP errors, timeouts, broken streams."""
+        finished = False
+        try:
+            async with httpx.AsyncClient(
+                headers=self._headers, timeout=self._timeout, transport=self._transport
+            ) as client, client.stream(
+                "POST", self._url, json=self.request_body(messages)
+            ) as response:
+                if response.status_code >= 400:
+                    text = (await response.aread()).decode("utf-8", "replace")
+                    raise UpstreamError(
+                        f"chat model answered HTTP {response.status_code}: {text[:200]}"
+                    )
+                if "text/event-stream" not in response.headers.get("content-type", ""):
+                    finished = True
+                    yield completion_content(await response.aread())
+                    return
+                parser = SseParser()
+                async for line in response.aiter_lines():
+                    data = parser.feed(line)
+                    if data is None:
+                        continue
+                    if data == DONE:
+                        finished = True
+                        break
+                    delta = parse_chunk(data)
+                    if delta.content:
+                        yield delta.content
+                    if delta.finish_reason is not None:
+                        finished = True
+                        if delta.finish_reason == "length":
+                            logger.warning("chat answer cut at max_tokens=%d", self._max_tokens)
+                tail = parser.flush()  # a last event without the blank line after it
+                if tail == DONE:
+                    finished = True
+                elif tail is not None:
+                    delta = parse_chunk(tail)
+                    if delta.content:
+                        yield delta.content
+                    finished = finished or delta.finish_reason is not None
+        except httpx.TimeoutException as exc:
+            if finished:  # the answer is whole; only the closing [DONE] never came
+                return
+            raise UpstreamError(f"chat model timed out: {type(exc).__name__}") from exc
+        except httpx.HTTPError as exc:
+            raise UpstreamError(f"chat model stream failed: {type(exc).__name__}: {exc}") from exc
+        if not finished:
+            raise UpstreamError("chat model stream ended before the answer was complete")

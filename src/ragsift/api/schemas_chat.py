@@ -1,0 +1,155 @@
+"""Request and response bodies of chat and conversations (coord/CHAT_API.md)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, Field, model_validator
+
+from ragsift.api.schemas import Body, Id, Name, Text
+from ragsift.chat.service import ChatAnswer, ChatRequest
+from ragsift.domain.chat import Citation, Conversation, Evidence, Turn, TurnStatus
+from ragsift.domain.requests import Mode
+from ragsift.domain.trace import RetrievalTrace
+
+# Every piece of evidence goes into the prompt, so chat asks for fewer than search may.
+MAX_CHAT_TOP_K = 20
+
+
+class ChatBody(Body):
+    """One message: a new conversation when `conversation_id` is null, and search options."""
+
+    conversation_id: Id | None = Field(
+        default=None, description="null: a new conversation is created with this message"
+    )
+    kb_id: Id | None = None
+    kb: Name | None = Field(default=None, description="knowledge base name (instead of kb_id)")
+    message: Text = Field(description="the question; empty or over-long messages are rejected")
+    mode: Mode | None = None
+    top_k: int | None = Field(default=None, ge=1, le=MAX_CHAT_TOP_K)
+    document_ids: list[Id] | None = Field(default=None, max_length=1000)
+    rewrite: bool | None = None
+    rerank: bool | None = None
+    small2big: bool | None = None
+
+    @model_validator(mode="after")
+    def _one_kb(self) -> ChatBody:
+        if (self.kb_id is None) == (self.kb is None):
+            raise ValueError("give exactly one of kb_id and kb")
+        return self
+
+    def to_request(self, kb_id: str) -> ChatRequest:
+        """The chat request for the resolved knowledge base id."""
+        return ChatRequest(
+            kb_id=kb_id, message=self.message, conversation_id=self.conversation_id,
+            mode=self.mode, top_k=self.top_k,
+            document_ids=None if self.document_ids is None else tuple(self.document_ids),
+            rewrite=self.rewrite, rerank=self.rerank, small2big=self.small2big,
+        )
+
+
+class ChatOut(BaseModel):
+    """A whole turn: the validated answer, the evidence it cites, all evidence and the trace."""
+
+    conversation_id: str
+    turn_id: str
+    answer: str
+    citations: list[Citation]
+    evidence: list[Evidence]
+    trace: RetrievalTrace
+    extractive: bool
+    model: str | None
+
+    @classmethod
+    def of(cls, answer: ChatAnswer) -> ChatOut:
+        turn, finished = answer.turn, answer.finished
+        return cls(
+            conversation_id=turn.conversation_id, turn_id=turn.turn_id, answer=finished.answer,
+            citations=list(finished.citations), evidence=list(turn.evidence), trace=turn.trace,
+            extractive=finished.extractive, model=finished.model,
+        )
+
+
+class TraceEvent(BaseModel):
+    """SSE `trace`: the turn's ids, its retrieval trace and evidence (before any delta)."""
+
+    conversation_id: str
+    turn_id: str
+    trace: RetrievalTrace
+    evidence: list[Evidence]
+
+
+class DeltaEvent(BaseModel):
+    """SSE `delta`: a piece of the raw answer text."""
+
+    text: str
+
+
+class CitationsEvent(BaseModel):
+    """SSE `citations`: the cited evidence and the validated final answer."""
+
+    citations: list[Citation]
+    answer: str
+
+
+class DoneEvent(BaseModel):
+    """SSE `done`: the turn is stored as complete."""
+
+    conversation_id: str
+    turn_id: str
+    extractive: bool
+
+
+class ConversationOut(BaseModel):
+    """A conversation in the list."""
+
+    id: str
+    title: str
+    kb_id: str
+    created_at: datetime
+    updated_at: datetime
+    generating: bool
+    turn_count: int
+
+
+class TurnOut(BaseModel):
+    """A stored turn, exactly as it was answered."""
+
+    id: str
+    question: str
+    answer: str
+    citations: list[Citation]
+    evidence: list[Evidence]
+    trace: RetrievalTrace
+    extractive: bool
+    created_at: datetime
+    status: TurnStatus
+
+    @classmethod
+    def of(cls, turn: Turn) -> TurnOut:
+        return cls(
+            id=turn.id, question=turn.question, answer=turn.answer,
+            citations=list(turn.citations), evidence=list(turn.evidence), trace=turn.trace,
+            extractive=turn.extractive, created_at=turn.created_at, status=turn.status,
+        )
+
+
+class ConversationDetailOut(BaseModel):
+    """A conversation with its stored turns, oldest first."""
+
+    id: str
+    title: str
+    kb_id: str
+    created_at: datetime
+    updated_at: datetime
+    generating: bool
+    turns: list[TurnOut]
+
+    @classmethod
+    def of(cls, conversation: Conversation) -> ConversationDetailOut:
+        return cls(
+            id=conversation.id, title=conversation.title, kb_id=conversation.kb_id,
+            created_at=conversation.created_at, updated_at=conversation.updated_at,
+            generating=conversation.generating,
+            turns=[TurnOut.of(turn) for turn in conversation.turns],
+        )

@@ -1,0 +1,1 @@
+"""The chat layer: answers with citations over the evidence retrieval chose, and conversations."""

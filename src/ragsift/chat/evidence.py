@@ -1,0 +1,46 @@
+"""The evidence snapshot of a turn: retrieval hits numbered in the order the model sees them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ragsift.domain.chat import Evidence
+from ragsift.domain.models import Locator
+from ragsift.domain.results import RetrievalHit
+
+
+def evidence_from_hits(hits: Sequence[RetrievalHit]) -> tuple[Evidence, ...]:
+    """Hits as evidence numbered from 1 in rank order; pure.
+
+    The score is the rerank score when rerank ran, else the fusion score; an empty locator
+    (no page, sheet or slide) becomes None.
+    """
+    return tuple(
+        Evidence(
+            n=n, chunk_id=hit.chunk_id, document_id=hit.document_id, filename=hit.filename,
+            heading_path=hit.heading_path, locator=_locator(hit.locator), text=hit.text,
+            context_text=hit.context_text,
+            score=hit.fusion_score if hit.rerank_score is None else hit.rerank_score,
+        )
+        for n, hit in enumerate(hits, start=1)
+    )
+
+
+def _locator(locator: Locator) -> Locator | None:
+    return locator if any(value is not None for value in locator.model_dump().values()) else None
+
+
+def describe_locator(locator: Locator | None) -> str:
+    """`page 3`, `sheet Q1 A1:C9`, `slide 2` or an empty string."""
+    if locator is None:
+        return ""
+    parts: list[str] = []
+    if locator.page is not None:
+        parts.append(f"page {locator.page}")
+    if locator.sheet is not None:
+        parts.append(f"sheet {locator.sheet}")
+    if locator.cell_range is not None:
+        parts.append(locator.cell_range)
+    if locator.slide is not None:
+        parts.append(f"slide {locator.slide}")
+    return " ".join(parts)

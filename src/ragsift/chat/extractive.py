@@ -1,0 +1,82 @@
+"""The answer without a chat model: the evidence sentences closest to the question, cited."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from ragsift.chat.citations import citation_link
+from ragsift.chat.prompt import is_chinese, no_evidence_answer
+from ragsift.domain.chat import Evidence
+
+EXTRACTIVE_NOTE_EN = "No chat model is configured, so this answer quotes the evidence directly:"
+EXTRACTIVE_NOTE_ZH = "未配置对话模型，以下为直接引用的证据原文："
+MAX_SENTENCE_CHARS = 300
+
+# Chinese sentence ends split anywhere; "." only before whitespace, so "v2.4.1" stays whole.
+_SENTENCE_END = re.compile(r"(?<=[。！？；])|(?<=[.!?;])\s+|\n+")
+_WORD = re.compile(r"[a-z0-9]+(?:[-.][a-z0-9]+)*")
+_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]+")
+_STOPWORDS = frozenset({
+    "a", "an", "and", "are", "as", "at", "be", "by", "can", "do", "does", "for", "from", "how",
+    "i", "in", "is", "it", "of", "on", "or", "the", "to", "what", "when", "where", "which",
+    "who", "why", "with",
+})
+
+
+def sentences(text: str) -> list[str]:
+    """The non-empty sentences of `text`, in order."""
+    return [part.strip() for part in _SENTENCE_END.split(text) if part and part.strip()]
+
+
+def terms(text: str) -> set[str]:
+    """Lowercased words (no stopwords) and Chinese character bigrams (single characters alone)."""
+    lowered = text.lower()
+    found = {word for word in _WORD.findall(lowered) if word not in _STOPWORDS}
+    for run in _HAN.findall(lowered):
+        if len(run) == 1:
+            found.add(run)
+        else:
+            found.update(run[i : i + 2] for i in range(len(run) - 1))
+    return found
+
+
+def _shorten(sentence: str) -> str:
+    if len(sentence) <= MAX_SENTENCE_CHARS:
+        return sentence
+    return sentence[: MAX_SENTENCE_CHARS - 1].rstrip() + "…"
+
+
+def best_sentence(question_terms: set[str], item: Evidence) -> tuple[float, str]:
+    """The sentence of `item` sharing the largest share of the question's terms (first on ties)."""
+    best_score, best = -1.0, ""
+    for sentence in sentences(item.text):
+        score = len(question_terms & terms(sentence)) / len(question_terms)
+        if score > best_score:
+            best_score, best = score, sentence
+    return max(best_score, 0.0), best
+
+
+def extractive_answer(question: str, evidence: Sequence[Evidence], max_sentences: int = 3) -> str:
+    """A note saying no model answered, then the best sentences with their citation links; pure.
+
+    One sentence per evidence item, in evidence order, from the items that share any term
+    with the question (at most `max_sentences`); when none does, the first sentence of the
+    top item. Without evidence, the plain no-evidence answer.
+    """
+    if not evidence:
+        return no_evidence_answer(question)
+    wanted = terms(question) or {question.strip().lower()}
+    picked: list[tuple[Evidence, str]] = []
+    for item in evidence:
+        score, sentence = best_sentence(wanted, item)
+        if score > 0 and sentence:
+            picked.append((item, sentence))
+        if len(picked) == max_sentences:
+            break
+    if not picked:
+        first = sentences(evidence[0].text)
+        picked = [(evidence[0], first[0] if first else evidence[0].text.strip())]
+    note = EXTRACTIVE_NOTE_ZH if is_chinese(question) else EXTRACTIVE_NOTE_EN
+    lines = [f"- {_shorten(sentence)} {citation_link(item.n)}" for item, sentence in picked]
+    return note + "\n\n" + "\n".join(lines)

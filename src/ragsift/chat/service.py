@@ -1,0 +1,304 @@
+"""ChatService: one turn = retrieval once -> numbered evidence -> streamed answer -> stored turn.
+
+`prepare` does everything that can fail with a plain HTTP status (validation, unknown or busy
+conversation, retrieval) and stores nothing. `run` stores the turn as generating, streams the
+answer and stores how the turn ended: complete, failed (the chat model failed) or cancelled
+(the consumer stopped iterating, e.g. the SSE client went away; the model's stream is closed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import AsyncGenerator
+from contextlib import aclosing
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Protocol
+
+from ragsift.chat.citations import CitedAnswer, validate_citations
+from ragsift.chat.evidence import evidence_from_hits
+from ragsift.chat.extractive import extractive_answer
+from ragsift.chat.prompt import build_messages
+from ragsift.domain.chat import (
+    ChatMessage,
+    ChatModelFailed,
+    Citation,
+    ConversationBusy,
+    Evidence,
+    NewConversation,
+    Turn,
+    TurnOutcome,
+    TurnStatus,
+    conversation_title,
+)
+from ragsift.domain.errors import InvalidInput, NotFound, UpstreamError
+from ragsift.domain.requests import Mode, SearchRequest
+from ragsift.domain.results import RetrievalResult
+from ragsift.domain.trace import RetrievalTrace
+from ragsift.ports import ChatModel, ConversationStore
+from ragsift.retrieval.query import validate_query
+
+logger = logging.getLogger(__name__)
+
+INTERRUPTED = "interrupted: the server stopped while this turn was generating"
+CLIENT_GONE = "cancelled: the client went away while the answer was generating"
+
+
+class Retriever(Protocol):
+    """What chat needs of retrieval (the RetrievalService)."""
+
+    async def search(self, request: SearchRequest) -> RetrievalResult: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ChatOptions:
+    """Settings of the chat layer."""
+
+    max_query_chars: int = 1000
+    history_turns: int = 3
+    extractive_sentences: int = 3
+
+
+@dataclass(frozen=True, slots=True)
+class ChatRequest:
+    """One message of a conversation (new when `conversation_id` is None) and search options."""
+
+    kb_id: str
+    message: str
+    conversation_id: str | None = None
+    mode: Mode | None = None
+    top_k: int | None = None
+    document_ids: tuple[str, ...] | None = None
+    rewrite: bool | None = None
+    rerank: bool | None = None
+    small2big: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedTurn:
+    """A turn whose evidence is chosen; nothing is stored yet."""
+
+    conversation_id: str
+    turn_id: str
+    new_conversation: NewConversation | None
+    question: str
+    evidence: tuple[Evidence, ...]
+    trace: RetrievalTrace
+    messages: tuple[ChatMessage, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class TurnStarted:
+    """The turn is stored as generating; its evidence and trace are final."""
+
+    turn: PreparedTurn
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerDelta:
+    """A piece of the raw answer text, as the model produced it."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class TurnFinished:
+    """The validated answer and the evidence it cites; the turn is stored as complete."""
+
+    answer: str
+    citations: tuple[Citation, ...]
+    extractive: bool
+    model: str | None
+
+
+TurnEvent = TurnStarted | AnswerDelta | TurnFinished
+
+
+@dataclass(frozen=True, slots=True)
+class ChatAnswer:
+    """A whole turn at once (the JSON endpoint)."""
+
+    turn: PreparedTurn
+    finished: TurnFinished
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+class ChatService:
+    """Answers a message from the evidence retrieval chose, and keeps the conversation."""
+
+    def __init__(
+        self, retriever: Retriever, store: ConversationStore, model: ChatModel | None,
+        options: ChatOptions | None = None,
+    ) -> None:
+        self._retriever = retriever
+        self._store = store
+        self._model = model
+        self._options = options or ChatOptions()
+
+    @property
+    def model_name(self) -> str | None:
+        """The chat model's name; None when answers are extractive."""
+        return None if self._model is None else self._model.model_name
+
+    async def prepare(self, request: ChatRequest) -> PreparedTurn:
+        """Validate, retrieve once, number the evidence and build the prompt; stores nothing.
+
+        Raises InvalidInput, NotFound (unknown KB or conversation), ConversationBusy,
+        RetrievalUnavailable (every channel failed).
+        """
+        question = validate_query(request.message, self._options.max_query_chars)
+        history: list[tuple[str, str]] = []
+        new_conversation: NewConversation | None = None
+        if request.conversation_id is None:
+            conversation_id = uuid.uuid4().hex
+            new_conversation = NewConversation(
+                id=conversation_id, kb_id=request.kb_id, title=conversation_title(question)
+            )
+        else:
+            conversation_id = request.conversation_id
+            history = await asyncio.to_thread(self._history, conversation_id, request.kb_id)
+        result = await self._retriever.search(SearchRequest(
+            query=question, kb_id=request.kb_id, mode=request.mode, top_k=request.top_k,
+            document_ids=request.document_ids, rewrite=request.rewrite,
+            rerank=request.rerank, small2big=request.small2big,
+            # FAQ entries are no chunks with a locator to cite; chat answers from documents
+            run_doc=True, run_faq=False,
+        ))
+        evidence = evidence_from_hits(result.hits)
+        messages = (
+            build_messages(question, evidence, history)
+            if self._model is not None and evidence else ()
+        )
+        return PreparedTurn(
+            conversation_id=conversation_id, turn_id=uuid.uuid4().hex,
+            new_conversation=new_conversation, question=question, evidence=evidence,
+            trace=result.trace, messages=messages,
+        )
+
+    def _history(self, conversation_id: str, kb_id: str) -> list[tuple[str, str]]:
+        summary = self._store.get_summary(conversation_id)
+        if summary is None:
+            raise NotFound(f"conversation {conversation_id!r} does not exist")
+        if summary.kb_id != kb_id:
+            raise InvalidInput(
+                f"conversation {conversation_id!r} belongs to knowledge base {summary.kb_id!r}"
+            )
+        if summary.generating:
+            raise ConversationBusy(f"conversation {conversation_id!r} is still answering")
+        turns = self._store.recent_turns(conversation_id, self._options.history_turns)
+        return [(turn.question, turn.answer) for turn in turns]
+
+    async def run(self, turn: PreparedTurn) -> AsyncGenerator[TurnEvent, None]:
+        """Store the turn, stream the answer, store how it ended.
+
+        Raises ChatModelFailed (after storing the turn as failed) when the model fails, and
+        NotFound / ConversationBusy when the conversation was deleted or taken meanwhile.
+        Closing the generator early stores the turn as cancelled and closes the model stream.
+        """
+        record = Turn(
+            id=turn.turn_id, conversation_id=turn.conversation_id, question=turn.question,
+            evidence=turn.evidence, trace=turn.trace, created_at=_now(),
+        )
+        await self._start(record, turn.new_conversation)
+        extractive = self._model is None or not turn.evidence
+        model = None if self._model is None or extractive else self._model.model_name
+        parts: list[str] = []
+        stored = False
+
+        def partial() -> CitedAnswer:
+            return validate_citations("".join(parts), turn.evidence)
+
+        try:
+            yield TurnStarted(turn)
+            async with aclosing(self._deltas(turn)) as deltas:
+                async for delta in deltas:
+                    parts.append(delta)
+                    yield AnswerDelta(delta)
+            cited = partial()
+            stored = True  # set first: a cancellation during the write must not overwrite it
+            await asyncio.to_thread(
+                self._finish, turn.turn_id, "complete", cited, extractive=extractive, model=model
+            )
+            yield TurnFinished(cited.answer, cited.citations, extractive=extractive, model=model)
+        except UpstreamError as exc:
+            reason = f"the chat model failed: {exc}"
+            self._finish(turn.turn_id, "failed", partial(), model=model, error=reason)
+            raise ChatModelFailed(reason) from exc
+        # The writes below are synchronous: an await in a cancelled task is cancelled again.
+        except (asyncio.CancelledError, GeneratorExit):
+            if not stored:
+                self._finish(turn.turn_id, "cancelled", partial(), model=model, error=CLIENT_GONE)
+            raise
+        except Exception as exc:
+            if not stored:
+                reason = f"internal error: {type(exc).__name__}: {exc}"
+                self._finish(turn.turn_id, "failed", partial(), model=model, error=reason)
+            raise
+
+    async def _start(self, record: Turn, new_conversation: NewConversation | None) -> None:
+        write = asyncio.ensure_future(
+            asyncio.to_thread(self._store.start_turn, record, new_conversation)
+        )
+        try:
+            await asyncio.shield(write)
+        except asyncio.CancelledError:
+            # The insert completes in its thread anyway; once it has, the turn is cancelled,
+            # so it never stays "generating" (which would keep the conversation busy).
+            write.add_done_callback(lambda done: self._cancel_started(done, record.id))
+            raise
+
+    def _cancel_started(self, done: asyncio.Future[None], turn_id: str) -> None:
+        if not done.cancelled() and done.exception() is None:
+            self._finish(turn_id, "cancelled", CitedAnswer("", ()), error=CLIENT_GONE)
+
+    async def _deltas(self, turn: PreparedTurn) -> AsyncGenerator[str, None]:
+        """The answer's text pieces: the model's stream, or the extractive answer at once."""
+        if self._model is None or not turn.evidence:
+            yield extractive_answer(
+                turn.question, turn.evidence, self._options.extractive_sentences
+            )
+            return
+        async with aclosing(self._model.stream(turn.messages)) as stream:
+            async for delta in stream:
+                if delta:
+                    yield delta
+
+    def _finish(
+        self, turn_id: str, status: TurnStatus, cited: CitedAnswer, *, extractive: bool = False,
+        model: str | None = None, error: str | None = None,
+    ) -> None:
+        if cited.removed:
+            logger.info("turn %s: removed citation links outside the evidence: %s",
+                        turn_id, ", ".join(cited.removed))
+        outcome = TurnOutcome(
+            status=status, answer=cited.answer, citations=cited.citations,
+            extractive=extractive, model=model, error=error,
+        )
+        try:
+            self._store.finish_turn(turn_id, outcome)
+        except Exception:
+            # the conversation may have been deleted with its knowledge base meanwhile
+            logger.exception("could not store the end of turn %s (%s)", turn_id, status)
+
+    async def answer(self, turn: PreparedTurn) -> ChatAnswer:
+        """Run a prepared turn to its end (the JSON endpoint)."""
+        finished: TurnFinished | None = None
+        async with aclosing(self.run(turn)) as events:
+            async for event in events:
+                if isinstance(event, TurnFinished):
+                    finished = event
+        assert finished is not None  # run ends with TurnFinished or raises
+        return ChatAnswer(turn, finished)
+
+    def recover(self) -> int:
+        """Turns a stopped process left generating become failed; how many."""
+        count = self._store.fail_generating(INTERRUPTED)
+        if count:
+            logger.warning("%d chat turn(s) were interrupted by a restart; marked failed", count)
+        return count
+

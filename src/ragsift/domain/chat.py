@@ -1,0 +1,144 @@
+"""Chat values: the evidence of a turn, citations, turns, conversations and their errors."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ragsift.domain.errors import RagsiftError
+from ragsift.domain.models import Locator
+from ragsift.domain.trace import RetrievalTrace
+
+ChatRole = Literal["system", "user", "assistant"]
+# generating: the model is answering; complete: answered; failed: the chat model failed
+# (or the server stopped meanwhile); cancelled: the client went away mid-answer.
+TurnStatus = Literal["generating", "complete", "failed", "cancelled"]
+TITLE_CHARS = 60
+
+
+class ChatMessage(BaseModel):
+    """One message of the prompt sent to a chat model."""
+
+    model_config = ConfigDict(frozen=True)
+
+    role: ChatRole
+    content: str
+
+
+class Evidence(BaseModel):
+    """One piece of evidence of a turn, numbered from 1 in the order given to the model."""
+
+    model_config = ConfigDict(frozen=True)
+
+    n: int = Field(ge=1)
+    chunk_id: str
+    document_id: str
+    filename: str
+    heading_path: tuple[str, ...] = ()
+    locator: Locator | None = None
+    text: str
+    context_text: str | None = None
+    score: float
+
+
+class Citation(BaseModel):
+    """Evidence the answer actually cites, as the citation link `[n](citation://n)` names it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    n: int = Field(ge=1)
+    chunk_id: str
+    document_id: str
+    filename: str
+    locator: Locator | None = None
+    heading_path: tuple[str, ...] = ()
+    text: str
+
+
+class Turn(BaseModel):
+    """One question and its answer, with the evidence snapshot and trace it was built from."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    conversation_id: str
+    question: str
+    answer: str = ""
+    citations: tuple[Citation, ...] = ()
+    evidence: tuple[Evidence, ...] = ()
+    trace: RetrievalTrace
+    extractive: bool = False
+    model: str | None = None
+    status: TurnStatus = "generating"
+    error: str | None = None
+    created_at: datetime
+    finished_at: datetime | None = None
+
+
+class ConversationSummary(BaseModel):
+    """A conversation as the list shows it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    title: str
+    kb_id: str
+    created_at: datetime
+    updated_at: datetime
+    generating: bool
+    turn_count: int
+
+
+class Conversation(BaseModel):
+    """A conversation with every stored turn, oldest first."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    title: str
+    kb_id: str
+    created_at: datetime
+    updated_at: datetime
+    generating: bool
+    turns: tuple[Turn, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class NewConversation:
+    """A conversation created together with its first turn."""
+
+    id: str
+    kb_id: str
+    title: str
+
+
+@dataclass(frozen=True, slots=True)
+class TurnOutcome:
+    """How a turn ended: what is stored when it stops generating."""
+
+    status: TurnStatus
+    answer: str
+    citations: tuple[Citation, ...] = ()
+    extractive: bool = False
+    model: str | None = None
+    error: str | None = None
+
+
+def conversation_title(first_message: str) -> str:
+    """The title of a conversation: its first message on one line, cut to 60 characters."""
+    return " ".join(first_message.split())[:TITLE_CHARS]
+
+
+class ConversationBusy(RagsiftError):
+    """A turn of the conversation is still generating (HTTP 409)."""
+
+    code = "conversation_busy"
+
+
+class ChatModelFailed(RagsiftError):
+    """The chat model failed while answering; the turn is stored as failed (HTTP 502)."""
+
+    code = "chat_model_failed"
