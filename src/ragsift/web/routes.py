@@ -1,0 +1,86 @@
+"""Serve the two pages and their static assets from the package (no build step, no CDN).
+
+Assets are served from a whitelist built at start-up, each with an explicit content type:
+module scripts must be `text/javascript` whatever the host's mimetypes table says, and a path
+that is not a shipped file (`..`, a directory, an unknown extension) is simply a 404.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fastapi import APIRouter, FastAPI
+from fastapi.responses import FileResponse, RedirectResponse
+
+from ragsift.api.errors import ApiError
+
+WEB_DIR = Path(__file__).parent
+PAGES_DIR = WEB_DIR / "pages"
+STATIC_DIR = WEB_DIR / "static"
+
+CONTENT_TYPES = {
+    ".html": "text/html; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+    ".js": "text/javascript; charset=utf-8",
+    ".svg": "image/svg+xml",
+    ".txt": "text/plain; charset=utf-8",
+}
+PAGES = {"debug": "debug.html", "chat": "chat.html"}
+
+# Defence in depth: rendered Markdown is sanitised by DOMPurify, and even if something slipped
+# through, no inline or foreign script, style, frame or image source would run or load.
+CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; "
+    "frame-ancestors 'none'"
+)
+_COMMON_HEADERS = {"X-Content-Type-Options": "nosniff", "Cache-Control": "no-cache"}
+_PAGE_HEADERS = {**_COMMON_HEADERS, "Content-Security-Policy": CONTENT_SECURITY_POLICY,
+                 "Referrer-Policy": "no-referrer"}
+
+
+def static_assets(root: Path = STATIC_DIR) -> dict[str, tuple[Path, str]]:
+    """URL path below /web/static/ -> (file, content type), for every servable file under root."""
+    assets: dict[str, tuple[Path, str]] = {}
+    for path in sorted(root.rglob("*")):
+        content_type = CONTENT_TYPES.get(path.suffix)
+        if path.is_file() and content_type is not None:
+            assets[path.relative_to(root).as_posix()] = (path, content_type)
+    return assets
+
+
+def build_router(assets: dict[str, tuple[Path, str]]) -> APIRouter:
+    """The page, redirect and asset routes (kept out of the OpenAPI document)."""
+    router = APIRouter(include_in_schema=False)
+
+    @router.get("/")
+    def root() -> RedirectResponse:
+        return RedirectResponse("/web/debug", status_code=307)
+
+    @router.get("/web")
+    @router.get("/web/")
+    def web_root() -> RedirectResponse:
+        return RedirectResponse("/web/debug", status_code=307)
+
+    @router.get("/web/{page}")
+    def page(page: str) -> FileResponse:
+        filename = PAGES.get(page)
+        if filename is None:
+            raise ApiError(404, "not_found", f"no page {page!r}; try /web/debug or /web/chat")
+        return FileResponse(PAGES_DIR / filename, media_type=CONTENT_TYPES[".html"],
+                            headers=_PAGE_HEADERS)
+
+    @router.get("/web/static/{asset:path}")
+    def static(asset: str) -> FileResponse:
+        found = assets.get(asset)
+        if found is None:
+            raise ApiError(404, "not_found", f"no static file {asset!r}")
+        path, content_type = found
+        return FileResponse(path, media_type=content_type, headers=_COMMON_HEADERS)
+
+    return router
+
+
+def install_web(app: FastAPI) -> None:
+    """Register the web pages on `app`: / and /web redirect to /web/debug."""
+    app.include_router(build_router(static_assets()))

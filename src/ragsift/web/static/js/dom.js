@@ -1,0 +1,57 @@
+// Building DOM nodes without HTML strings: every text goes in as a Text node, so user and
+// document text can never become markup.
+
+/**
+ * h("td", {class: "num", dataset: {col: "rank"}}, "1") -> <td class="num" data-col="rank">1</td>
+ * Attributes named on* become event listeners; null/undefined/false attributes and children
+ * are skipped; strings and numbers become text nodes.
+ */
+export function h(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs)) {
+    if (value === null || value === undefined || value === false) continue;
+    if (name === "class") node.className = value;
+    else if (name === "dataset") Object.assign(node.dataset, value);
+    else if (name.startsWith("on")) node.addEventListener(name.slice(2), value);
+    else node.setAttribute(name, value === true ? "" : String(value));
+  }
+  append(node, children);
+  return node;
+}
+
+/** Append children (nodes, strings, numbers, nested arrays) to node as nodes or text. */
+export function append(node, children) {
+  for (const child of children.flat(Infinity)) {
+    if (child === null || child === undefined || child === false) continue;
+    node.append(child instanceof Node ? child : String(child));
+  }
+  return node;
+}
+
+/** Show `message` in an element (or hide it when message is empty). */
+export function say(node, message) {
+  node.textContent = message || "";
+  node.hidden = !message;
+}
+
+/** A number with fixed digits, or an en dash for null/undefined. */
+export function num(value, digits = 4) {
+  return value === null || value === undefined ? "–" : Number(value).toFixed(digits);
+}
+
+/** An integer, or an en dash for null/undefined. */
+export function int(value) {
+  return value === null || value === undefined ? "–" : String(value);
+}
+
+/** Where a chunk sits: [["Page", 3], ["Section", "A › B"], ...] for the non-empty parts. */
+export function locatorParts(locator, headingPath) {
+  const parts = [];
+  const loc = locator || {};
+  if (loc.page !== null && loc.page !== undefined) parts.push(["Page", String(loc.page)]);
+  if (loc.sheet) parts.push(["Sheet", loc.sheet]);
+  if (loc.cell_range) parts.push(["Cells", loc.cell_range]);
+  if (loc.slide !== null && loc.slide !== undefined) parts.push(["Slide", String(loc.slide)]);
+  if (headingPath && headingPath.length) parts.push(["Section", headingPath.join(" › ")]);
+  return parts;
+}

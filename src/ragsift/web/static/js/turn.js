@@ -1,0 +1,87 @@
+// One question/answer turn of the chat page: the question, the Markdown answer (re-rendered as
+// deltas stream in), evidence cards, and the retrieval trace folded away.
+import { h } from "./dom.js";
+import { evidenceCards } from "./evidence.js";
+import { renderMarkdown } from "./markdown.js";
+import { traceSections } from "./trace.js";
+
+const RENDER_EVERY_MS = 40;
+
+export class TurnView {
+  constructor(question, onOpenEvidence) {
+    this.onOpenEvidence = onOpenEvidence;
+    this.evidence = [];
+    this.citations = [];
+    this.text = "";
+    this.timer = null;
+    this.markdown = h("div", { class: "markdown" });
+    this.status = h("p", { class: "status", role: "status", hidden: true });
+    this.cards = h("div", { class: "cards-slot" });
+    this.traceSlot = h("div", { class: "trace-slot" });
+    this.element = h("article", { class: "turn" },
+      h("div", { class: "question" }, question),
+      h("div", { class: "answer" }, this.markdown, this.status),
+      this.cards, this.traceSlot);
+  }
+
+  /** The evidence item (or, failing that, the citation) numbered n. */
+  item(n) {
+    return this.evidence.find((e) => e.n === n) || this.citations.find((c) => c.n === n) || null;
+  }
+
+  setEvidence(evidence) {
+    this.evidence = evidence || [];
+    this.renderCards();
+  }
+
+  renderCards() {
+    const cited = new Set(this.citations.map((c) => c.n));
+    this.cards.replaceChildren(this.evidence.length
+      ? evidenceCards(this.evidence, cited, this.onOpenEvidence)
+      : h("p", { class: "muted small" }, "No evidence was found for this question."));
+  }
+
+  setTrace(trace) {
+    if (!trace) return;
+    this.traceSlot.replaceChildren(h("details", { class: "turn-trace" },
+      h("summary", {}, "Retrieval trace"), ...traceSections(trace)));
+  }
+
+  /** Append streamed text; the Markdown is re-rendered at most every RENDER_EVERY_MS. */
+  appendDelta(text) {
+    this.text += text;
+    if (this.timer === null) {
+      this.timer = setTimeout(() => {
+        this.timer = null;
+        renderMarkdown(this.markdown, this.text);
+      }, RENDER_EVERY_MS);
+    }
+  }
+
+  /** The validated final answer and the citations it keeps. */
+  setAnswer(answer, citations) {
+    clearTimeout(this.timer);
+    this.timer = null;
+    this.text = answer || "";
+    this.citations = citations || [];
+    this.element.dataset.answered = "true";
+    renderMarkdown(this.markdown, this.text);
+    if (this.evidence.length) this.renderCards();
+  }
+
+  /** Flush pending streamed text (after a stop or a failure). */
+  flush() {
+    if (this.timer !== null) {
+      clearTimeout(this.timer);
+      this.timer = null;
+      renderMarkdown(this.markdown, this.text);
+    }
+  }
+
+  setStatus(message, kind = "") {
+    this.status.textContent = message || "";
+    this.status.hidden = !message;
+    this.status.className = kind ? `status ${kind}` : "status";
+    if (kind) this.element.dataset.state = kind;
+  }
+}

@@ -1,0 +1,127 @@
+"""The pages and every static asset are served from the package with the right content type."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from ragsift.api import create_app
+from ragsift.bootstrap import build
+from ragsift.config import Settings
+from ragsift.web.routes import CONTENT_SECURITY_POLICY, PAGES_DIR, STATIC_DIR, static_assets
+
+EXPECTED_ASSETS = {
+    "app.css", "js/api.js", "js/chat.js", "js/conversations.js", "js/debug.js",
+    "js/docpicker.js", "js/dom.js", "js/evidence.js", "js/markdown.js", "js/sse.js",
+    "js/trace.js", "js/turn.js", "js/upload.js", "vendor/marked.esm.js", "vendor/purify.min.js",
+    "vendor/LICENSE-marked.txt", "vendor/LICENSE-dompurify.txt",
+    "vendor/LICENSE-dompurify-MPL.txt",
+}
+TYPES = {".css": "text/css; charset=utf-8", ".js": "text/javascript; charset=utf-8",
+         ".txt": "text/plain; charset=utf-8"}
+
+
+@pytest.fixture(scope="module")
+def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
+    container = build(Settings(data_dir=tmp_path_factory.mktemp("web") / "data"))
+    try:
+        with TestClient(create_app(container)) as client:
+            yield client
+    finally:
+        container.close()
+
+
+def test_static_assets_are_exactly_the_shipped_files() -> None:
+    assert set(static_assets()) == EXPECTED_ASSETS
+
+
+def test_static_assets_skip_unknown_types_and_directories(tmp_path: Path) -> None:
+    (tmp_path / "js").mkdir()
+    (tmp_path / "js" / "a.js").write_text("export {};")
+    (tmp_path / "notes.md").write_text("# not served")
+    (tmp_path / "run.py").write_text("")
+
+    assert static_assets(tmp_path) == {
+        "js/a.js": (tmp_path / "js" / "a.js", "text/javascript; charset=utf-8")
+    }
+
+
+@pytest.mark.parametrize("page", ["debug", "chat"])
+def test_pages_are_html_with_a_strict_content_security_policy(
+    client: TestClient, page: str
+) -> None:
+    response = client.get(f"/web/{page}")
+
+    assert response.status_code == 200
+    assert response.headers["content-type"] == "text/html; charset=utf-8"
+    assert response.headers["content-security-policy"] == CONTENT_SECURITY_POLICY
+    assert "script-src 'self';" in CONTENT_SECURITY_POLICY
+    assert response.headers["x-content-type-options"] == "nosniff"
+    assert response.text == (PAGES_DIR / f"{page}.html").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("asset", sorted(EXPECTED_ASSETS))
+def test_each_asset_is_served_with_its_content_type(client: TestClient, asset: str) -> None:
+    response = client.get(f"/web/static/{asset}")
+
+    assert response.status_code == 200
+    assert response.headers["content-type"] == TYPES[Path(asset).suffix]
+    assert response.headers["x-content-type-options"] == "nosniff"
+    assert response.content == (STATIC_DIR / asset).read_bytes()
+
+
+@pytest.mark.parametrize("path", ["/", "/web", "/web/"])
+def test_root_and_web_redirect_to_the_debug_page(client: TestClient, path: str) -> None:
+    response = client.get(path, follow_redirects=False)
+
+    assert response.status_code == 307
+    assert response.headers["location"] == "/web/debug"
+
+
+@pytest.mark.parametrize("path", [
+    "/web/admin", "/web/static/nope.js", "/web/static/vendor/README.md",
+    "/web/static/../routes.py", "/web/static/%2e%2e/routes.py", "/web/static/js",
+])
+def test_anything_else_is_a_json_404(client: TestClient, path: str) -> None:
+    response = client.get(path)
+
+    assert response.status_code == 404
+    assert response.json()["code"] == "not_found"
+
+
+def test_web_routes_stay_out_of_the_openapi_document(client: TestClient) -> None:
+    paths = client.get("/openapi.json").json()["paths"]
+
+    assert [path for path in paths if path == "/" or path.startswith("/web")] == []
+
+
+def test_every_script_and_stylesheet_a_page_names_is_served() -> None:
+    assets = static_assets()
+    for page in ("debug.html", "chat.html"):
+        html = (PAGES_DIR / page).read_text(encoding="utf-8")
+        referenced = re.findall(r'(?:src|href)="/web/static/([^"]+)"', html)
+        assert referenced, page
+        assert [name for name in referenced if name not in assets] == [], page
+
+
+def test_every_module_import_resolves_to_a_served_file() -> None:
+    assets = static_assets()
+    for name in (n for n in assets if n.startswith("js/")):
+        source = (STATIC_DIR / name).read_text(encoding="utf-8")
+        for target in re.findall(r'from\s+"(\.{1,2}/[^"]+)"', source):
+            resolved = (Path("/js") / target).resolve().relative_to("/").as_posix()
+            assert resolved in assets, f"{name} imports {target}"
+
+
+def test_vendored_libraries_are_the_versions_the_readme_names() -> None:
+    vendor = STATIC_DIR / "vendor"
+    readme = (vendor / "README.md").read_text(encoding="utf-8")
+
+    assert (vendor / "marked.esm.js").read_text(encoding="utf-8").startswith(
+        "/**\n * marked v18.2.1 - a markdown parser")
+    assert "@license DOMPurify 3.5.0 " in (vendor / "purify.min.js").read_text(encoding="utf-8")
+    assert "| 18.2.1 |" in readme and "| 3.5.0 |" in readme

@@ -1,0 +1,238 @@
+"""A real `ragsift serve` process and a headless Debian Chromium driven by Selenium.
+
+Selenium Manager never runs: the driver path is given to `Service`, and the browser binary to the
+options, so nothing is looked up or downloaded. Without /usr/bin/chromium or chromedriver the
+browser tests skip with the reason, unless RAGSIFT_TEST_BROWSER=require (then they fail).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import httpx
+import pytest
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+REPO_ROOT = Path(__file__).resolve().parents[2]
+# test-output/ is git-ignored; CI may point RAGSIFT_TEST_ARTIFACTS at its artifact folder
+ARTIFACTS = Path(os.environ.get("RAGSIFT_TEST_ARTIFACTS", REPO_ROOT / "test-output"))
+SCREENSHOTS = ARTIFACTS / "screenshots"
+SETTLED = ("READY", "FAILED")
+T = TypeVar("T")
+
+
+def browser_missing() -> str | None:
+    """Why the browser tests cannot run here, or None."""
+    if importlib.util.find_spec("selenium") is None:
+        return "selenium is not installed (pip install -e '.[dev]')"
+    for path, package in ((CHROMIUM, "chromium"), (CHROMEDRIVER, "chromium-driver")):
+        if not (path.is_file() and os.access(path, os.X_OK)):
+            return f"{path} is missing (apt-get install {package})"
+    return None
+
+
+def require_browser() -> None:
+    """Skip (or, with RAGSIFT_TEST_BROWSER=require, fail) when the browser cannot run."""
+    reason = browser_missing()
+    if reason is None:
+        return
+    if os.environ.get("RAGSIFT_TEST_BROWSER", "").lower() == "require":
+        pytest.fail(f"RAGSIFT_TEST_BROWSER=require but {reason}", pytrace=False)
+    pytest.skip(f"browser tests need Chromium: {reason}")
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def _command() -> list[str]:
+    script = Path(sys.executable).with_name("ragsift")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "ragsift.cli"]
+
+
+@dataclass
+class LiveServer:
+    """A running `ragsift serve` and an HTTP client on it (for seeding and checking)."""
+
+    url: str
+    client: httpx.Client
+    log: Path
+    kbs: dict[str, str] = field(default_factory=dict)
+
+    def create_kb(self, name: str) -> str:
+        response = self.client.post("/api/kbs", json={"name": name})
+        assert response.status_code == 201, response.text
+        kb_id: str = response.json()["id"]
+        self.kbs[name] = kb_id
+        return kb_id
+
+    def ingest(self, kb_id: str, files: dict[str, bytes], timeout_s: float = 120) -> list[str]:
+        """Upload files over HTTP and wait until every one is READY."""
+        parts = [("files", (name, data, "application/octet-stream"))
+                 for name, data in files.items()]
+        response = self.client.post(f"/api/kbs/{kb_id}/documents", files=parts)
+        assert response.status_code == 202, response.text
+        ids = [d["id"] for d in response.json()["documents"]]
+        deadline = time.monotonic() + timeout_s
+        for document_id in ids:
+            while (status := self.document(document_id)["status"]) not in SETTLED:
+                assert time.monotonic() < deadline, f"{document_id} still {status}"
+                time.sleep(0.1)
+            assert status == "READY", self.document(document_id)
+        return ids
+
+    def chat(self, kb_id: str, message: str) -> dict[str, Any]:
+        """One whole chat turn over POST /api/chat (a new conversation)."""
+        response = self.client.post("/api/chat", json={"kb_id": kb_id, "message": message})
+        assert response.status_code == 200, response.text
+        turn: dict[str, Any] = response.json()
+        return turn
+
+    def conversation(self, conversation_id: str) -> dict[str, Any]:
+        response = self.client.get(f"/api/conversations/{conversation_id}")
+        assert response.status_code == 200, response.text
+        conversation: dict[str, Any] = response.json()
+        return conversation
+
+    def document(self, document_id: str) -> dict[str, Any]:
+        response = self.client.get(f"/api/documents/{document_id}")
+        assert response.status_code == 200, response.text
+        document: dict[str, Any] = response.json()
+        return document
+
+
+@contextlib.contextmanager
+def run_server(data_dir: Path, log: Path, env: dict[str, str]) -> Iterator[LiveServer]:
+    """`ragsift serve` on a free port until the block ends; SIGINT, then it must exit 0."""
+    port = free_port()
+    command = [*_command(), "serve", "--host", "127.0.0.1", "--port", str(port),
+               "--data-dir", str(data_dir)]
+    with log.open("wb") as output:
+        process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT,
+                                   env={**os.environ, **env})
+    client = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30)
+    try:
+        _wait_healthy(client, process, log)
+        yield LiveServer(url=f"http://127.0.0.1:{port}", client=client, log=log)
+    finally:
+        client.close()
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=5)
+
+
+def _wait_healthy(client: httpx.Client, process: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        assert process.poll() is None, f"server exited {process.returncode}:\n{log.read_text()}"
+        with contextlib.suppress(httpx.TransportError):
+            if client.get("/healthz").status_code == 200:
+                return
+        time.sleep(0.1)
+    raise AssertionError(f"server never became healthy:\n{log.read_text()}")
+
+
+class Browser:
+    """A headless Chromium on a fresh profile, with waits and named screenshots."""
+
+    def __init__(self, base_url: str, profile_dir: Path, width: int = 1280, height: int = 900):
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+
+        options = webdriver.ChromeOptions()
+        options.binary_location = str(CHROMIUM)
+        for argument in (
+            "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+            "--disable-background-networking", "--disable-component-update", "--no-first-run",
+            "--disable-sync", "--disable-extensions", "--disable-default-apps",
+            "--metrics-recording-only", "--no-default-browser-check",
+            f"--user-data-dir={profile_dir}", f"--window-size={width},{height}",
+        ):
+            options.add_argument(argument)
+        options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+        self.base_url = base_url
+        self.driver = webdriver.Chrome(
+            service=Service(executable_path=str(CHROMEDRIVER)), options=options
+        )
+        self.driver.set_page_load_timeout(60)
+        self.driver.set_script_timeout(60)
+
+    def open(self, path: str) -> None:
+        """Load a page and wait until its module script has finished its first load."""
+        self.driver.get(self.base_url + path)
+        self.wait(lambda d: d.find_element("css selector", "body").get_attribute("data-ready"))
+
+    def wait(self, condition: Callable[[Any], T], timeout_s: float = 60,
+             message: str = "") -> T:
+        from selenium.webdriver.support.ui import WebDriverWait
+
+        return WebDriverWait(self.driver, timeout_s, poll_frequency=0.1).until(
+            condition, message
+        )
+
+    def css(self, selector: str) -> Any:
+        return self.driver.find_element("css selector", selector)
+
+    def all(self, selector: str) -> list[Any]:
+        found: list[Any] = self.driver.find_elements("css selector", selector)
+        return found
+
+    def visible(self, selector: str, timeout_s: float = 60) -> Any:
+        """Wait until an element matching selector is displayed, and return it."""
+        def shown(driver: Any) -> Any:
+            for element in driver.find_elements("css selector", selector):
+                if element.is_displayed():
+                    return element
+            return False
+        return self.wait(shown, timeout_s, f"{selector} never became visible")
+
+    def press_escape(self) -> None:
+        from selenium.webdriver.common.action_chains import ActionChains
+        from selenium.webdriver.common.keys import Keys
+
+        ActionChains(self.driver).send_keys(Keys.ESCAPE).perform()
+
+    def accept_confirm(self) -> str:
+        """Accept the page's confirm() dialog; returns its text."""
+        from selenium.webdriver.support import expected_conditions
+
+        alert = self.wait(expected_conditions.alert_is_present(), 10, "no confirm dialog")
+        text: str = alert.text
+        alert.accept()
+        return text
+
+    def screenshot(self, name: str, scroll_to: str | None = None) -> Path:
+        """Save the viewport (first scrolled to the `scroll_to` element) as NAME.png."""
+        if scroll_to is not None:
+            self.driver.execute_script(
+                "arguments[0].scrollIntoView({block: 'center'})", self.css(scroll_to))
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        path = SCREENSHOTS / f"{name}.png"
+        assert self.driver.save_screenshot(str(path)), f"no screenshot {path}"
+        return path
+
+    def console_errors(self) -> list[str]:
+        """SEVERE entries of the page's console log (script errors, failed loads)."""
+        entries = self.driver.get_log("browser")
+        return [e["message"] for e in entries if e.get("level") == "SEVERE"]
+
+    def quit(self) -> None:
+        self.driver.quit()
