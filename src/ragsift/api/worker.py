@@ -1,4 +1,9 @@
-"""In-process background ingestion: uploads are accepted at once, parsed and indexed here."""
+"""Background ingestion for the API: uploads are accepted at once and processed later.
+
+In-process (the embedded default) a thread pool here parses and indexes them; with a job
+queue (RAGSIFT_INGEST_QUEUE=database) they are queued in the database instead, for
+`ragsift worker` processes to lease.
+"""
 
 from __future__ import annotations
 
@@ -8,9 +13,10 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 
 from ragsift.domain.errors import NotFound
+from ragsift.domain.jobs import JobKind
 from ragsift.domain.models import Document, DocumentScope, DocumentStatus, KnowledgeBase
 from ragsift.ingestion.pipeline import IngestionService, IngestOutcome
-from ragsift.ports import Repository
+from ragsift.ports import JobQueue, Repository
 
 logger = logging.getLogger(__name__)
 
@@ -18,14 +24,21 @@ UNFINISHED = (DocumentStatus.PENDING, DocumentStatus.PARSING, DocumentStatus.IND
 
 
 class IngestionWorker:
-    """A thread pool moving accepted documents PENDING -> PARSING -> INDEXING -> READY|FAILED."""
+    """A thread pool moving accepted documents PENDING -> PARSING -> INDEXING -> READY|FAILED.
+
+    With a `queue`, documents are queued there as jobs (each may take `max_attempts`
+    leases) and this process never processes them itself.
+    """
 
     def __init__(
         self, ingestion: IngestionService, repository: Repository, workers: int = 1,
         on_finished: Callable[[Document], None] | None = None,
+        queue: JobQueue | None = None, max_attempts: int = 3,
     ) -> None:
         self._ingestion = ingestion
         self._repository = repository
+        self._queue = queue
+        self._max_attempts = max_attempts
         self._on_finished = on_finished
         self._workers = workers
         self._pool = self._new_pool()
@@ -56,6 +69,10 @@ class IngestionWorker:
 
     def submit(self, document_id: str, reindex: bool = False) -> None:
         """Queue a PENDING document (or a reindex from its stored original)."""
+        if self._queue is not None:
+            kind = JobKind.REINDEX if reindex else JobKind.PROCESS
+            self._queue.enqueue(document_id, kind, self._max_attempts)
+            return
         with self._lock:
             if self._closed:
                 raise RuntimeError("the ingestion worker is shut down")
@@ -64,7 +81,11 @@ class IngestionWorker:
         future.add_done_callback(self._forget)
 
     def recover(self) -> int:
-        """Queue documents a previous process left unfinished; how many."""
+        """Queue documents a previous process left unfinished; how many.
+
+        With a job queue, a document that already has an active job keeps it (enqueue is
+        idempotent), so a restarted API never takes work from a running worker.
+        """
         count = 0
         for kb in self._repository.list_kbs():
             for status in UNFINISHED:
