@@ -96,6 +96,8 @@ def render_trace(console: Console, trace: RetrievalTrace) -> None:
     summary = Table(title="retrieval trace", show_header=False)
     summary.add_row("request", trace.request_id)
     summary.add_row("mode / fusion", f"{trace.mode} / {trace.fusion}")
+    if trace.kb_version is not None:
+        summary.add_row("knowledge-base version", str(trace.kb_version))
     summary.add_row("variants", "; ".join(f"{v.method}: {v.text}" for v in trace.variants))
     scope = trace.scope
     if scope.document_ids_requested:

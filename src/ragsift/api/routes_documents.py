@@ -17,7 +17,8 @@ from ragsift.ingestion.parsers import SUPPORTED_EXTENSIONS
 router = APIRouter(tags=["documents"], responses=ERROR_RESPONSES)
 
 MAX_FILES_PER_UPLOAD = 100
-SCOPE_FIELDS = ("source", "tenant_id", "dataset_id", "visibility")
+# allowed_roles: comma-separated roles that may see the documents (none: everyone)
+SCOPE_FIELDS = ("source", "tenant_id", "dataset_id", "visibility", "allowed_roles")
 BUSY = (DocumentStatus.PENDING, DocumentStatus.PARSING, DocumentStatus.INDEXING,
         DocumentStatus.DELETING)
 
@@ -46,7 +47,12 @@ _UPLOAD_ERRORS: dict[int | str, dict[str, Any]] = {
 
 def _accept_all(state: AppState, kb: KnowledgeBase, form: UploadForm) -> UploadOut:
     fields = {name: value.strip() or None for name, value in form.fields.items()}
-    scope = DocumentScope(**fields)
+    roles = (fields.get("allowed_roles") or "").split(",")
+    scope = DocumentScope(
+        source=fields.get("source"), tenant_id=fields.get("tenant_id"),
+        dataset_id=fields.get("dataset_id"), visibility=fields.get("visibility"),
+        allowed_roles=tuple(dict.fromkeys(r.strip() for r in roles if r.strip())),
+    )
     accepted: list[UploadedDocument] = []
     for uploaded in form.files:
         outcome = state.worker.accept(kb, uploaded.filename, uploaded.read(), scope)

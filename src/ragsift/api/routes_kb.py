@@ -53,6 +53,8 @@ def delete_kb(kb_id: str, state: State) -> None:
     """Delete a knowledge base: its documents (facts, indexes, originals) and FAQ entries."""
     container = state.container
     kb = require_kb(container, kb_id)
+    # every document, with the chunks only older versions still hold, leaves at once
+    container.versions.forget_kb(kb)
     for document in container.repository.list_documents(kb.id):
         with contextlib.suppress(NotFound):  # deleted meanwhile
             container.ingestion.delete_document(document.id)

@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 
 class SearchFilter(BaseModel):
-    """Restricts a search to one knowledge base and, optionally, to documents and scope values.
+    """Restricts a search to one knowledge base and, optionally, to documents, scope values,
+    caller roles and one knowledge-base version.
 
     `document_ids=None` means no whitelist; an empty frozenset means "nothing allowed".
-    Each other field, when set, is a set of accepted values (OR within a field, AND across).
+    Each other set field, when set, is a set of accepted values (OR within a field, AND across).
+
+    `roles`: None = no role constraint. A set = the caller's roles: a chunk passes when its
+    `allowed_roles` is empty (unrestricted) or shares a role with the set; an empty set is a
+    caller without roles, who sees only unrestricted chunks.
+
+    `version_seq`: None = no version constraint. An int v keeps the chunks valid in version v:
+    `valid_from_seq <= v and (valid_to_seq == 0 or valid_to_seq > v)`.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -20,6 +28,8 @@ class SearchFilter(BaseModel):
     tenant_ids: frozenset[str] | None = None
     dataset_ids: frozenset[str] | None = None
     visibilities: frozenset[str] | None = None
+    roles: frozenset[str] | None = None
+    version_seq: int | None = Field(default=None, ge=0)
 
     @field_validator("kb_id")
     @classmethod
@@ -37,3 +47,14 @@ class SearchFilter(BaseModel):
             "visibility": self.visibilities,
         }
         return {name: values for name, values in pairs.items() if values is not None}
+
+
+def valid_at(valid_from_seq: int, valid_to_seq: int, version_seq: int) -> bool:
+    """Whether a chunk with this validity window belongs to version `version_seq`."""
+    return valid_from_seq <= version_seq and (valid_to_seq == 0 or valid_to_seq > version_seq)
+
+
+def roles_allow(allowed_roles: tuple[str, ...] | frozenset[str], roles: frozenset[str] | None
+                ) -> bool:
+    """Whether a caller with `roles` may see a chunk restricted to `allowed_roles`."""
+    return roles is None or not allowed_roles or not roles.isdisjoint(allowed_roles)

@@ -7,7 +7,11 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True, slots=True)
 class IndexRecord:
-    """One indexable child chunk: its text for BM25 and the fields filters act on."""
+    """One indexable child chunk: its text for BM25 and the fields filters act on.
+
+    `allowed_roles` empty = no role restriction. `valid_from_seq`/`valid_to_seq` are the
+    knowledge-base versions the chunk belongs to (to 0 = still valid; 0/0 = every version).
+    """
 
     chunk_id: str
     document_id: str
@@ -17,3 +21,6 @@ class IndexRecord:
     tenant_id: str | None = None
     dataset_id: str | None = None
     visibility: str | None = None
+    allowed_roles: tuple[str, ...] = ()
+    valid_from_seq: int = 0
+    valid_to_seq: int = 0

@@ -104,9 +104,11 @@ class EvalRunner:
         ks: Sequence[int] = DEFAULT_KS,
         channel_k: int = 100,
         depth: int | None = None,
+        kb_version: int | None = None,
     ) -> None:
         self._retrieval = retrieval
         self._kb_id = kb_id
+        self._kb_version = kb_version  # None: the active version at each query
         self._corpus_ids = corpus_ids
         self._ks = tuple(sorted(set(ks)))
         self._depth = min(MAX_TOP_K, depth or max(self._ks))
@@ -134,6 +136,7 @@ class EvalRunner:
             top_k=self._depth, candidate_k=max(self._depth, self._channel_k),
             channel_k=self._channel_k, rewrite=config.rewrite, rerank=config.rerank,
             auto_merge=config.auto_merge, small2big=False,  # context never changes the ranking
+            kb_version=self._kb_version,
         )
 
     def run(

@@ -37,6 +37,7 @@ class EvalOptions:
     enable_parent_expansion: bool = False
     write_batch: int = 512
     embedder_sample: int = 128
+    kb_version: int | None = None  # a retained version of the eval KB (None: the active one)
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,7 +152,7 @@ def evaluate(
     }
     depth = min(MAX_TOP_K, max(ks) * (2 if options.chunk else 1))
     runner = EvalRunner(container.retrieval, kb.id, corpus_ids, ks=ks,
-                        channel_k=options.channel_k, depth=depth)
+                        channel_k=options.channel_k, depth=depth, kb_version=options.kb_version)
     switches = stage_switches(container.settings, options)
     configs = ablation_configs(
         configs_for(options.mode, options.fusion, options.ablation), switches, options.ablation

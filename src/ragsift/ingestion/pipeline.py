@@ -33,6 +33,7 @@ from ragsift.ingestion.chunking import Chunker
 from ragsift.ingestion.embedding import Progress, embed_in_batches
 from ragsift.ingestion.parsers import media_type_for, parse_document
 from ragsift.ports import Embedder, ObjectStore, Repository, SearchIndex, Vectors
+from ragsift.versions.writer import DraftWriter, Pending
 
 logger = logging.getLogger(__name__)
 
@@ -66,6 +67,7 @@ class IngestionService:
         chunker: Chunker,
         max_file_bytes: int,
         batch_size: int = 16,
+        versions: DraftWriter | None = None,
     ) -> None:
         if max_file_bytes < 1 or batch_size < 1:
             raise ValueError("max_file_bytes and batch_size must be positive")
@@ -76,6 +78,9 @@ class IngestionService:
         self._chunker = chunker
         self._max_bytes = max_file_bytes
         self._batch = batch_size
+        # KB versions: chunks go into the KB's draft by reference (see versions/writer.py);
+        # None writes them directly (no versions).
+        self._versions = versions
 
     def ensure_kb(self, name: str) -> KnowledgeBase:
         """The knowledge base called `name`, created with the current embedder if missing."""
@@ -179,7 +184,10 @@ class IngestionService:
         """Re-parse a document from its stored original (after a chunking change, say)."""
         document = self._reload(document_id)
         data = self._objects.get(_object_key(document))  # NotFound before anything changes
-        self._index.delete_document(document_id)
+        # A version build keeps what is unchanged; a document no version holds yet (a
+        # retried first ingestion) starts clean of what an interrupted attempt indexed.
+        if self._versions is None or not self._repository.list_chunks(document_id):
+            self._index.delete_document(document_id)
         return self._process(document, data, progress)
 
     def _process(
@@ -198,6 +206,8 @@ class IngestionService:
     def delete_document(self, document_id: str) -> None:
         """Remove a document from the indexes, the object store and the facts."""
         document = self._reload(document_id)
+        if self._versions is not None and not self._versions.retire(document):
+            return  # kept for the versions that still hold it, until they are collected
         self._repository.set_status(document_id, DocumentStatus.DELETING, document.error)
         self._index.delete_document(document_id)
         self._objects.delete_prefix(f"{document.kb_id}/{document_id}")
@@ -207,6 +217,8 @@ class IngestionService:
         self, document: Document, data: bytes, progress: Progress | None
     ) -> int:
         prepared = self._prepare(document, data, progress)
+        if self._versions is not None:
+            return self._versions.write(document, prepared.chunks, _by_text(prepared), progress)
         self._index.upsert(prepared.records, prepared.vectors)
         self._repository.replace_chunks(document.id, prepared.chunks)
         return len(prepared.records)
@@ -222,6 +234,8 @@ class IngestionService:
         if not children:
             raise DocumentRejected("document has no text to index")
         self._repository.set_status(document.id, DocumentStatus.INDEXING)
+        if self._versions is not None:  # only chunks no version shares need a vector
+            children = self._versions.to_embed(document, chunks)
         vectors = embed_in_batches(
             self._embedder, [chunk.text for chunk in children], self._batch, progress
         )
@@ -261,6 +275,8 @@ class IngestionService:
     def _write_batch(self, batch: Sequence[_Prepared]) -> dict[str, IngestOutcome]:
         if not batch:
             return {}
+        if self._versions is not None:
+            return self._write_versioned(batch)
         try:
             self._index.upsert(
                 [record for p in batch for record in p.records],
@@ -288,6 +304,22 @@ class IngestionService:
                 )
         return outcomes
 
+    def _write_versioned(self, batch: Sequence[_Prepared]) -> dict[str, IngestOutcome]:
+        assert self._versions is not None
+        written = self._versions.write_many(
+            [Pending(p.document, p.chunks, _by_text(p)) for p in batch]
+        )
+        outcomes: dict[str, IngestOutcome] = {}
+        for p in batch:
+            result = written[p.document.id]
+            if isinstance(result, Exception):
+                logger.error("storing %s failed: %s", p.document.filename, result)
+                reason = f"{type(result).__name__}: {result}"
+                outcomes[p.document.id] = IngestOutcome(self._fail_existing(p.document, reason))
+            else:
+                outcomes[p.document.id] = IngestOutcome(self._reload(p.document.id), chunks=result)
+        return outcomes
+
     def _failed(
         self, kb: KnowledgeBase, filename: str, sha: str | None, size: int, reason: str,
         scope: DocumentScope | None,
@@ -305,7 +337,8 @@ class IngestionService:
 
     def _fail_existing(self, document: Document, reason: str) -> Document:
         try:
-            self._index.delete_document(document.id)
+            if self._versions is None:  # versions keep what they hold; the draft is unchanged
+                self._index.delete_document(document.id)
         except Exception:  # the FAILED status matters more than index cleanup
             logger.exception("could not remove chunks of failed document %s", document.id)
         self._repository.set_status(document.id, DocumentStatus.FAILED, reason)
@@ -330,7 +363,14 @@ def _records(document: Document, children: Sequence[Chunk]) -> list[IndexRecord]
         IndexRecord(
             chunk_id=chunk.id, document_id=document.id, kb_id=document.kb_id, text=chunk.text,
             source=scope.source, tenant_id=scope.tenant_id, dataset_id=scope.dataset_id,
-            visibility=scope.visibility,
+            visibility=scope.visibility, allowed_roles=scope.allowed_roles,
+            valid_from_seq=chunk.valid_from_seq, valid_to_seq=chunk.valid_to_seq,
         )
         for chunk in children
     ]
+
+
+def _by_text(prepared: _Prepared) -> dict[str, Vectors]:
+    """The vectors of a prepared document by chunk text."""
+    return {record.text: vector for record, vector in zip(
+        prepared.records, prepared.vectors, strict=True)}

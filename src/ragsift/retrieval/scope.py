@@ -1,4 +1,5 @@
-"""Document whitelist resolution: at most N ids, intersected with READY documents."""
+"""Scope: the document whitelist (at most N ids, intersected with READY documents) and the
+compilation of a request's scope into the typed SearchFilter."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from ragsift.domain.errors import InvalidInput
+from ragsift.domain.filters import SearchFilter
+from ragsift.domain.requests import SearchRequest
 from ragsift.domain.trace import ScopeTrace
 
 
@@ -46,4 +49,21 @@ def resolve_whitelist(
             document_ids_allowed=len(allowed),
             empty_reason=reason,
         ),
+    )
+
+
+def _frozen(values: Sequence[str] | None) -> frozenset[str] | None:
+    return None if values is None else frozenset(values)
+
+
+def compile_filter(
+    request: SearchRequest, allowed_documents: frozenset[str] | None, version_seq: int | None
+) -> SearchFilter:
+    """The request's scope (tenant, dataset, visibility, roles, source), the resolved document
+    whitelist and the version read at the start of the request, as the one typed filter."""
+    return SearchFilter(
+        kb_id=request.kb_id, document_ids=allowed_documents,
+        sources=_frozen(request.sources), tenant_ids=_frozen(request.tenant_ids),
+        dataset_ids=_frozen(request.dataset_ids), visibilities=_frozen(request.visibilities),
+        roles=_frozen(request.roles), version_seq=version_seq,
     )

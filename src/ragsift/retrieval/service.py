@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from ragsift.config import Settings
-from ragsift.domain.errors import NotFound, RetrievalUnavailable
-from ragsift.domain.filters import SearchFilter
+from ragsift.domain.errors import InvalidInput, NotFound, RetrievalUnavailable
+from ragsift.domain.filters import valid_at
 from ragsift.domain.models import Chunk
 from ragsift.domain.requests import SearchRequest
 from ragsift.domain.results import FusedHit, RetrievalHit, RetrievalResult
@@ -22,16 +22,24 @@ from ragsift.domain.trace import (
     StageTrace,
     Switches,
 )
-from ragsift.ports import Embedder, QueryRewriter, Repository, Reranker, SearchIndex
+from ragsift.ports import (
+    Embedder,
+    QueryRewriter,
+    Repository,
+    Reranker,
+    SearchIndex,
+    TunedFusionStore,
+    VersionReader,
+)
 from ragsift.retrieval.auto_merge import auto_merge, candidate
 from ragsift.retrieval.channels import ChannelRunner
 from ragsift.retrieval.expansion import Expansion, plan_expansion
 from ragsift.retrieval.faq import FaqSearcher
 from ragsift.retrieval.fusion import rrf, weighted_fusion
-from ragsift.retrieval.options import Options, resolve_options
+from ragsift.retrieval.options import Options, resolve_options, wants_tuned_fusion
 from ragsift.retrieval.plan import run_plan
 from ragsift.retrieval.query import validate_query
-from ragsift.retrieval.scope import check_document_ids, resolve_whitelist
+from ragsift.retrieval.scope import check_document_ids, compile_filter, resolve_whitelist
 from ragsift.retrieval.stages import (
     RerankLimits,
     check_rerank_query,
@@ -42,10 +50,6 @@ from ragsift.retrieval.stages import (
 
 def _ms(start: float) -> float:
     return round((time.perf_counter() - start) * 1000, 3)
-
-
-def _frozen(values: Sequence[str] | None) -> frozenset[str] | None:
-    return None if values is None else frozenset(values)
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,8 +79,12 @@ class RetrievalService:
         rewriter: QueryRewriter | None = None,
         reranker: Reranker | None = None,
         faq_index: SearchIndex | None = None,
+        tuning: TunedFusionStore | None = None,
+        versions: VersionReader | None = None,
     ) -> None:
         self._repository = repository
+        self._tuning = tuning
+        self._versions = versions  # None: no KB versions (every chunk in every search)
         self._embedder = embedder
         self._channels = ChannelRunner(index, embedder)
         self._settings = settings
@@ -102,7 +110,10 @@ class RetrievalService:
         started = time.perf_counter()
         settings = self._settings
         query = validate_query(request.query, settings.max_query_chars)
-        options = resolve_options(request, settings)
+        tuned = None
+        if self._tuning is not None and wants_tuned_fusion(request, settings):
+            tuned = await asyncio.to_thread(self._tuning.get_tuned_fusion, request.kb_id)
+        options = resolve_options(request, settings, tuned)
         requested_ids = check_document_ids(request.document_ids, settings.max_document_ids)
         rerank_wanted = options.switches.rerank and self._reranker is not None
         query_tokens = (
@@ -112,28 +123,29 @@ class RetrievalService:
         trace = RetrievalTrace(
             request_id=uuid.uuid4().hex, kb_id=request.kb_id, query=query, mode=options.mode,
             fusion=options.fusion, switches_requested=options.switches,
+            tuned_fusion=options.tuned_fusion,
             variants=(QueryVariant(text=query, method="original"),),
         )
 
         stage = time.perf_counter()
         if await asyncio.to_thread(self._repository.get_kb, request.kb_id) is None:
             raise NotFound(f"knowledge base {request.kb_id!r} does not exist")
+        # The version is read once, here, and everything below searches that one version,
+        # so an activation meanwhile never mixes two versions into one answer.
+        version = await self._version(request)
         ready: set[str] = set()
         if requested_ids is not None:
             ready = await asyncio.to_thread(
-                self._repository.ready_document_ids, request.kb_id, requested_ids
+                self._repository.ready_document_ids if self._versions is None
+                else self._versions.searchable_document_ids, request.kb_id, requested_ids
             )
         decision = resolve_whitelist(requested_ids, ready)
         timings["scope"] = _ms(stage)
-        trace = trace.model_copy(update={"scope": decision.trace})
+        trace = trace.model_copy(update={"scope": decision.trace, "kb_version": version})
         if decision.allowed is not None and not decision.allowed:
             timings["total"] = _ms(started)
             return RetrievalResult(hits=(), trace=trace.model_copy(update={"timings_ms": timings}))
-        search_filter = SearchFilter(
-            kb_id=request.kb_id, document_ids=decision.allowed,
-            sources=_frozen(request.sources), tenant_ids=_frozen(request.tenant_ids),
-            dataset_ids=_frozen(request.dataset_ids), visibilities=_frozen(request.visibilities),
-        )
+        search_filter = compile_filter(request, decision.allowed, version)
 
         # the original query's channels run while the rewriter thinks
         stage = time.perf_counter()
@@ -180,7 +192,7 @@ class RetrievalService:
 
         stage = time.perf_counter()
         candidates, filtered = await asyncio.to_thread(
-            self._ready_candidates, request.kb_id, fused[: options.candidate_k]
+            self._ready_candidates, request.kb_id, fused[: options.candidate_k], version
         )
         timings["ready_check"] = _ms(stage)
 
@@ -235,7 +247,7 @@ class RetrievalService:
         expand_trace = StageTrace(status="off", reason="not requested")
         if options.switches.small2big and final:
             stage = time.perf_counter()
-            expansions, expand_trace, failure = await self._small2big(final, options)
+            expansions, expand_trace, failure = await self._small2big(final, options, version)
             if failure is not None:
                 degradations.append(failure)
             timings["small2big"] = _ms(stage)
@@ -260,14 +272,27 @@ class RetrievalService:
         })
         return RetrievalResult(hits=hits, trace=trace)
 
+    async def _version(self, request: SearchRequest) -> int | None:
+        """The KB version this request searches: the active one, or the one it pins."""
+        if self._versions is None:
+            if request.kb_version is not None:
+                raise InvalidInput("this service keeps no knowledge-base versions")
+            return None
+        return await asyncio.to_thread(
+            self._versions.searchable_version, request.kb_id, request.kb_version
+        )
+
     def _ready_candidates(
-        self, kb_id: str, fused: Sequence[FusedHit]
+        self, kb_id: str, fused: Sequence[FusedHit], version: int | None = None
     ) -> tuple[list[_Candidate], int]:
-        """Candidates whose document is READY and whose chunk is in the facts, in order."""
+        """Candidates whose document is READY and whose chunk is in the facts, in order;
+        with a version, only chunks valid in that version."""
+        ids = [hit.chunk_id for hit in fused]
         found = {
             chunk.id: (chunk, filename)
-            for chunk, filename in self._repository.get_ready_chunks(
-                kb_id, [hit.chunk_id for hit in fused]
+            for chunk, filename in (
+                self._repository.get_ready_chunks(kb_id, ids) if version is None
+                or self._versions is None else self._versions.get_chunks_at(kb_id, ids, version)
             )
         }
         candidates = [
@@ -302,13 +327,16 @@ class RetrievalService:
         return result, StageTrace(status="applied", detail={"merged_parents": count})
 
     async def _small2big(
-        self, final: Sequence[_Candidate], options: Options
+        self, final: Sequence[_Candidate], options: Options, version: int | None = None
     ) -> tuple[dict[str, Expansion], StageTrace, Degradation | None]:
         hits = [c.chunk for c in final if not c.merged_from]  # a merged parent is context already
         try:
             neighbours = await asyncio.to_thread(
                 self._repository.get_neighbours, hits, options.small2big_window
             )
+            if version is not None:  # a document's rows of other versions share ordinals
+                neighbours = [n for n in neighbours
+                              if valid_at(n.valid_from_seq, n.valid_to_seq, version)]
             planned = plan_expansion(
                 hits, neighbours, options.small2big_window, options.small2big_budget
             )

@@ -4,21 +4,28 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import json
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import tantivy
-from tantivy import Query
+from tantivy import Occur, Query
 
-from ragsift.adapters.embedded_index.analyzer import analyze
+from ragsift.adapters.embedded_index.analyzer import CURRENT_VERSION, analyzer_for
 from ragsift.domain.errors import RagsiftError
 from ragsift.domain.index_records import IndexRecord
 
 _HEAP_BYTES = 64_000_000
 SCOPE_FIELDS = ("source", "tenant_id", "dataset_id", "visibility")
+# 1 when a chunk has no role restriction; its allowed roles are terms of `allowed_roles`.
+ROLES_OPEN = "roles_open"
+VERSION_FIELDS = ("valid_from_seq", "valid_to_seq")
+_MAX_SEQ = 2**62
 LOCK_FILE = ".lock"
+# The analyzer version a kb index was built with; an index without it predates versioning (1).
+ANALYZER_FILE = "analyzer.json"
 # Directory names of kb indexes: the sha1 hex of the kb_id, whatever characters it holds.
 KB_DIRECTORY = re.compile(r"[0-9a-f]{40}")
 
@@ -34,8 +41,10 @@ def schema() -> tantivy.Schema:
     builder = tantivy.SchemaBuilder()
     builder.add_text_field("chunk_id", stored=True, tokenizer_name="raw", index_option="basic")
     builder.add_text_field("document_id", stored=True, tokenizer_name="raw", index_option="basic")
-    for name in ("kb_id", *SCOPE_FIELDS):
+    for name in ("kb_id", *SCOPE_FIELDS, "allowed_roles"):
         builder.add_text_field(name, tokenizer_name="raw", index_option="basic")
+    for name in (ROLES_OPEN, *VERSION_FIELDS):
+        builder.add_integer_field(name, indexed=True)
     # The analyzer already lowercased and segmented the text; tantivy only splits on spaces.
     builder.add_text_field("text", tokenizer_name="whitespace", index_option="position")
     return builder.build()
@@ -84,12 +93,27 @@ class KbIndex:
     def __init__(self, directory: Path, schema_: tantivy.Schema) -> None:
         directory.mkdir(exist_ok=True)
         self._directory = directory
+        self.analyzer_version = _analyzer_version(directory)
+        self._analyze = analyzer_for(self.analyzer_version)
         # Opens the index when it exists (the schema must match) and creates it otherwise.
-        self._index = tantivy.Index(schema_, path=str(directory), reuse=True)
+        try:
+            self._index = tantivy.Index(schema_, path=str(directory), reuse=True)
+        except ValueError as exc:
+            if "schema does not match" not in str(exc):
+                raise
+            raise _outdated(directory) from exc
         self._schema = self._index.schema
         self._writer: tantivy.IndexWriter | None = None
         self._index.reload()
         self.searcher: tantivy.Searcher = self._index.searcher()
+
+    def analyze(self, text: str) -> list[str]:
+        """Tokens of `text` by the analyzer this index was built with (for queries too)."""
+        return self._analyze(text)
+
+    def document(self, record: IndexRecord) -> tantivy.Document:
+        """The tantivy document of one chunk, analyzed like the rest of this index."""
+        return document(record, self._analyze)
 
     def contains_any(self, field: str, values: Sequence[str]) -> bool:
         """Whether a live document has one of these values in a raw-tokenized field."""
@@ -131,8 +155,19 @@ class KbIndex:
             self._writer = None
 
 
-def document(record: IndexRecord) -> tantivy.Document:
-    """The tantivy document of one chunk, with its text pre-tokenized by the analyzer."""
+def _analyzer_version(directory: Path) -> int:
+    """The analyzer version of the index in `directory`; a new index gets the current one."""
+    marker = directory / ANALYZER_FILE
+    if marker.is_file():
+        return int(json.loads(marker.read_text("utf-8"))["version"])
+    if (directory / "meta.json").exists():
+        return 1  # built before analyzer versions were recorded
+    marker.write_text(json.dumps({"version": CURRENT_VERSION}), "utf-8")
+    return CURRENT_VERSION
+
+
+def document(record: IndexRecord, analyze: Callable[[str], list[str]]) -> tantivy.Document:
+    """The tantivy document of one chunk, with its text pre-tokenized by `analyze`."""
     fields: dict[str, str] = {
         "chunk_id": record.chunk_id,
         "document_id": record.document_id,
@@ -145,4 +180,43 @@ def document(record: IndexRecord) -> tantivy.Document:
         value = getattr(record, name)
         if value is not None:
             fields[name] = value
-    return tantivy.Document(**fields)
+    doc = tantivy.Document(**fields)
+    for role in record.allowed_roles:
+        doc.add_text("allowed_roles", role)
+    doc.add_integer(ROLES_OPEN, 0 if record.allowed_roles else 1)
+    doc.add_integer("valid_from_seq", record.valid_from_seq)
+    doc.add_integer("valid_to_seq", record.valid_to_seq)
+    return doc
+
+
+def roles_clause(schema_: tantivy.Schema, roles: frozenset[str]) -> Query:
+    """Chunks without a role restriction, or allowed to one of `roles` (term queries only)."""
+    options = [(Occur.Should, Query.term_query(schema_, ROLES_OPEN, 1))]
+    if roles:
+        options.append((Occur.Should, Query.term_set_query(schema_, "allowed_roles",
+                                                           sorted(roles))))
+    return Query.boolean_query(options)
+
+
+def version_clause(schema_: tantivy.Schema, version_seq: int) -> Query:
+    """Chunks valid in version v: valid_from_seq <= v and (valid_to_seq == 0 or > v)."""
+    integer = tantivy.FieldType.Integer
+    return Query.boolean_query([
+        (Occur.Must, Query.range_query(schema_, "valid_from_seq", integer, 0, version_seq)),
+        (Occur.Must, Query.boolean_query([
+            (Occur.Should, Query.term_query(schema_, "valid_to_seq", 0)),
+            (Occur.Should, Query.range_query(schema_, "valid_to_seq", integer,
+                                             version_seq + 1, _MAX_SEQ)),
+        ])),
+    ])
+
+
+def _outdated(directory: Path) -> RagsiftError:
+    # imported here: bm25_store imports this module
+    from ragsift.adapters.embedded_index.bm25_store import SparseLayoutOutdated
+
+    return SparseLayoutOutdated(
+        f"the BM25 index in {directory} was written by an older ragsift, before chunks "
+        "carried KB versions and allowed roles; rebuild it from the database with `ragsift "
+        "rebuild-sparse` (nothing is re-embedded)."
+    )

@@ -14,9 +14,18 @@ from ragsift.domain.index_records import IndexRecord
 
 logger = logging.getLogger(__name__)
 
-# chunk_id, then the filter fields in FILTER_FIELDS order.
-Row = tuple[str, str, str, str | None, str | None, str | None, str | None]
-FILTER_FIELDS = ("document_id", "kb_id", "source", "tenant_id", "dataset_id", "visibility")
+# chunk_id, then the filter fields in FILTER_FIELDS order, then VERSION_FIELDS.
+Row = tuple[
+    str, str, str, str | None, str | None, str | None, str | None, str | None, int, int
+]
+# Coded through a vocabulary; `allowed_roles` holds the JSON list of a chunk's roles (None:
+# unrestricted), so a role filter is one lookup over the distinct role sets.
+FILTER_FIELDS = (
+    "document_id", "kb_id", "source", "tenant_id", "dataset_id", "visibility", "allowed_roles"
+)
+VERSION_FIELDS = ("valid_from_seq", "valid_to_seq")  # stored as they are
+# Rows logged before KB versions and roles: 7 values, valid in every version, unrestricted.
+_OLD_ROW_LENGTH = 7
 
 _META = "meta.json"
 _COPY_BLOCK_ROWS = 8192
@@ -32,15 +41,25 @@ def row_of_record(record: IndexRecord) -> Row:
         record.tenant_id,
         record.dataset_id,
         record.visibility,
+        roles_key(record.allowed_roles),
+        record.valid_from_seq,
+        record.valid_to_seq,
     )
 
 
-def _row_of_json(item: list[str | None]) -> Row:
-    if len(item) != 7 or not all(isinstance(v, str) for v in item[:3]):
+def roles_key(roles: tuple[str, ...] | list[str]) -> str | None:
+    """The canonical vocabulary value of a set of allowed roles (None: unrestricted)."""
+    return json.dumps(sorted(set(roles)), ensure_ascii=False) if roles else None
+
+
+def _row_of_json(item: list[str | int | None]) -> Row:
+    if len(item) == _OLD_ROW_LENGTH:
+        item = [*item, None, 0, 0]
+    if len(item) != _OLD_ROW_LENGTH + 3 or not all(isinstance(v, str) for v in item[:3]) \
+            or not all(v is None or isinstance(v, str) for v in item[3:8]) \
+            or not all(type(v) is int for v in item[8:]):
         raise ValueError(f"malformed dense log row: {item!r}")
-    cid, did, kb, source, tenant, dataset, visibility = item
-    assert cid is not None and did is not None and kb is not None  # checked above
-    return (cid, did, kb, source, tenant, dataset, visibility)
+    return tuple(item)  # type: ignore[return-value]
 
 
 class DenseFiles:

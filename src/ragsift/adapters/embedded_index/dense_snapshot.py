@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 from numpy.typing import NDArray
 
-from ragsift.adapters.embedded_index.dense_log import FILTER_FIELDS, Row
+from ragsift.adapters.embedded_index.dense_log import FILTER_FIELDS, VERSION_FIELDS, Row
 from ragsift.domain.filters import SearchFilter
 from ragsift.domain.results import ChannelHit
 
@@ -42,7 +44,8 @@ class Snapshot:
     matrix: Float32Array
     alive: BoolArray
     live: int
-    # Per filter field: code + 1 of each row's value, 0 meaning None, so 0 never matches.
+    # Per filter field: code + 1 of each row's value, 0 meaning None, so 0 never matches;
+    # per version field: the value itself.
     codes: dict[str, Int32Array]
     # Shared, append-only: later rows are appended past `size`, which this snapshot ignores.
     rows: list[Row]
@@ -109,7 +112,25 @@ class Snapshot:
             field_codes = self.codes[name][rows]
             in_range = field_codes < lookup.size
             rows = rows[in_range][lookup[field_codes[in_range]]]
+        if search_filter.roles is not None and rows.size:
+            rows = rows[self._roles_lookup(search_filter.roles)[self.codes["allowed_roles"][rows]]]
+        if search_filter.version_seq is not None and rows.size:
+            seq = search_filter.version_seq
+            valid_to = self.codes["valid_to_seq"][rows]
+            rows = rows[(self.codes["valid_from_seq"][rows] <= seq)
+                        & ((valid_to == 0) | (valid_to > seq))]
         return rows
+
+    def _roles_lookup(self, roles: frozenset[str]) -> BoolArray:
+        """By role-set code: allowed to a caller with `roles` (code 0 = unrestricted: yes)."""
+        # copy() is atomic under the GIL: a writer may be adding role sets meanwhile
+        field_vocab = self.vocab["allowed_roles"].copy()
+        lookup = np.zeros(len(field_vocab) + 1, dtype=np.bool_)
+        lookup[0] = True
+        for key, code in field_vocab.items():
+            if not roles.isdisjoint(json.loads(key)):
+                lookup[code + 1] = True
+        return lookup
 
     def _scores(self, candidates: Candidates, query: Float32Array) -> Float32Array:
         rows, run_starts = candidates.rows, candidates.run_starts
@@ -136,11 +157,13 @@ def encode_rows(vocab: dict[str, dict[str, int]], rows: list[Row]) -> dict[str, 
         field_vocab = vocab[name]
         out = np.zeros(len(rows), dtype=np.int32)
         for index, row in enumerate(rows):
-            value = row[pos]
+            value = cast(str | None, row[pos])  # positions of FILTER_FIELDS hold text
             if value is not None:
                 code = field_vocab.get(value)
                 if code is None:
                     code = field_vocab[value] = len(field_vocab)
                 out[index] = code + 1
         codes[name] = out
+    for pos, name in enumerate(VERSION_FIELDS, start=1 + len(FILTER_FIELDS)):
+        codes[name] = np.fromiter((row[pos] for row in rows), dtype=np.int32, count=len(rows))
     return codes

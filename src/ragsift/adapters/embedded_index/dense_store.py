@@ -67,6 +67,26 @@ class DenseMatrixStore:
             self._publish(new_rows, dead)
             self._maybe_compact()
 
+    def update_records(self, records: Sequence[IndexRecord]) -> list[str]:
+        """Replace the stored fields of chunks already held, keeping their vectors.
+
+        How a KB version retires a chunk (its valid_to_seq) without embedding it again:
+        the row is written anew from its own vector. Unknown chunk ids are ignored; returns
+        the ids updated.
+        """
+        with self._lock:
+            latest = {r.chunk_id: r for r in records if r.chunk_id in self._row_of}
+            if not latest:
+                return []
+            dead = [self._row_of[chunk_id] for chunk_id in latest]
+            # a copy out of the memory map: the append below may remap the file
+            matrix = np.array(self._snapshot.matrix[dead], dtype=np.float32)
+            new_rows = [row_of_record(record) for record in latest.values()]
+            self._files.append(matrix, new_rows, dead)
+            self._publish(new_rows, dead)
+            self._maybe_compact()
+            return list(latest)
+
     def delete_chunks(self, chunk_ids: Iterable[str]) -> None:
         """Tombstone the rows of these chunk ids; unknown ids are ignored."""
         with self._lock:
@@ -144,7 +164,7 @@ class DenseMatrixStore:
             alive[dead] = False
         new_codes = encode_rows(snap.vocab, new_rows)
         codes = {
-            name: np.concatenate([snap.codes[name], new_codes[name]]) for name in FILTER_FIELDS
+            name: np.concatenate([snap.codes[name], new_codes[name]]) for name in snap.codes
         }
         snap.rows.extend(new_rows)
         for offset, row in enumerate(new_rows):

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 
+from ragsift.adapters.embedded_index.bm25_rebuild import KbRebuild
 from ragsift.adapters.embedded_index.bm25_store import TantivyBm25Store
 from ragsift.adapters.embedded_index.dense_store import DenseMatrixStore
 from ragsift.domain.filters import SearchFilter
@@ -19,12 +21,14 @@ logger = logging.getLogger(__name__)
 class EmbeddedIndex:
     """Zero-setup SearchIndex: exact cosine under `dense/`, per-kb BM25 under `sparse/`."""
 
-    def __init__(self, directory: Path, dimension: int) -> None:
+    def __init__(
+        self, directory: Path, dimension: int, upgrade_sparse_layout: bool = False
+    ) -> None:
         directory = Path(directory)
         # The BM25 store takes the directory's lock (sparse/.lock), so open it first: a second
         # process on the same directory then fails before the dense store replays (and
         # repairs) its files.
-        self._sparse = TantivyBm25Store(directory / "sparse")
+        self._sparse = TantivyBm25Store(directory / "sparse", upgrade_layout=upgrade_sparse_layout)
         try:
             self._dense = DenseMatrixStore(directory / "dense", dimension)
         except BaseException:
@@ -50,6 +54,11 @@ class EmbeddedIndex:
         # The dense store validates shapes first, so a bad batch changes neither store.
         self._dense.upsert(records, vectors)
         self._sparse.upsert(records)
+
+    def update_records(self, records: Sequence[IndexRecord]) -> None:
+        """Replace the filter fields (version window, scope) of chunks held, keeping vectors."""
+        updated = set(self._dense.update_records(records))
+        self._sparse.upsert([record for record in records if record.chunk_id in updated])
 
     def delete_chunks(self, chunk_ids: Iterable[str]) -> None:
         """Remove chunks by id from both stores."""
@@ -77,6 +86,23 @@ class EmbeddedIndex:
     def count(self) -> int:
         """Number of live chunks (dense rows)."""
         return self._dense.count()
+
+    def sparse_count(self) -> int:
+        """Number of live chunks in the BM25 store (equals count() unless a crash split them)."""
+        return self._sparse.count()
+
+    def rebuild_sparse(self, kb_id: str) -> AbstractContextManager[KbRebuild]:
+        """Rebuild one kb's BM25 index from what the block adds; switched in atomically."""
+        return self._sparse.rebuild(kb_id)
+
+    @property
+    def sparse_upgrade_pending(self) -> bool:
+        """Whether an outdated BM25 layout was moved aside and every kb must be rebuilt."""
+        return self._sparse.upgrade_pending
+
+    def finish_sparse_upgrade(self) -> None:
+        """Every kb's BM25 index was rebuilt after a layout upgrade."""
+        self._sparse.finish_upgrade()
 
     def close(self) -> None:
         """Release the BM25 writers and lock; the index can be reopened afterwards."""

@@ -1,0 +1,211 @@
+"""KB versions in the relational store: the version a search reads, hydration at a version,
+state and policy, listings and diffs. The writes are in version_commits.py."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from pydantic import ValidationError
+from sqlalchemy import and_, or_, select
+
+from ragsift.adapters.sql.orm import (
+    CHUNK_TABLE,
+    DocumentRow,
+    KbActivationRow,
+    KbVersionRow,
+    KbVersionStateRow,
+    chunk_from_row,
+    to_utc,
+)
+from ragsift.adapters.sql.version_commits import (
+    VersionCommitMixin,
+    batches,
+    lock_state,
+    version_from_row,
+)
+from ragsift.domain.errors import InvalidInput, NotFound
+from ragsift.domain.filters import valid_at
+from ragsift.domain.models import CHILD_LEVEL, Chunk, DocumentStatus
+from ragsift.domain.versions import (
+    Activation,
+    DocumentChange,
+    GateConfig,
+    GateReport,
+    KbVersion,
+    VersionDiff,
+    VersionState,
+)
+
+# A document whose chunks a version may show: READY, or deleted from the draft but kept for
+# the versions before (RETIRED). The chunk's own window decides which versions.
+SEARCHABLE = (DocumentStatus.READY.value, DocumentStatus.RETIRED.value)
+UNSET: Any = object()
+
+
+def _state_from_row(row: KbVersionStateRow) -> VersionState:
+    gate = None
+    if row.gate is not None:
+        try:
+            gate = GateConfig.model_validate(row.gate)
+        except ValidationError as exc:  # only a hand-edited row gets here
+            raise InvalidInput(f"the stored quality gate of {row.kb_id!r} is invalid: {exc}"
+                               ) from exc
+    return VersionState(
+        kb_id=row.kb_id, active_seq=row.active_seq, draft_seq=row.draft_seq,
+        draft_changes=row.draft_changes, mode=row.mode,  # type: ignore[arg-type]
+        retention=row.retention, gate=gate,
+    )
+
+
+class VersionRepositoryMixin(VersionCommitMixin):
+    """The VersionReader port and the version bookkeeping; mixed into SqlRepository."""
+
+    # ---- what retrieval reads ---------------------------------------------------------
+
+    def searchable_version(self, kb_id: str, pinned: int | None = None) -> int:
+        """The version a search of `kb_id` reads: the active one, or `pinned` if retained.
+
+        One read of the state row: a search takes it once, at its start. A KB that never
+        published has active version 0 (only chunks valid in every version).
+        """
+        with self._sessions.begin() as session:
+            state = session.get(KbVersionStateRow, kb_id)
+            active = 0 if state is None else state.active_seq
+            if pinned is None or pinned == active:
+                return active
+            if session.get(KbVersionRow, (kb_id, pinned)) is None:
+                retained = session.scalars(select(KbVersionRow.seq).where(
+                    KbVersionRow.kb_id == kb_id).order_by(KbVersionRow.seq))
+                names = ", ".join(str(seq) for seq in retained) or "none"
+                raise NotFound(f"version {pinned} of knowledge base {kb_id!r} is not retained "
+                               f"(retained: {names}; active: {active})")
+            return pinned
+
+    def get_chunks_at(
+        self, kb_id: str, chunk_ids: Sequence[str], version_seq: int
+    ) -> list[tuple[Chunk, str]]:
+        """(chunk, filename) for the chunks of version `version_seq` among `chunk_ids`, in order.
+
+        The READY re-check at a version: the chunk row must exist and be valid in that version,
+        and its document must be READY or RETIRED in `kb_id`.
+        """
+        unique = list(dict.fromkeys(chunk_ids))
+        chunks: dict[str, Chunk] = {}
+        filenames: dict[str, str] = {}
+        with self._sessions.begin() as session:
+            for batch in batches(unique):
+                for row in session.execute(select(CHUNK_TABLE).where(CHUNK_TABLE.c.id.in_(batch))):
+                    if valid_at(row.valid_from_seq, row.valid_to_seq, version_seq):
+                        chunks[row.id] = chunk_from_row(row)
+            document_ids = list({chunk.document_id for chunk in chunks.values()})
+            for batch in batches(document_ids):
+                query = select(DocumentRow.id, DocumentRow.filename).where(
+                    DocumentRow.id.in_(batch), DocumentRow.kb_id == kb_id,
+                    DocumentRow.status.in_(SEARCHABLE),
+                )
+                filenames.update({row.id: row.filename for row in session.execute(query)})
+        return [
+            (chunks[chunk_id], filenames[chunks[chunk_id].document_id])
+            for chunk_id in chunk_ids
+            if chunk_id in chunks and chunks[chunk_id].document_id in filenames
+        ]
+
+    def searchable_document_ids(self, kb_id: str, document_ids: Iterable[str]) -> set[str]:
+        """The subset of `document_ids` that versions of `kb_id` may show right now."""
+        wanted = list(dict.fromkeys(document_ids))
+        found: set[str] = set()
+        with self._sessions.begin() as session:
+            for batch in batches(wanted):
+                found.update(session.scalars(select(DocumentRow.id).where(
+                    DocumentRow.kb_id == kb_id, DocumentRow.status.in_(SEARCHABLE),
+                    DocumentRow.id.in_(batch))))
+        return found
+
+    # ---- state and policy -------------------------------------------------------------
+
+    def get_version_state(self, kb_id: str) -> VersionState | None:
+        """The KB's version state, or None when it never had a versioned change."""
+        with self._sessions.begin() as session:
+            row = session.get(KbVersionStateRow, kb_id)
+            return None if row is None else _state_from_row(row)
+
+    def configure_versions(
+        self, kb_id: str, mode: str | None = None, retention: int | None = None,
+        gate: GateConfig | None = UNSET,
+    ) -> VersionState:
+        """Change the publish mode, retention or quality gate (None clears the gate)."""
+        with self._sessions.begin() as session:
+            if not lock_state(session, kb_id):
+                raise NotFound(f"knowledge base {kb_id!r} has no version state")
+            row = session.get(KbVersionStateRow, kb_id)
+            assert row is not None
+            if mode is not None:
+                row.mode = mode
+            if retention is not None:
+                row.retention = retention
+            if gate is not UNSET:
+                row.gate = None if gate is None else gate.model_dump(mode="json")
+            session.flush()
+            return _state_from_row(row)
+
+    # ---- listings -----------------------------------------------------------------------
+
+    def list_versions(self, kb_id: str) -> list[KbVersion]:
+        """The retained sealed versions of `kb_id`, oldest first."""
+        with self._sessions.begin() as session:
+            rows = session.scalars(select(KbVersionRow).where(
+                KbVersionRow.kb_id == kb_id).order_by(KbVersionRow.seq))
+            return [version_from_row(row) for row in rows]
+
+    def get_version(self, kb_id: str, seq: int) -> KbVersion | None:
+        with self._sessions.begin() as session:
+            row = session.get(KbVersionRow, (kb_id, seq))
+            return None if row is None else version_from_row(row)
+
+    def list_activations(self, kb_id: str, limit: int = 50) -> list[Activation]:
+        """The latest switches of the active version, newest first."""
+        with self._sessions.begin() as session:
+            rows = session.scalars(
+                select(KbActivationRow).where(KbActivationRow.kb_id == kb_id)
+                .order_by(KbActivationRow.created_at.desc(), KbActivationRow.id).limit(limit))
+            return [
+                Activation(
+                    kb_id=row.kb_id, action=row.action,  # type: ignore[arg-type]
+                    from_seq=row.from_seq, to_seq=row.to_seq, forced=row.forced,
+                    gate=None if row.gate is None else GateReport.model_validate(row.gate),
+                    created_at=to_utc(row.created_at),
+                )
+                for row in rows
+            ]
+
+    def version_diff(self, kb_id: str, from_seq: int, to_seq: int) -> VersionDiff:
+        """Indexed chunks per document that `to_seq` adds and removes compared to `from_seq`."""
+        low, high = sorted((from_seq, to_seq))
+        table = CHUNK_TABLE.c
+        changed = or_(
+            and_(table.valid_from_seq > low, table.valid_from_seq <= high),
+            and_(table.valid_to_seq > low, table.valid_to_seq <= high),
+        )
+        counts: dict[str, list[int]] = {}
+        with self._sessions.begin() as session:
+            rows = session.execute(
+                select(table.document_id, table.valid_from_seq, table.valid_to_seq).where(
+                    table.kb_id == kb_id, table.level == CHILD_LEVEL, changed))
+            for row in rows:
+                before = valid_at(row.valid_from_seq, row.valid_to_seq, from_seq)
+                after = valid_at(row.valid_from_seq, row.valid_to_seq, to_seq)
+                if before != after:
+                    counts.setdefault(row.document_id, [0, 0])[0 if after else 1] += 1
+            names: dict[str, str] = {}
+            for batch in batches(sorted(counts)):
+                query = select(DocumentRow.id, DocumentRow.filename).where(
+                    DocumentRow.id.in_(batch))
+                names.update({row.id: row.filename for row in session.execute(query)})
+        documents = tuple(
+            DocumentChange(document_id=doc_id, filename=names.get(doc_id, "?"),
+                           added=added, removed=removed)
+            for doc_id, (added, removed) in sorted(
+                counts.items(), key=lambda item: (names.get(item[0], ""), item[0]))
+        )
+        return VersionDiff(kb_id=kb_id, from_seq=from_seq, to_seq=to_seq, documents=documents)
