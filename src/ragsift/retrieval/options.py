@@ -7,7 +7,8 @@ from typing import TypeVar
 
 from ragsift.config import Settings
 from ragsift.domain.requests import Fusion, Mode, SearchRequest
-from ragsift.domain.trace import Switches
+from ragsift.domain.trace import StageTrace, Switches
+from ragsift.domain.tuning import TunedFusion
 
 T = TypeVar("T")
 
@@ -30,22 +31,50 @@ class Options:
     auto_merge_threshold: int
     small2big_window: int
     small2big_budget: int
+    tuned_fusion: StageTrace
 
 
-def resolve_options(request: SearchRequest, settings: Settings) -> Options:
-    """Request values where given, settings otherwise; candidate_k grows to cover top_k."""
+def wants_tuned_fusion(request: SearchRequest, settings: Settings) -> bool:
+    """Whether this request opts in to its KB's fitted fusion (`ragsift tune`)."""
+    return _pick(request.tuned_fusion, settings.use_tuned_fusion)
+
+
+def _tuned_stage(wanted: bool, tuned: TunedFusion | None) -> StageTrace:
+    if not wanted:
+        return StageTrace(status="off", reason="not requested")
+    if tuned is None:
+        return StageTrace(status="skipped", reason="this knowledge base was never tuned")
+    return StageTrace(status="applied", reason=tuned.label, detail={
+        "metric": tuned.metric, "cv_gain": round(tuned.cv_gain, 6),
+        "cv_gain_spread": round(tuned.cv_gain_spread, 6), "queries": tuned.queries,
+    })
+
+
+def resolve_options(
+    request: SearchRequest, settings: Settings, tuned: TunedFusion | None = None
+) -> Options:
+    """Request values where given, then the KB's tuned fusion when opted in, then settings.
+
+    candidate_k grows to cover top_k, channel_k to cover candidate_k.
+    """
+    wanted = wants_tuned_fusion(request, settings)
+    base = tuned if wanted else None
     top_k = _pick(request.top_k, settings.top_k)
     candidate_k = max(_pick(request.candidate_k, settings.candidate_k), top_k)
     return Options(
         mode=_pick(request.mode, settings.mode),
         top_k=top_k,
         candidate_k=candidate_k,
-        channel_k=max(_pick(request.channel_k, settings.channel_k), candidate_k),
-        fusion=_pick(request.fusion, settings.fusion),
-        rrf_k=_pick(request.rrf_k, settings.rrf_k),
+        channel_k=max(
+            _pick(request.channel_k, base.channel_k if base else settings.channel_k), candidate_k
+        ),
+        fusion=_pick(request.fusion, base.fusion if base else settings.fusion),
+        rrf_k=_pick(request.rrf_k, base.rrf_k if base else settings.rrf_k),
         weights={
-            "dense": _pick(request.dense_weight, settings.dense_weight),
-            "sparse": _pick(request.sparse_weight, settings.sparse_weight),
+            "dense": _pick(request.dense_weight,
+                           base.dense_weight if base else settings.dense_weight),
+            "sparse": _pick(request.sparse_weight,
+                            base.sparse_weight if base else settings.sparse_weight),
         },
         switches=Switches(
             rewrite=_pick(request.rewrite, settings.rewrite),
@@ -57,4 +86,5 @@ def resolve_options(request: SearchRequest, settings: Settings) -> Options:
         auto_merge_threshold=settings.auto_merge_threshold,
         small2big_window=settings.small2big_window,
         small2big_budget=settings.small2big_budget_tokens,
+        tuned_fusion=_tuned_stage(wanted, tuned),
     )
