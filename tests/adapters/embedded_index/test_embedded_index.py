@@ -26,7 +26,7 @@ def corpus() -> tuple[list[IndexRecord], np.ndarray]:
                 chunk_id=f"c{i:02d}",
                 document_id=f"d{i // 4}",
                 kb_id=("kb1", "kb2")[i // 24],
-                text=f"alpha 文档 {i} {'北京' if i % 2 else 'Fox'}",
+                text=f"alpha 文档 {i} {'北京' if i % 2 else '上海'}",
                 source=("wiki", "faq", None, "")[i % 4],
                 tenant_id=("t1", None)[i % 2],
                 dataset_id=("ds", "ds2", "ds3")[i % 3],
@@ -78,11 +78,14 @@ def test_sparse_returns_raw_bm25_and_dense_returns_cosine(tmp_path: Path) -> Non
     [dense_top] = index.search_dense(vectors[5], SearchFilter(kb_id="kb1"), 1)
     assert dense_top.chunk_id == "c05"
     assert dense_top.score == pytest.approx(1.0)
-    # "北京" is in 12 of kb1's 24 equally long chunks with tf 1: raw BM25 is then exactly its
-    # idf, ln(1 + (24 - 12 + 0.5) / (12 + 0.5)) = ln 2, counted over kb1 alone.
+    # "北京" gives the query terms 北京, 北 and 京 (analyzer v2: word, characters, bigram);
+    # each is in 12 of kb1's 24 equally long chunks, so each idf is
+    # ln(1 + (24 - 12 + 0.5) / (12 + 0.5)) = ln 2, counted over kb1 alone. In a chunk, 北京
+    # occurs twice (word and bigram), 北 and 京 once; at average length the BM25 term
+    # weight is tf (k1 + 1) / (tf + k1) with k1 = 1.2: 2 * 2.2 / 3.2 = 1.375, and 1.
     sparse = index.search_sparse("北京", SearchFilter(kb_id="kb1"), 5)
     assert len(sparse) == 5
-    assert all(h.score == pytest.approx(math.log(2), rel=1e-5) for h in sparse)
+    assert all(h.score == pytest.approx(3.375 * math.log(2), rel=1e-5) for h in sparse)
     index.close()
 
 
