@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Literal
 
 from ragsift.adapters.cross_encoder_reranker import CrossEncoderReranker
+from ragsift.adapters.e5_tokenizer import E5Tokenizer
 from ragsift.adapters.embedded_index import EmbeddedIndex
 from ragsift.adapters.embedding_cache import CachedEmbedder
 from ragsift.adapters.http_reranker import HttpReranker
@@ -190,8 +191,10 @@ def build(settings: Settings, upgrade_sparse_layout: bool = False) -> Container:
     index = build_search_index(settings, "chunks", embedder.dimension, upgrade_sparse_layout)
     # FAQ entries live in their own collection, so their top-k and scores stay apart.
     faq_index = build_search_index(settings, "faq", embedder.dimension, upgrade_sparse_layout)
+    # Both embedders count tokens with e5's tokenizer; the bare one pickles into the
+    # ingestion worker processes (and shares the vocabulary loaded in this process).
     chunker = Chunker(
-        embedder,
+        E5Tokenizer(),
         chunk_tokens=settings.chunk_tokens,
         overlap_tokens=settings.chunk_overlap_tokens,
         parent_max_tokens=settings.parent_max_tokens,
@@ -212,6 +215,7 @@ def build(settings: Settings, upgrade_sparse_layout: bool = False) -> Container:
         max_file_bytes=settings.max_file_bytes,
         batch_size=settings.embedding_batch_size,
         versions=drafts,
+        workers=settings.prepare_workers,
     )
     retrieval = RetrievalService(
         repository, index, embedder, settings,

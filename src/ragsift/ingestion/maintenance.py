@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from ragsift.domain.errors import InvalidInput, NotFound
 from ragsift.domain.models import CHILD_LEVEL, Document, DocumentStatus, KnowledgeBase
 from ragsift.ingestion.embedding import Progress
-from ragsift.ingestion.pipeline import IngestionService, _records
+from ragsift.ingestion.pipeline import IngestionService
+from ragsift.ingestion.preparation import index_records
 from ragsift.ports import Repository, SearchIndex, SparseRebuildable
 from ragsift.retrieval.faq import faq_records
 
@@ -91,7 +92,7 @@ class MaintenanceService:
                     if chunk.level == CHILD_LEVEL
                 ]
                 # the very records ingestion writes (scope fields included)
-                rebuild.add(_records(document, children))
+                rebuild.add(index_records(document, children))
                 chunks += len(children)
         entries = self._repository.list_faq_entries(kb.id)
         with _rebuildable(self._faq_index, "FAQ").rebuild_sparse(kb.id) as rebuild:

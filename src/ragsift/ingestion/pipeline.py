@@ -12,7 +12,7 @@ import hashlib
 import logging
 import re
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path, PurePath
@@ -20,10 +20,8 @@ from pathlib import Path, PurePath
 import numpy as np
 
 from ragsift.domain.errors import DocumentRejected, InvalidInput, NotFound
-from ragsift.domain.index_records import IndexRecord
 from ragsift.domain.models import (
     CHILD_LEVEL,
-    Chunk,
     Document,
     DocumentScope,
     DocumentStatus,
@@ -31,21 +29,28 @@ from ragsift.domain.models import (
 )
 from ragsift.ingestion.chunking import Chunker
 from ragsift.ingestion.embedding import Progress, embed_in_batches
-from ragsift.ingestion.parsers import media_type_for, parse_document
-from ragsift.ports import Embedder, ObjectStore, Repository, SearchIndex, Vectors
+from ragsift.ingestion.parsers import media_type_for
+from ragsift.ingestion.preparation import (
+    Analyzer,
+    Chunked,
+    Failed,
+    Job,
+    Prepared,
+    chunk_document,
+    index_records,
+    picklable,
+    prepare_in_pool,
+)
+from ragsift.ports import (
+    Embedder,
+    ObjectStore,
+    Repository,
+    SearchIndex,
+    SparsePreAnalyzable,
+)
 from ragsift.versions.writer import DraftWriter, Pending
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class _Prepared:
-    """A parsed, chunked and embedded document, not yet in the index or the facts."""
-
-    document: Document
-    chunks: list[Chunk]
-    records: list[IndexRecord]
-    vectors: Vectors
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,9 +73,10 @@ class IngestionService:
         max_file_bytes: int,
         batch_size: int = 16,
         versions: DraftWriter | None = None,
+        workers: int = 1,
     ) -> None:
-        if max_file_bytes < 1 or batch_size < 1:
-            raise ValueError("max_file_bytes and batch_size must be positive")
+        if max_file_bytes < 1 or batch_size < 1 or workers < 1:
+            raise ValueError("max_file_bytes, batch_size and workers must be positive")
         self._repository = repository
         self._index = index
         self._embedder = embedder
@@ -81,6 +87,11 @@ class IngestionService:
         # KB versions: chunks go into the KB's draft by reference (see versions/writer.py);
         # None writes them directly (no versions).
         self._versions = versions
+        # process_many prepares documents in `workers` processes; they need a copy of the
+        # chunker, so one that does not pickle (its tokenizer) keeps preparation here.
+        self._workers = workers if workers > 1 and picklable(chunker) else 1
+        if workers > 1 and self._workers == 1:
+            logger.warning("the chunker does not pickle; documents are prepared in-process")
 
     def ensure_kb(self, name: str) -> KnowledgeBase:
         """The knowledge base called `name`, created with the current embedder if missing."""
@@ -218,28 +229,38 @@ class IngestionService:
     ) -> int:
         prepared = self._prepare(document, data, progress)
         if self._versions is not None:
-            return self._versions.write(document, prepared.chunks, _by_text(prepared), progress)
+            return self._versions.write(
+                document, prepared.chunks, prepared.vectors_by_text(), progress
+            )
         self._index.upsert(prepared.records, prepared.vectors)
         self._repository.replace_chunks(document.id, prepared.chunks)
         return len(prepared.records)
 
     def _prepare(
         self, document: Document, data: bytes, progress: Progress | None
-    ) -> _Prepared:
+    ) -> Prepared:
         """Parse, chunk and embed: everything before the index and the facts are written."""
         self._repository.set_status(document.id, DocumentStatus.PARSING)
-        parsed = parse_document(document.filename, data)
-        chunks = self._chunker.chunk(document.id, document.kb_id, parsed)
-        children = [chunk for chunk in chunks if chunk.level == CHILD_LEVEL]
-        if not children:
-            raise DocumentRejected("document has no text to index")
+        chunks = chunk_document(
+            self._chunker, document.id, document.kb_id, document.filename, data
+        )
+        return self._embed(document, Chunked(chunks, {}), progress)
+
+    def _embed(
+        self, document: Document, chunked: Chunked, progress: Progress | None
+    ) -> Prepared:
+        """Embed the children of a chunked document that need a vector."""
+        chunks = chunked.chunks
         self._repository.set_status(document.id, DocumentStatus.INDEXING)
         if self._versions is not None:  # only chunks no version shares need a vector
             children = self._versions.to_embed(document, chunks)
+        else:
+            children = [chunk for chunk in chunks if chunk.level == CHILD_LEVEL]
         vectors = embed_in_batches(
             self._embedder, [chunk.text for chunk in children], self._batch, progress
         )
-        return _Prepared(document, chunks, _records(document, children), vectors)
+        records = index_records(document, children, chunked.analyzed)
+        return Prepared(document, chunks, records, vectors, chunked.analyzed)
 
     def process_many(
         self, document_ids: Sequence[str], progress: Progress | None = None,
@@ -253,26 +274,85 @@ class IngestionService:
         fails alone; a failed index write fails the documents of that batch.
         """
         outcomes: dict[str, IngestOutcome] = {}
-        pending: list[_Prepared] = []
-        for document_id in document_ids:
-            document = self._reload(document_id)
-            try:
-                data = self._objects.get(_object_key(document))
-                pending.append(self._prepare(document, data, progress))
-            except DocumentRejected as exc:
-                outcomes[document_id] = IngestOutcome(self._fail_existing(document, str(exc)))
-            except Exception as exc:
-                logger.exception("ingesting %s failed", document.filename)
-                outcomes[document_id] = IngestOutcome(
-                    self._fail_existing(document, f"{type(exc).__name__}: {exc}")
-                )
+        pending: list[Prepared] = []
+        prepared = (
+            self._prepare_parallel(document_ids, progress)
+            if self._workers > 1 and len(document_ids) > 1
+            else (self._prepare_stored(self._reload(i), progress) for i in document_ids)
+        )
+        for item in prepared:
+            if isinstance(item, IngestOutcome):
+                outcomes[item.document.id] = item
+            else:
+                pending.append(item)
             if sum(len(p.records) for p in pending) >= commit_chunks:
                 outcomes.update(self._write_batch(pending))
                 pending = []
         outcomes.update(self._write_batch(pending))
         return [outcomes[document_id] for document_id in document_ids]
 
-    def _write_batch(self, batch: Sequence[_Prepared]) -> dict[str, IngestOutcome]:
+    def _prepare_stored(
+        self, document: Document, progress: Progress | None, data: bytes | None = None
+    ) -> Prepared | IngestOutcome:
+        """_prepare() from the stored original; a failure ends the document FAILED."""
+        try:
+            if data is None:
+                data = self._objects.get(_object_key(document))
+            return self._prepare(document, data, progress)
+        except DocumentRejected as exc:
+            return IngestOutcome(self._fail_existing(document, str(exc)))
+        except Exception as exc:
+            logger.exception("ingesting %s failed", document.filename)
+            return IngestOutcome(self._fail_existing(document, f"{type(exc).__name__}: {exc}"))
+
+    def _prepare_parallel(
+        self, document_ids: Sequence[str], progress: Progress | None
+    ) -> Iterator[Prepared | IngestOutcome]:
+        """_prepare_stored() for each document, the parsing and chunking in worker processes."""
+        for item in prepare_in_pool(self._chunker, self._workers, self._jobs(document_ids)):
+            if isinstance(item, IngestOutcome):
+                yield item
+                continue
+            job, result = item
+            yield (self._prepare_stored(job.document, progress, job.data) if result is None
+                   else self._collect(job.document, result, progress))
+
+    def _jobs(self, document_ids: Sequence[str]) -> Iterator[Job | IngestOutcome]:
+        """Each document's stored original and its kb's BM25 analyzer, or its failure."""
+        analyzers: dict[str, Analyzer | None] = {}
+        for document_id in document_ids:
+            document = self._reload(document_id)
+            try:
+                data = self._objects.get(_object_key(document))
+            except Exception as exc:
+                yield IngestOutcome(self._fail_existing(document, f"{type(exc).__name__}: {exc}"))
+                continue
+            self._repository.set_status(document.id, DocumentStatus.PARSING)
+            if document.kb_id not in analyzers:
+                analyzers[document.kb_id] = self._sparse_analyzer(document.kb_id)
+            yield Job(document, data, analyzers[document.kb_id])
+
+    def _collect(
+        self, document: Document, result: Chunked | Failed, progress: Progress | None
+    ) -> Prepared | IngestOutcome:
+        """A worker's result embedded, or the document FAILED with the worker's reason."""
+        if isinstance(result, Failed):
+            if not result.rejected:
+                logger.error("ingesting %s failed: %s", document.filename, result.detail)
+            return IngestOutcome(self._fail_existing(document, result.reason))
+        try:
+            return self._embed(document, result, progress)
+        except Exception as exc:
+            logger.exception("ingesting %s failed", document.filename)
+            return IngestOutcome(self._fail_existing(document, f"{type(exc).__name__}: {exc}"))
+
+    def _sparse_analyzer(self, kb_id: str) -> Analyzer | None:
+        """The kb's BM25 analyzer, when the index lets workers analyze ahead of the write."""
+        if isinstance(self._index, SparsePreAnalyzable):
+            return self._index.sparse_analyzer(kb_id)
+        return None
+
+    def _write_batch(self, batch: Sequence[Prepared]) -> dict[str, IngestOutcome]:
         if not batch:
             return {}
         if self._versions is not None:
@@ -304,11 +384,12 @@ class IngestionService:
                 )
         return outcomes
 
-    def _write_versioned(self, batch: Sequence[_Prepared]) -> dict[str, IngestOutcome]:
+    def _write_versioned(self, batch: Sequence[Prepared]) -> dict[str, IngestOutcome]:
         assert self._versions is not None
-        written = self._versions.write_many(
-            [Pending(p.document, p.chunks, _by_text(p)) for p in batch]
-        )
+        written = self._versions.write_many([
+            Pending(p.document, p.chunks, p.vectors_by_text(), p.analyzed_by_text())
+            for p in batch
+        ])
         outcomes: dict[str, IngestOutcome] = {}
         for p in batch:
             result = written[p.document.id]
@@ -355,22 +436,3 @@ def _object_key(document: Document) -> str:
     # user-given names never become paths: keep only a tame basename
     safe = re.sub(r"[^\w.\-]", "_", PurePath(document.filename.replace("\\", "/")).name)
     return f"{document.kb_id}/{document.id}/{safe.strip('.') or 'original'}"
-
-
-def _records(document: Document, children: Sequence[Chunk]) -> list[IndexRecord]:
-    scope = document.scope
-    return [
-        IndexRecord(
-            chunk_id=chunk.id, document_id=document.id, kb_id=document.kb_id, text=chunk.text,
-            source=scope.source, tenant_id=scope.tenant_id, dataset_id=scope.dataset_id,
-            visibility=scope.visibility, allowed_roles=scope.allowed_roles,
-            valid_from_seq=chunk.valid_from_seq, valid_to_seq=chunk.valid_to_seq,
-        )
-        for chunk in children
-    ]
-
-
-def _by_text(prepared: _Prepared) -> dict[str, Vectors]:
-    """The vectors of a prepared document by chunk text."""
-    return {record.text: vector for record, vector in zip(
-        prepared.records, prepared.vectors, strict=True)}

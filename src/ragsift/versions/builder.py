@@ -14,7 +14,7 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ragsift.domain.index_records import IndexRecord
+from ragsift.domain.index_records import AnalyzedText, IndexRecord
 from ragsift.domain.models import CHILD_LEVEL, Chunk, Document
 
 
@@ -80,7 +80,9 @@ def plan_document(chunks: Sequence[Chunk], rows: Sequence[Chunk], draft_seq: int
     )
 
 
-def index_record(document: Document, chunk: Chunk) -> IndexRecord:
+def index_record(
+    document: Document, chunk: Chunk, analyzed: AnalyzedText | None = None
+) -> IndexRecord:
     """The index record of one child chunk: its text, the document's scope, its window."""
     scope = document.scope
     return IndexRecord(
@@ -88,6 +90,7 @@ def index_record(document: Document, chunk: Chunk) -> IndexRecord:
         source=scope.source, tenant_id=scope.tenant_id, dataset_id=scope.dataset_id,
         visibility=scope.visibility, allowed_roles=scope.allowed_roles,
         valid_from_seq=chunk.valid_from_seq, valid_to_seq=chunk.valid_to_seq,
+        analyzed=analyzed,
     )
 
 

@@ -10,12 +10,12 @@ is READY exactly when a search can find it.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from ragsift.domain.index_records import IndexRecord
+from ragsift.domain.index_records import AnalyzedText, IndexRecord
 from ragsift.domain.models import Chunk, Document, DocumentStatus
 from ragsift.domain.versions import DraftCommit, DraftMoved, KbVersion, PublishMode, VersionState
 from ragsift.ingestion.embedding import Progress, embed_in_batches
@@ -32,11 +32,15 @@ OnCommit = Callable[[str, KbVersion | None], None]
 
 @dataclass(frozen=True, slots=True)
 class Pending:
-    """A document's new chunks and the vectors at hand (by chunk text) for the new ones."""
+    """A document's new chunks and the vectors at hand (by chunk text) for the new ones.
+
+    `analyzed`: BM25 tokens analyzed ahead (by chunk text), passed on to the index.
+    """
 
     document: Document
     chunks: Sequence[Chunk]
     vectors: dict[str, Vectors]
+    analyzed: Mapping[str, AnalyzedText] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,7 +148,8 @@ class DraftWriter:
             for item, plan in zip(group, plans, strict=True):
                 added = children(plan.add)
                 self._embed_missing(added, item.vectors, progress)
-                records += [index_record(item.document, c) for c in added]
+                records += [index_record(item.document, c, item.analyzed.get(c.text))
+                            for c in added]
                 vectors += [item.vectors[c.text] for c in added]
             if records:
                 self._index.upsert(records, np.stack(vectors))

@@ -10,6 +10,7 @@ built with.
 
 from __future__ import annotations
 
+import operator
 import re
 import unicodedata
 from collections.abc import Callable
@@ -88,7 +89,7 @@ def analyze_v2(text: str) -> list[str]:
             tokens.append(token)
     for run in _CJK_RUN.findall(normalized):
         tokens.extend(run)
-        tokens.extend(run[i : i + 2] for i in range(len(run) - 1))
+        tokens.extend(map(operator.add, run, run[1:]))  # bigrams
     return tokens
 
 

@@ -112,7 +112,14 @@ class KbIndex:
         return self._analyze(text)
 
     def document(self, record: IndexRecord) -> tantivy.Document:
-        """The tantivy document of one chunk, analyzed like the rest of this index."""
+        """The tantivy document of one chunk, analyzed like the rest of this index.
+
+        Tokens analyzed ahead (record.analyzed) are used only when they come from this
+        index's analyzer version; queries are analyzed with that version too.
+        """
+        analyzed = record.analyzed
+        if analyzed is not None and analyzed.version == self.analyzer_version:
+            return document(record, tokens=analyzed.tokens)
         return document(record, self._analyze)
 
     def contains_any(self, field: str, values: Sequence[str]) -> bool:
@@ -166,13 +173,20 @@ def _analyzer_version(directory: Path) -> int:
     return CURRENT_VERSION
 
 
-def document(record: IndexRecord, analyze: Callable[[str], list[str]]) -> tantivy.Document:
-    """The tantivy document of one chunk, with its text pre-tokenized by `analyze`."""
+def document(
+    record: IndexRecord, analyze: Callable[[str], list[str]] | None = None,
+    tokens: str | None = None,
+) -> tantivy.Document:
+    """The tantivy document of one chunk: its text pre-tokenized by `analyze`, or `tokens`."""
+    if tokens is None:
+        if analyze is None:
+            raise ValueError("document() needs an analyzer or the tokens")
+        tokens = " ".join(analyze(record.text))
     fields: dict[str, str] = {
         "chunk_id": record.chunk_id,
         "document_id": record.document_id,
         "kb_id": record.kb_id,
-        "text": " ".join(analyze(record.text)),
+        "text": tokens,
     }
     # A None scope value is left out rather than stored as a sentinel, so no filter value
     # (not even an empty string or a look-alike sentinel) can ever match it.

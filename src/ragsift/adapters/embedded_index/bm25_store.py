@@ -12,12 +12,13 @@ from __future__ import annotations
 import logging
 import shutil
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
 from tantivy import Occur, Query
 
+from ragsift.adapters.embedded_index.analyzer import CURRENT_VERSION, analyzer_for
 from ragsift.adapters.embedded_index.bm25_kb import (
     KB_DIRECTORY,
     IndexInUse,
@@ -105,6 +106,15 @@ class TantivyBm25Store:
             if kb is not None:
                 total += int(kb.searcher.num_docs)
         return total
+
+    def analyzer(self, kb_id: str) -> tuple[int, Callable[[str], list[str]]]:
+        """(version, analyzer) that upserts into this kb use; a new kb gets the current one.
+
+        The analyzer is a module-level function, so it pickles into worker processes.
+        """
+        kb = self._kb(kb_directory_name(kb_id), create=False)
+        version = CURRENT_VERSION if kb is None else kb.analyzer_version
+        return version, analyzer_for(version)
 
     # ---- writes -------------------------------------------------------------------------
 

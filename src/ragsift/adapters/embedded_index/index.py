@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 
@@ -48,6 +48,10 @@ class EmbeddedIndex:
     def dimension(self) -> int:
         """Length of the vectors this index stores."""
         return self._dense.dimension
+
+    def sparse_analyzer(self, kb_id: str) -> tuple[int, Callable[[str], list[str]]]:
+        """(version, picklable analyzer) of the kb's BM25 index, to analyze ahead of upsert."""
+        return self._sparse.analyzer(kb_id)
 
     def upsert(self, records: Sequence[IndexRecord], vectors: Vectors) -> None:
         """Insert or replace chunks (by chunk_id) in both stores."""
