@@ -163,7 +163,8 @@ def _validation_message(exc: ValidationError) -> str:
 ModeOpt = Annotated[str | None, typer.Option("--mode", help="dense | sparse | hybrid [hybrid]")]
 TopK = Annotated[int | None, typer.Option("--top-k", help="Results to return [5].")]
 DocIds = Annotated[list[str] | None, typer.Option("--doc-id", help="Restrict to a document.")]
-FusionOpt = Annotated[str | None, typer.Option("--fusion", help="rrf | weighted [rrf]")]
+FusionOpt = Annotated[str | None, typer.Option(
+    "--fusion", help="zscore | weighted | rrf [zscore]")]
 TunedOpt = Annotated[bool | None, typer.Option(
     "--tuned/--no-tuned", help="Use the fusion `ragsift tune` fitted to this KB [off].")]
 RewriteOpt = Annotated[bool | None, typer.Option(
@@ -353,10 +354,11 @@ def eval_command(
     queries: QueriesOpt = None,
     qrels: QrelsOpt = None,
     mode: Annotated[str, typer.Option(help="dense | sparse | hybrid.")] = "hybrid",
-    fusion: Annotated[str, typer.Option(help="rrf | weighted (hybrid only).")] = "rrf",
+    fusion: Annotated[str, typer.Option(help="zscore | weighted | rrf (hybrid only).")
+                      ] = "zscore",
     k: Annotated[int, typer.Option("--k", help="k of the table; JSON has 1,3,5,10,100 too.")
                  ] = 10,
-    ablation: Annotated[bool, _flag("--ablation", "dense, sparse, hybrid rrf, hybrid weighted."
+    ablation: Annotated[bool, _flag("--ablation", "dense, sparse, hybrid rrf, weighted, zscore."
                                     )] = False,
     chunk: Annotated[bool, _flag("--chunk", "Chunk passages (default: one chunk each).")
                      ] = False,

@@ -58,4 +58,4 @@ def test_cross_validation_scores_the_choice_on_held_out_queries() -> None:
 
 def test_the_grid_holds_both_single_channels_and_each_fusion() -> None:
     configs = grid(sparse_weights=(0.5,), widths=(10,), rrf_ks=(60,))
-    assert [c.method for c in configs] == ["dense", "sparse", "rrf", "weighted"]
+    assert [c.method for c in configs] == ["dense", "sparse", "rrf", "weighted", "zscore"]

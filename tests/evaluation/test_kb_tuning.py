@@ -37,11 +37,13 @@ def test_labels_resolve_by_document_id_filename_and_chunk_id() -> None:
 def test_the_grid_has_equal_widths_the_baseline_and_no_zero_weight_rrf() -> None:
     baseline = baseline_config(Settings())
     configs = tuning_grid(baseline)
-    assert baseline in configs and baseline == FusionConfig("rrf", 1.0, 1.0, 30, 30, 60)
+    assert baseline in configs and baseline == FusionConfig("zscore", 1.0, 0.7, 100, 100, 60)
     assert all(c.dense_k == c.sparse_k for c in configs)
     assert all(c.sparse_weight > 0 for c in configs if c.method == "rrf")
     assert FusionConfig("weighted", 1.0, 0.0, 100, 100) in configs  # dense order
-    assert len(configs) == 3 * (7 + 6 * 2) + 1
+    # weighted and zscore at 7 weights, rrf at 6 weights and two k, per width; the
+    # default baseline (zscore 1/0.7 at 100) is one of them
+    assert len(configs) == 3 * (7 + 7 + 6 * 2)
 
 
 class ListsIndex:

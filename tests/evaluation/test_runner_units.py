@@ -49,9 +49,9 @@ def test_hits_of_unknown_documents_are_ignored() -> None:
     assert dedupe_hits([_hit(1, "c1", "gone", 1.0)], {"docA": "p1"}) == []
 
 
-def test_ablation_runs_four_configurations_and_single_runs_one() -> None:
+def test_ablation_runs_five_configurations_and_single_runs_one() -> None:
     names = [c.name for c in configs_for("hybrid", "rrf", ablation=True)]
-    assert names == ["dense", "sparse", "hybrid-rrf", "hybrid-weighted"]
+    assert names == ["dense", "sparse", "hybrid-rrf", "hybrid-weighted", "hybrid-zscore"]
     assert configs_for("hybrid", "weighted", ablation=False) == (
         RunConfig("hybrid-weighted", "hybrid", "weighted"),
     )
@@ -96,8 +96,8 @@ def test_stages_run_only_when_configured_and_not_disabled() -> None:
 def test_the_ablation_adds_each_configured_stage_switched_off() -> None:
     configs = ablation_configs(ABLATION, StageSwitches(True, True, False), ablation=True)
     names = [c.name for c in configs]
-    assert names[-2:] == ["hybrid-rrf-no-rewrite", "hybrid-rrf-no-rerank"]
-    assert all(c.rewrite and c.rerank for c in configs[:4])
+    assert names[-2:] == ["hybrid-zscore-no-rewrite", "hybrid-zscore-no-rerank"]
+    assert all(c.rewrite and c.rerank for c in configs[:5])
     assert not configs[-2].rewrite and configs[-2].rerank
     single = ablation_configs(ABLATION[2:3], StageSwitches(True, False, False), ablation=False)
     assert [(c.name, c.rewrite) for c in single] == [("hybrid-rrf", True)]

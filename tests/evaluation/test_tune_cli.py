@@ -49,7 +49,7 @@ def test_tune_stores_a_fusion_that_only_opted_in_searches_use(
     assert opted_in["fusion"] == opted_in["tuned_fusion"]["reason"].split()[0]
     default = json.loads(ragsift(data, "explain", "warranty", "--kb", "eval-tinyset",
                                  "--json").stdout)["trace"]
-    assert default["tuned_fusion"]["status"] == "off" and default["fusion"] == "rrf"
+    assert default["tuned_fusion"]["status"] == "off" and default["fusion"] == "zscore"
 
 
 def test_tune_with_too_few_labels_or_a_bad_metric_exits_2(

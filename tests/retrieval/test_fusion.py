@@ -1,7 +1,9 @@
+import math
+
 import pytest
 
 from ragsift.domain.results import ChannelHit, RankedList
-from ragsift.retrieval.fusion import rrf, weighted_fusion
+from ragsift.retrieval.fusion import fuse, rrf, weighted_fusion, zscore_fusion
 
 
 def ranked(name: str, *chunks: tuple[str, float]) -> RankedList:
@@ -81,3 +83,38 @@ def test_weighted_fusion_gives_equal_scores_full_credit() -> None:
     flat = ranked("dense:original", ("x", 0.3), ("y", 0.3))
     fused = {h.chunk_id: h.fusion_score for h in weighted_fusion([flat, SPARSE], {"dense": 0.5})}
     assert fused["x"] == pytest.approx(0.5)
+
+
+def test_zscore_fusion_sums_weighted_z_scores_with_missing_as_the_lists_lowest() -> None:
+    fused = {h.chunk_id: h.fusion_score
+             for h in zscore_fusion([DENSE, SPARSE], {"dense": 1.0, "sparse": 0.7})}
+    # dense 0.9/0.8/0.7: mean 0.8, population sd sqrt(0.02/3), so z = +sqrt(1.5), 0, -sqrt(1.5);
+    # sparse 12/9/3: mean 8, sd sqrt(14), so z = 4, 1, -5 over sqrt(14). b is missing from
+    # sparse and d from dense: each gets that list's lowest z.
+    low_dense, root14 = -math.sqrt(1.5), math.sqrt(14)
+    assert fused["a"] == pytest.approx(math.sqrt(1.5) + 0.7 * -5 / root14)
+    assert fused["b"] == pytest.approx(0.0 + 0.7 * -5 / root14)
+    assert fused["c"] == pytest.approx(low_dense + 0.7 * 4 / root14)
+    assert fused["d"] == pytest.approx(low_dense + 0.7 * 1 / root14)
+    assert [h.chunk_id for h in zscore_fusion([DENSE, SPARSE], {"sparse": 0.7})] == [
+        "a", "c", "b", "d"]
+
+
+def test_zscore_fusion_gives_a_flat_lists_hits_one_and_keeps_one_lists_raw_scores() -> None:
+    flat = ranked("dense:original", ("x", 0.3), ("y", 0.3))
+    fused = {h.chunk_id: h.fusion_score for h in zscore_fusion([flat, SPARSE])}
+    assert fused["x"] == pytest.approx(1 - 5 / math.sqrt(14))  # 1 + sparse's lowest
+    assert fused["c"] == pytest.approx(0 + 4 / math.sqrt(14))  # missed by the flat list
+    single = ranked("sparse:original", ("b", 7.0))  # one hit: still lifts b over c
+    order = [h.chunk_id for h in zscore_fusion([DENSE, single], {"sparse": 0.7})]
+    assert order == ["a", "b", "c"]  # a: sqrt(1.5) > b: 0 + 0.7 > c: -sqrt(1.5)
+    alone = zscore_fusion([DENSE, ranked("sparse:original")])
+    assert [(h.chunk_id, h.fusion_score) for h in alone] == [("a", 0.9), ("b", 0.8), ("c", 0.7)]
+
+
+def test_fuse_dispatches_by_name_and_rejects_unknown_methods() -> None:
+    assert fuse("rrf", [DENSE, SPARSE], k=10) == rrf([DENSE, SPARSE], k=10)
+    assert fuse("weighted", [DENSE, SPARSE]) == weighted_fusion([DENSE, SPARSE])
+    assert fuse("zscore", [DENSE, SPARSE]) == zscore_fusion([DENSE, SPARSE])
+    with pytest.raises(ValueError, match="unknown fusion 'borda'"):
+        fuse("borda", [DENSE])

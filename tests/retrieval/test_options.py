@@ -24,7 +24,7 @@ def request(**values: object) -> SearchRequest:
 def test_tuned_fusion_is_ignored_unless_the_request_or_settings_opt_in() -> None:
     options = resolve_options(request(), Settings(), TUNED)
     assert (options.fusion, options.weights, options.channel_k) == (
-        "rrf", {"dense": 1.0, "sparse": 1.0}, 30)
+        "zscore", {"dense": 1.0, "sparse": 0.7}, 100)
     assert options.tuned_fusion.status == "off"
 
 
@@ -41,7 +41,7 @@ def test_settings_opt_in_and_a_request_can_opt_out() -> None:
     settings = Settings(use_tuned_fusion=True)
     assert resolve_options(request(), settings, TUNED).fusion == "weighted"
     opted_out = resolve_options(request(tuned_fusion=False), settings, TUNED)
-    assert opted_out.fusion == "rrf" and opted_out.tuned_fusion.status == "off"
+    assert opted_out.fusion == "zscore" and opted_out.tuned_fusion.status == "off"
 
 
 def test_explicit_request_values_win_over_the_tuned_ones() -> None:
@@ -57,6 +57,6 @@ def test_explicit_request_values_win_over_the_tuned_ones() -> None:
 
 def test_opting_in_on_a_kb_never_tuned_keeps_settings_and_says_why() -> None:
     options = resolve_options(request(tuned_fusion=True), Settings(), None)
-    assert options.fusion == "rrf"
+    assert options.fusion == "zscore"
     assert options.tuned_fusion.status == "skipped"
     assert options.tuned_fusion.reason == "this knowledge base was never tuned"

@@ -106,7 +106,7 @@ def run(service: RetrievalService, **fields: object) -> RetrievalResult:
 def test_hybrid_fuses_both_channels_and_drops_documents_that_are_not_ready(
     service: RetrievalService,
 ) -> None:
-    result = run(service)
+    result = run(service, fusion="rrf", sparse_weight=1.0)
     assert [h.chunk_id for h in result.hits] == ["c1", "c2"]
     first = result.hits[0]
     assert first.fusion_score == pytest.approx(1 / 61 + 1 / 62)

@@ -177,7 +177,8 @@ def test_a_query_over_the_rerank_query_limit_is_rejected_not_truncated(
 def test_min_score_with_rerank_compares_rerank_scores_and_never_pads_to_top_k(
     stack: Container, kb: KnowledgeBase, llm_server: LLMServer
 ) -> None:
-    window: dict[str, Any] = {"candidate_k": 8, "top_k": 8, "rewrite": False, "small2big": False}
+    window: dict[str, Any] = {"candidate_k": 8, "top_k": 8, "rewrite": False, "small2big": False,
+                              "fusion": "rrf"}
     everything = search(stack.retrieval, kb, RERANK_QUERY, **window)
     kept = [h.chunk_id for h in everything.hits if (h.rerank_score or 0.0) >= 0.5]
     assert 0 < len(kept) < 8
@@ -244,7 +245,7 @@ def test_small2big_keeps_every_hit_and_stays_within_its_token_budget(
     stack: Container, kb: KnowledgeBase, llm_server: LLMServer, service_with: ServiceFactory
 ) -> None:
     query, budget = "Meals alcohol reimbursed", 70
-    fields: dict[str, Any] = {"top_k": 2, **QUIET, "small2big": True}
+    fields: dict[str, Any] = {"top_k": 2, **QUIET, "small2big": True, "fusion": "rrf"}
     roomy = search(stack.retrieval, kb, query, **fields)
     tight = search(service_with(small2big_budget_tokens=budget), kb, query, **fields)
     assert ranking(tight) == ranking(roomy)

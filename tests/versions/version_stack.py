@@ -98,8 +98,11 @@ class Stack:
 
 def build_stack(root: Path, **overrides: Any) -> Stack:
     """Every service over stores under `root`; `overrides` are Settings values."""
+    # RRF 1/1: on a two-document KB the bag-of-words dense scores are nearly tied, and a
+    # score-normalised fusion would turn that tie into a full-scale win for one of them.
     values: dict[str, Any] = {"data_dir": root, "chunk_tokens": 16, "chunk_overlap_tokens": 0,
-                              "parent_max_tokens": 64, "run_faq": False, **overrides}
+                              "parent_max_tokens": 64, "run_faq": False, "fusion": "rrf",
+                              "sparse_weight": 1.0, **overrides}
     settings = Settings(**values)
     root.mkdir(parents=True, exist_ok=True)
     embedder = WordEmbedder()

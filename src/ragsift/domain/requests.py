@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 Mode = Literal["dense", "sparse", "hybrid"]
-Fusion = Literal["rrf", "weighted"]
+Fusion = Literal["rrf", "weighted", "zscore"]
 
 
 class SearchRequest(BaseModel):

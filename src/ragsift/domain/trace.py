@@ -86,7 +86,7 @@ class RetrievalTrace(BaseModel):
     kb_version: int | None = None
     query: str
     mode: Literal["dense", "sparse", "hybrid"]
-    fusion: Literal["rrf", "weighted"]
+    fusion: Literal["rrf", "weighted", "zscore"]
     switches_requested: Switches = Field(default_factory=Switches)
     switches_applied: Switches = Field(default_factory=Switches)
     variants: tuple[QueryVariant, ...] = ()

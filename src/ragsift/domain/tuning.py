@@ -17,7 +17,7 @@ class TunedFusion(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     kb_id: str
-    fusion: Literal["rrf", "weighted"]
+    fusion: Literal["rrf", "weighted", "zscore"]
     dense_weight: float = Field(ge=0)
     sparse_weight: float = Field(ge=0)
     channel_k: int = Field(ge=1)

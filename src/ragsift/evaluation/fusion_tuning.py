@@ -19,7 +19,7 @@ from ragsift.domain.results import RankedList
 from ragsift.evaluation.datasets import EvalQuery, Qrels
 from ragsift.evaluation.metrics import evaluate_run, mean_metrics
 from ragsift.ports import Embedder, SearchIndex
-from ragsift.retrieval.fusion import rrf, weighted_fusion
+from ragsift.retrieval.fusion import fuse, rrf
 
 ChannelLists = dict[str, tuple[RankedList, RankedList]]  # query id -> (dense, sparse)
 
@@ -28,7 +28,7 @@ ChannelLists = dict[str, tuple[RankedList, RankedList]]  # query id -> (dense, s
 class FusionConfig:
     """One way to fuse: method, per-channel weight and width (hits kept per channel), RRF k."""
 
-    method: str  # "rrf" | "weighted" | "dense" | "sparse"
+    method: str  # "rrf" | "weighted" | "zscore" | "dense" | "sparse"
     dense_weight: float = 1.0
     sparse_weight: float = 1.0
     dense_k: int = 100
@@ -72,10 +72,8 @@ def fused_documents(
         fused = rrf([dense])
     elif config.method == "sparse":
         fused = rrf([sparse])
-    elif config.method == "rrf":
-        fused = rrf([dense, sparse], k=config.rrf_k, weights=weights)
     else:
-        fused = weighted_fusion([dense, sparse], weights=weights)
+        fused = fuse(config.method, [dense, sparse], k=config.rrf_k, weights=weights)
     ranked: dict[str, None] = {}
     for hit in fused:
         corpus_id = corpus_of.get(hit.document_id)
@@ -97,7 +95,7 @@ def score(
 
 
 def grid(
-    methods: Sequence[str] = ("rrf", "weighted"),
+    methods: Sequence[str] = ("rrf", "weighted", "zscore"),
     sparse_weights: Sequence[float] = (0.3, 0.5, 0.7, 1.0),
     widths: Sequence[int] = (20, 50, 100),
     rrf_ks: Sequence[int] = (20, 60),

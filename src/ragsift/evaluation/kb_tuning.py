@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Literal
 
 from ragsift.config import Settings
 from ragsift.domain.errors import InvalidInput
@@ -28,7 +29,7 @@ from ragsift.ports import Embedder, SearchIndex
 
 TUNING_METRICS = tuple(f"{name}@{k}" for name in ("ndcg", "recall", "mrr", "precision")
                        for k in (10, 100))
-# The dense weight stays 1: only the ratio counts. Weight 0 (convex only) is dense order.
+# The dense weight stays 1: only the ratio counts. Weight 0 (convex fusions only) is dense order.
 SPARSE_WEIGHTS = (0.0, 0.2, 0.3, 0.5, 0.7, 1.0, 1.5)
 CHANNEL_KS = (20, 50, 100)
 RRF_KS = (20, 60)
@@ -67,7 +68,7 @@ def resolve_labels(
 
 
 def tuning_grid(baseline: FusionConfig) -> list[FusionConfig]:
-    """Both fusions over sparse weights, equal channel widths and RRF k; the baseline included.
+    """The three fusions over sparse weights, equal widths and RRF k; the baseline included.
 
     Equal widths, because a request has one channel_k: what is tuned must be servable as is.
     """
@@ -75,6 +76,7 @@ def tuning_grid(baseline: FusionConfig) -> list[FusionConfig]:
     for width in CHANNEL_KS:
         for weight in SPARSE_WEIGHTS:
             configs.append(FusionConfig("weighted", 1.0, weight, width, width))
+            configs.append(FusionConfig("zscore", 1.0, weight, width, width))
             if weight > 0:
                 configs.extend(FusionConfig("rrf", 1.0, weight, width, width, k) for k in RRF_KS)
     if baseline not in configs:
@@ -86,6 +88,12 @@ def baseline_config(settings: Settings) -> FusionConfig:
     """What the KB's searches use today without tuning (the settings' fusion defaults)."""
     return FusionConfig(settings.fusion, settings.dense_weight, settings.sparse_weight,
                         settings.channel_k, settings.channel_k, settings.rrf_k)
+
+
+def _method(config: FusionConfig) -> Literal["rrf", "weighted", "zscore"]:
+    if config.method not in ("rrf", "weighted", "zscore"):
+        raise ValueError(f"not a fusion: {config.method}")
+    return config.method  # type: ignore[return-value]  # checked just above
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,7 +148,7 @@ class FusionTuner:
         cv = cross_validate(lists, qrels, corpus_of, configs, baseline, self._folds,
                             self._metric)
         tuned = TunedFusion(
-            kb_id=kb.id, fusion="rrf" if best.method == "rrf" else "weighted",
+            kb_id=kb.id, fusion=_method(best),
             dense_weight=best.dense_weight, sparse_weight=best.sparse_weight,
             channel_k=best.dense_k, rrf_k=best.rrf_k, metric=self._metric,
             queries=len(judged), folds=self._folds, baseline=baseline.label,

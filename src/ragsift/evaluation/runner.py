@@ -41,11 +41,12 @@ ABLATION: tuple[RunConfig, ...] = (
     RunConfig("sparse", "sparse"),
     RunConfig("hybrid-rrf", "hybrid", "rrf"),
     RunConfig("hybrid-weighted", "hybrid", "weighted"),
+    RunConfig("hybrid-zscore", "hybrid", "zscore"),
 )
 
 
 def configs_for(mode: Mode, fusion: Fusion, ablation: bool) -> tuple[RunConfig, ...]:
-    """The four ablation configurations, or the one that `mode` and `fusion` name."""
+    """The ablation configurations, or the one that `mode` and `fusion` name."""
     if ablation:
         return ABLATION
     if mode == "hybrid":

@@ -26,7 +26,7 @@ class EvalOptions:
     """What to run: the configurations, k, the corpus layout and the optional stages."""
 
     mode: Mode = "hybrid"
-    fusion: Fusion = "rrf"
+    fusion: Fusion = "zscore"
     ablation: bool = False
     k: int = 10
     chunk: bool = False
@@ -79,14 +79,15 @@ def ablation_configs(
     if not ablation:
         return on
     extra = []
-    base = replace(ABLATION[2], rewrite=switches.rewrite, rerank=switches.rerank,
+    # stages are switched off one at a time on the default hybrid (z-score fusion)
+    base = replace(ABLATION[-1], rewrite=switches.rewrite, rerank=switches.rerank,
                    auto_merge=switches.auto_merge)
     if switches.rewrite:
-        extra.append(replace(base, name="hybrid-rrf-no-rewrite", rewrite=False))
+        extra.append(replace(base, name="hybrid-zscore-no-rewrite", rewrite=False))
     if switches.rerank:
-        extra.append(replace(base, name="hybrid-rrf-no-rerank", rerank=False))
+        extra.append(replace(base, name="hybrid-zscore-no-rerank", rerank=False))
     if switches.auto_merge:
-        extra.append(replace(base, name="hybrid-rrf-no-auto-merge", auto_merge=False))
+        extra.append(replace(base, name="hybrid-zscore-no-auto-merge", auto_merge=False))
     return on + tuple(extra)
 
 

@@ -26,7 +26,7 @@ from ragsift.domain.results import FaqHit, FusedHit
 from ragsift.domain.trace import Degradation, StageTrace
 from ragsift.ports import Embedder, Repository, SearchIndex
 from ragsift.retrieval.channels import ChannelRunner
-from ragsift.retrieval.fusion import rrf, weighted_fusion
+from ragsift.retrieval.fusion import fuse
 from ragsift.retrieval.options import Options
 
 logger = logging.getLogger(__name__)
@@ -101,10 +101,7 @@ class FaqSearcher:
         )
         if not channels.lists:
             return _failed("; ".join(d.reason for d in degradations), degradations)
-        if options.fusion == "rrf":
-            fused = rrf(channels.lists, k=options.rrf_k, weights=options.weights)
-        else:
-            fused = weighted_fusion(channels.lists, weights=options.weights)
+        fused = fuse(options.fusion, channels.lists, k=options.rrf_k, weights=options.weights)
         candidates = fused[: max(options.candidate_k, top_k)]
         stored = await asyncio.to_thread(
             self._repository.get_faq_entries, [hit.chunk_id for hit in candidates]

@@ -1,13 +1,14 @@
 """Fusion of ranked lists: weighted Reciprocal Rank Fusion and score-normalised convex fusion.
 
-Both are pure: they deduplicate by chunk id, order by fused score, then by the best single
+All are pure: they deduplicate by chunk id, order by fused score, then by the best single
 rank, then by chunk id, and record which lists found each chunk. Raw cosine and BM25 scores
-are never added together.
+are never added together: convex fusion normalises each list first (min-max or z-score).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import math
+from collections.abc import Callable, Mapping, Sequence
 
 from ragsift.domain.results import FusedHit, RankedList
 
@@ -113,3 +114,60 @@ def weighted_fusion(
             norm = 1.0 if high == low else (hit.score - low) / (high - low)
             fused[hit.chunk_id] = fused.get(hit.chunk_id, 0.0) + weight * norm
     return _ordered(live, fused)
+
+
+def zscore_fusion(
+    lists: Sequence[RankedList],
+    weights: Mapping[str, float] | None = None,
+) -> list[FusedHit]:
+    """Convex fusion of z-score normalised scores: sum of w_i * (s - mean_i) / std_i.
+
+    Mean and (population) standard deviation are those of each list's returned candidates,
+    so a list's spread, not only its extremes, sets the scale: a cosine list whose scores
+    crowd near its best counts less than min-max makes it. A chunk missing from a list gets
+    that list's lowest z-score (as if last). A list whose scores are all equal (one hit, say)
+    has no spread to scale by: its hits get 1 and the chunks it misses 0, as in min-max, so
+    finding a chunk still counts. With one non-empty list the raw score is kept, as in `rrf`.
+    """
+    live = [ranked for ranked in lists if ranked.hits]
+    if len(live) == 1:
+        return rrf(live)
+    per_list: list[tuple[float, dict[str, float], float]] = []  # weight, z, missing
+    for ranked in live:
+        first: dict[str, float] = {}
+        for hit in ranked.hits:
+            first.setdefault(hit.chunk_id, hit.score)
+        values = list(first.values())
+        mean = math.fsum(values) / len(values)
+        spread = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / len(values))
+        if spread == 0:
+            per_list.append((_weight(weights, ranked.name), dict.fromkeys(first, 1.0), 0.0))
+            continue
+        z = {chunk: (v - mean) / spread for chunk, v in first.items()}
+        per_list.append((_weight(weights, ranked.name), z, min(z.values())))
+    chunks = {chunk for _, z, _ in per_list for chunk in z}
+    fused = {
+        chunk: math.fsum(w * z.get(chunk, missing) for w, z, missing in per_list)
+        for chunk in chunks
+    }
+    return _ordered(live, fused)
+
+
+FUSIONS: dict[str, Callable[[Sequence[RankedList], int, Mapping[str, float] | None],
+                            list[FusedHit]]] = {
+    "rrf": lambda lists, k, weights: rrf(lists, k=k, weights=weights),
+    "weighted": lambda lists, _k, weights: weighted_fusion(lists, weights=weights),
+    "zscore": lambda lists, _k, weights: zscore_fusion(lists, weights=weights),
+}
+
+
+def fuse(
+    method: str, lists: Sequence[RankedList], k: int = 60,
+    weights: Mapping[str, float] | None = None,
+) -> list[FusedHit]:
+    """Fuse `lists` with `method` (rrf | weighted | zscore); k only matters to rrf."""
+    try:
+        fusion = FUSIONS[method]
+    except KeyError:
+        raise ValueError(f"unknown fusion {method!r}; use one of {', '.join(FUSIONS)}") from None
+    return fusion(lists, k, weights)

@@ -35,7 +35,7 @@ from ragsift.retrieval.auto_merge import auto_merge, candidate
 from ragsift.retrieval.channels import ChannelRunner
 from ragsift.retrieval.expansion import Expansion, plan_expansion
 from ragsift.retrieval.faq import FaqSearcher
-from ragsift.retrieval.fusion import rrf, weighted_fusion
+from ragsift.retrieval.fusion import fuse
 from ragsift.retrieval.options import Options, resolve_options, wants_tuned_fusion
 from ragsift.retrieval.plan import run_plan
 from ragsift.retrieval.query import validate_query
@@ -184,10 +184,7 @@ class RetrievalService:
             raise RetrievalUnavailable(f"every retrieval channel failed: {reasons}")
 
         stage = time.perf_counter()
-        if options.fusion == "rrf":
-            fused = rrf(lists, k=options.rrf_k, weights=options.weights)
-        else:
-            fused = weighted_fusion(lists, weights=options.weights)
+        fused = fuse(options.fusion, lists, k=options.rrf_k, weights=options.weights)
         timings["fusion"] = _ms(stage)
 
         stage = time.perf_counter()
