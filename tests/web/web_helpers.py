@@ -11,9 +11,7 @@ import contextlib
 import importlib.util
 import os
 import signal
-import socket
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -22,6 +20,8 @@ from typing import Any, TypeVar
 
 import httpx
 import pytest
+
+from support.serve import free_port, ragsift_command
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
@@ -51,18 +51,6 @@ def require_browser() -> None:
     if os.environ.get("RAGSIFT_TEST_BROWSER", "").lower() == "require":
         pytest.fail(f"RAGSIFT_TEST_BROWSER=require but {reason}", pytrace=False)
     pytest.skip(f"browser tests need Chromium: {reason}")
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
-def _command() -> list[str]:
-    script = Path(sys.executable).with_name("ragsift")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "ragsift.cli"]
 
 
 @dataclass
@@ -120,7 +108,7 @@ class LiveServer:
 def run_server(data_dir: Path, log: Path, env: dict[str, str]) -> Iterator[LiveServer]:
     """`ragsift serve` on a free port until the block ends; SIGINT, then it must exit 0."""
     port = free_port()
-    command = [*_command(), "serve", "--host", "127.0.0.1", "--port", str(port),
+    command = [*ragsift_command(), "serve", "--host", "127.0.0.1", "--port", str(port),
                "--data-dir", str(data_dir)]
     with log.open("wb") as output:
         process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT,

@@ -18,6 +18,7 @@ from ragsift.adapters.embedded_index.dense_log import (
     row_of_record,
 )
 from ragsift.adapters.embedded_index.dense_snapshot import Snapshot, encode_rows
+from ragsift.adapters.vector_checks import checked_query, checked_rows, unit_rows
 from ragsift.domain.filters import SearchFilter
 from ragsift.domain.index_records import IndexRecord
 from ragsift.domain.results import ChannelHit
@@ -117,26 +118,11 @@ class DenseMatrixStore:
     # ---- internals ----------------------------------------------------------------------
 
     def _check_vectors(self, vectors: Any, expected_rows: int) -> Float32Array:
-        matrix = np.asarray(vectors, dtype=np.float32)
-        if matrix.ndim != 2 or matrix.shape[0] != expected_rows:
-            raise ValueError(
-                f"expected {expected_rows} vectors, got an array of shape {matrix.shape}"
-            )
-        if matrix.shape[1] != self._dimension:
-            raise ValueError(
-                f"vector dimension {matrix.shape[1]} does not match the index dimension "
-                f"{self._dimension}"
-            )
-        return _unit_rows(matrix)
+        return unit_rows(checked_rows(vectors, expected_rows, self._dimension))
 
     def _check_query(self, vector: Any) -> Float32Array:
-        query = np.asarray(vector, dtype=np.float32).reshape(-1)
-        if query.shape[0] != self._dimension:
-            raise ValueError(
-                f"query dimension {query.shape[0]} does not match the index dimension "
-                f"{self._dimension}"
-            )
-        unit: Float32Array = _unit_rows(query.reshape(1, -1))[0]
+        query = checked_query(vector, self._dimension)
+        unit: Float32Array = unit_rows(query.reshape(1, -1))[0]
         return unit
 
     def _build_snapshot(self, rows: list[Row], deleted: set[int]) -> Snapshot:
@@ -203,12 +189,3 @@ class DenseMatrixStore:
         logger.info("compacted dense store: %d -> %d rows", snap.size, len(rows))
 
 
-def _unit_rows(matrix: Float32Array) -> Float32Array:
-    """Rows scaled to unit length, so a dot product is the cosine."""
-    if not np.isfinite(matrix).all():
-        raise ValueError("vectors must be finite (no NaN or infinity)")
-    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    if matrix.size and (norms == 0).any():
-        raise ValueError("zero vectors have no direction and cannot be searched by cosine")
-    unit: Float32Array = np.ascontiguousarray(matrix / norms, dtype=np.float32)
-    return unit

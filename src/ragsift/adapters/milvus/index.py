@@ -29,6 +29,7 @@ from ragsift.adapters.milvus.schema import (
     normalize_text,
     rows_of,
 )
+from ragsift.adapters.vector_checks import checked_query, checked_rows
 from ragsift.domain.filters import SearchFilter
 from ragsift.domain.index_records import IndexRecord
 from ragsift.domain.results import ChannelHit
@@ -237,36 +238,11 @@ class MilvusIndex:
         logger.info("created Milvus collection %s (dim %d)", self._collection, self._dimension)
 
     def _check_vectors(self, vectors: Any, expected_rows: int) -> np.ndarray[Any, Any]:
-        matrix = np.asarray(vectors, dtype=np.float32)
-        if matrix.ndim != 2 or matrix.shape[0] != expected_rows:
-            raise ValueError(
-                f"expected {expected_rows} vectors, got an array of shape {matrix.shape}"
-            )
-        if matrix.shape[1] != self._dimension:
-            raise ValueError(
-                f"vector dimension {matrix.shape[1]} does not match the index dimension "
-                f"{self._dimension}"
-            )
-        _check_directions(matrix)
-        return matrix
+        return checked_rows(vectors, expected_rows, self._dimension)
 
     def _check_query(self, vector: Any) -> list[float]:
-        query = np.asarray(vector, dtype=np.float32).reshape(-1)
-        if query.shape[0] != self._dimension:
-            raise ValueError(
-                f"query dimension {query.shape[0]} does not match the index dimension "
-                f"{self._dimension}"
-            )
-        _check_directions(query.reshape(1, -1))
-        values: list[float] = query.tolist()
+        values: list[float] = checked_query(vector, self._dimension).tolist()
         return values
-
-
-def _check_directions(matrix: np.ndarray[Any, Any]) -> None:
-    if not np.isfinite(matrix).all():
-        raise ValueError("vectors must be finite (no NaN or infinity)")
-    if matrix.size and (np.linalg.norm(matrix, axis=1) == 0).any():
-        raise ValueError("zero vectors have no direction and cannot be searched by cosine")
 
 
 def _dense_params(limit: int) -> dict[str, Any]:
