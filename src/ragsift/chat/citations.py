@@ -78,8 +78,5 @@ def strip_citations(text: str) -> str:
 
 
 def _citation(item: Evidence) -> Citation:
-    return Citation(
-        n=item.n, chunk_id=item.chunk_id, document_id=item.document_id,
-        filename=item.filename, locator=item.locator, heading_path=item.heading_path,
-        text=item.text,
-    )
+    """The citation part of a piece of evidence (without its context and score)."""
+    return Citation.model_validate(item.model_dump(include=set(Citation.model_fields)))

@@ -28,22 +28,6 @@ class ChatMessage(BaseModel):
     content: str
 
 
-class Evidence(BaseModel):
-    """One piece of evidence of a turn, numbered from 1 in the order given to the model."""
-
-    model_config = ConfigDict(frozen=True)
-
-    n: int = Field(ge=1)
-    chunk_id: str
-    document_id: str
-    filename: str
-    heading_path: tuple[str, ...] = ()
-    locator: Locator | None = None
-    text: str
-    context_text: str | None = None
-    score: float
-
-
 class Citation(BaseModel):
     """Evidence the answer actually cites, as the citation link `[n](citation://n)` names it."""
 
@@ -53,9 +37,16 @@ class Citation(BaseModel):
     chunk_id: str
     document_id: str
     filename: str
-    locator: Locator | None = None
     heading_path: tuple[str, ...] = ()
+    locator: Locator | None = None
     text: str
+
+
+class Evidence(Citation):
+    """One piece of evidence of a turn, numbered from 1 in the order given to the model."""
+
+    context_text: str | None = None
+    score: float
 
 
 class Turn(BaseModel):
