@@ -23,7 +23,7 @@ from ragsift.config import Settings
 from ragsift.domain.jobs import JobKind, JobStatus
 from ragsift.domain.models import CHILD_LEVEL, DocumentStatus
 from ragsift.domain.requests import SearchRequest
-from support.postgres import PostgresServer, PostgresUnavailable, running_postgres
+from support.postgres import PostgresServer, postgres_or_skip
 
 LEASE_S = 2.0
 QUERY = "hotel limit per night"
@@ -31,13 +31,7 @@ QUERY = "hotel limit per night"
 
 @pytest.fixture(scope="module")
 def postgres() -> Iterator[PostgresServer]:
-    try:
-        with running_postgres() as server:
-            yield server
-    except PostgresUnavailable as exc:
-        if os.environ.get("RAGSIFT_TEST_POSTGRES") == "require":
-            pytest.fail(f"RAGSIFT_TEST_POSTGRES=require, but: {exc}")
-        pytest.skip(f"PostgreSQL unavailable: {exc}")
+    yield from postgres_or_skip()
 
 
 def start_worker(env: dict[str, str], *args: str) -> subprocess.Popen[str]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import subprocess
@@ -12,18 +11,7 @@ from pathlib import Path
 import httpx
 
 from api.api_helpers import HOTELS
-from support.serve import free_port, ragsift_command
-
-
-def _wait_healthy(client: httpx.Client, process: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        assert process.poll() is None, f"server exited {process.returncode}:\n{log.read_text()}"
-        with contextlib.suppress(httpx.TransportError):
-            if client.get("/healthz").status_code == 200:
-                return
-        time.sleep(0.1)
-    raise AssertionError(f"server never became healthy:\n{log.read_text()}")
+from support.serve import free_port, ragsift_command, wait_healthy
 
 
 def test_serve_answers_health_and_search_over_http(tmp_path: Path) -> None:
@@ -36,7 +24,7 @@ def test_serve_answers_health_and_search_over_http(tmp_path: Path) -> None:
         process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT, env=env)
     try:
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10) as client:
-            _wait_healthy(client, process, log)
+            wait_healthy(client, process, log, timeout_s=60)
             assert client.get("/readyz").json()["status"] == "ok"
             kb_id = client.post("/api/kbs", json={"name": "handbook"}).json()["id"]
             upload = client.post(f"/api/kbs/{kb_id}/documents",

@@ -191,3 +191,19 @@ def running_postgres() -> Iterator[PostgresServer]:
                 process.kill()
                 process.wait()
         shutil.rmtree(root, ignore_errors=True)
+
+
+def postgres_or_skip() -> Iterator[PostgresServer]:
+    """For a fixture: a running server; skipped with the reason where PostgreSQL is absent.
+
+    With RAGSIFT_TEST_POSTGRES=require (set by .ci/run) an absent PostgreSQL fails instead.
+    """
+    import pytest
+
+    try:
+        with running_postgres() as server:
+            yield server
+    except PostgresUnavailable as exc:
+        if os.environ.get("RAGSIFT_TEST_POSTGRES") == "require":
+            pytest.fail(f"RAGSIFT_TEST_POSTGRES=require, but: {exc}")
+        pytest.skip(f"PostgreSQL unavailable: {exc}")

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import socket
+import subprocess
 import sys
+import time
 from pathlib import Path
+
+import httpx
 
 
 def free_port() -> int:
@@ -19,3 +24,17 @@ def ragsift_command() -> list[str]:
     """The installed `ragsift` script beside this Python, else `python -m ragsift.cli`."""
     script = Path(sys.executable).with_name("ragsift")
     return [str(script)] if script.exists() else [sys.executable, "-m", "ragsift.cli"]
+
+
+def wait_healthy(
+    client: httpx.Client, process: subprocess.Popen[bytes], log: Path, timeout_s: float
+) -> None:
+    """Poll /healthz until it answers 200; fail with the server's log if it exits or times out."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        assert process.poll() is None, f"server exited {process.returncode}:\n{log.read_text()}"
+        with contextlib.suppress(httpx.TransportError):
+            if client.get("/healthz").status_code == 200:
+                return
+        time.sleep(0.1)
+    raise AssertionError(f"server never became healthy:\n{log.read_text()}")

@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 import httpx
 import pytest
 
-from support.serve import free_port, ragsift_command
+from support.serve import free_port, ragsift_command, wait_healthy
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
@@ -115,7 +115,7 @@ def run_server(data_dir: Path, log: Path, env: dict[str, str]) -> Iterator[LiveS
                                    env={**os.environ, **env})
     client = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30)
     try:
-        _wait_healthy(client, process, log)
+        wait_healthy(client, process, log, timeout_s=90)
         yield LiveServer(url=f"http://127.0.0.1:{port}", client=client, log=log)
     finally:
         client.close()
@@ -125,17 +125,6 @@ def run_server(data_dir: Path, log: Path, env: dict[str, str]) -> Iterator[LiveS
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(timeout=5)
-
-
-def _wait_healthy(client: httpx.Client, process: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        assert process.poll() is None, f"server exited {process.returncode}:\n{log.read_text()}"
-        with contextlib.suppress(httpx.TransportError):
-            if client.get("/healthz").status_code == 200:
-                return
-        time.sleep(0.1)
-    raise AssertionError(f"server never became healthy:\n{log.read_text()}")
 
 
 class Browser:

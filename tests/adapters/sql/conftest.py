@@ -12,14 +12,13 @@ with RAGSIFT_TEST_POSTGRES=require (set by .ci/run) they fail instead.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from ragsift.adapters.sql import SqlRepository
-from support.postgres import PostgresServer, PostgresUnavailable, running_postgres
+from support.postgres import PostgresServer, postgres_or_skip
 
 BACKENDS = ("sqlite", "postgresql")
 
@@ -41,13 +40,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 @pytest.fixture(scope="session")
 def postgres_server() -> Iterator[PostgresServer]:
-    try:
-        with running_postgres() as server:
-            yield server
-    except PostgresUnavailable as exc:
-        if os.environ.get("RAGSIFT_TEST_POSTGRES") == "require":
-            pytest.fail(f"RAGSIFT_TEST_POSTGRES=require, but: {exc}")
-        pytest.skip(f"PostgreSQL unavailable: {exc}")
+    yield from postgres_or_skip()
 
 
 @pytest.fixture
