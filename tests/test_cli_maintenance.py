@@ -11,12 +11,14 @@ import pytest
 import tantivy
 
 from api.api_helpers import HOTELS, LEAVE
-from ragsift.adapters.embedded_index.bm25_kb import kb_directory_name, schema
+from ragsift.adapters.embedded_index.bm25_kb import schema
+from ragsift.adapters.embedded_index.bm25_layout import kb_directory_name
 from ragsift.bootstrap import build
 from ragsift.config import Settings
 from ragsift.domain.models import CHILD_LEVEL
 from ragsift.domain.requests import SearchRequest
 from support.cli import ragsift
+from support.damage import bm25_directory, damage_bm25
 
 QUERIES = ("hotel limit per night", "年假 结转")
 
@@ -113,6 +115,39 @@ def test_rebuild_sparse_upgrades_an_old_layout_and_keeps_the_answers(
     aside = [e for e in sparse_dir.parent.iterdir() if e.name.startswith("sparse.single")]
     assert [(e / "meta.json").is_file() for e in aside] == ([True] if layout == "single-index"
                                                              else [])
+
+
+@pytest.mark.parametrize("how", ["emptied", "no_meta"])
+def test_rebuild_sparse_repairs_a_damaged_kb_index_that_failed_only_that_kb(
+    tmp_path: Path, how: str
+) -> None:
+    data_dir = tmp_path / "data"
+    kb_id, children = setup_kb(data_dir)
+    expected = sparse_answers(data_dir, kb_id)
+    damage_bm25(bm25_directory(data_dir / "index", kb_id), how)
+    note = tmp_path / "parking.md"
+    note.write_text("# Parking\n\nThe parking fee is 5 dollars per day.\n", encoding="utf-8")
+
+    refused = ragsift(data_dir, "search", QUERIES[0], "--kb", "docs", "--mode", "sparse")
+    hybrid = ragsift(data_dir, "search", QUERIES[0], "--kb", "docs", "--json")
+    failed = ragsift(data_dir, "ingest", str(note), "--kb", "docs")
+    other = ragsift(data_dir, "ingest", str(note), "--kb", "other")
+
+    assert refused.returncode == 1
+    assert f"`ragsift rebuild-sparse --kb {kb_id}`" in " ".join(refused.stderr.split())
+    assert hybrid.returncode == 0, hybrid.stderr
+    assert json.loads(hybrid.stdout)  # the dense channel alone
+    assert failed.returncode == 2
+    assert "FAILED" in failed.stderr and "rebuild-sparse" in " ".join(failed.stderr.split())
+    assert other.returncode == 0, other.stderr
+
+    rebuilt = ragsift(data_dir, "rebuild-sparse", "--kb", kb_id, "--json")  # the id named
+
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    assert json.loads(rebuilt.stdout) == [
+        {"kb_id": kb_id, "kb": "docs", "chunks": children, "faq_entries": 0}
+    ]
+    assert sparse_answers(data_dir, kb_id) == expected
 
 
 def test_reindex_reparses_the_kb_and_names_an_unknown_document(tmp_path: Path) -> None:

@@ -1,5 +1,6 @@
 """`ragsift worker` processes on a real PostgreSQL: a worker killed mid-document loses its job
-to another worker process, and the document ends READY once, without duplicate chunks."""
+to another worker process, and the document ends READY once, without duplicate chunks. On
+SQLite: a SIGTERM mid-document exits within RAGSIFT_SHUTDOWN_TIMEOUT_S, abandoning it."""
 
 from __future__ import annotations
 
@@ -141,3 +142,49 @@ def test_a_killed_workers_job_is_retried_by_another_worker_and_ends_ready_once(
             assert hits and set(hits) <= set(children)
         finally:
             container.close()
+
+
+def test_sigterm_mid_document_exits_within_the_bound_and_leaves_the_job_to_its_lease(
+    tmp_path: Path,
+) -> None:
+    settings = Settings(data_dir=tmp_path / "data", chunk_tokens=32, chunk_overlap_tokens=0)
+    container = build(settings)
+    try:
+        kb = container.ingestion.ensure_kb("docs")
+        document_id = container.ingestion.accept(kb, "hotels.md", HOTELS).document.id
+    finally:
+        container.close()
+    queue = SqlJobQueue(settings.resolved_database_url)
+    bound_s = 2.0
+    env = {
+        **os.environ, "RAGSIFT_DATA_DIR": str(settings.data_dir), "RAGSIFT_CHUNK_TOKENS": "32",
+        "RAGSIFT_CHUNK_OVERLAP_TOKENS": "0", "RAGSIFT_INGEST_POLL_S": "0.2",
+        "RAGSIFT_SHUTDOWN_TIMEOUT_S": str(bound_s),
+        PAUSE_HOOK: "600",  # a document that takes ten minutes to ingest
+    }
+    try:
+        queue.enqueue(document_id, JobKind.PROCESS, max_attempts=3)
+        worker = start_worker(env)
+        try:
+            wait_for_log(worker, f"pausing 600.0 s after parsing document {document_id}", 180)
+            stopped_at = time.monotonic()
+            worker.send_signal(signal.SIGTERM)
+            _, log = worker.communicate(timeout=bound_s + 30)
+            took_s = time.monotonic() - stopped_at
+        finally:
+            worker.kill()
+            worker.wait()
+
+        assert worker.returncode == 0, log
+        assert took_s < bound_s + 2, f"{took_s:.1f} s\n{log}"
+        assert f"abandoning the job of document {document_id}" in log
+        job = queue.get(document_id)  # its lease runs out; then another worker retries it
+        assert job is not None and job.status == JobStatus.LEASED and job.attempts == 1
+    finally:
+        queue.close()
+    container = build(settings)
+    try:
+        document = container.repository.get_document(document_id)
+        assert document is not None and document.status == DocumentStatus.INDEXING
+    finally:
+        container.close()

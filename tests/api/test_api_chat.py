@@ -27,6 +27,7 @@ from ragsift.bootstrap import build
 from ragsift.chat.extractive import EXTRACTIVE_NOTE_EN
 from ragsift.config import Settings
 from support.fixtures import LLMServer
+from support.serve import free_port
 
 QUESTION = "hotel limit per night in Tokyo?"
 DELTAS = ["The hotel limit is 150 dollars [", "1](citation://1); in Tokyo 220 [1](cit",
@@ -189,6 +190,20 @@ def test_every_retrieval_channel_failing_is_a_503_and_stores_nothing(
         response = extractive_api.client.post(route, json={"kb": "docs", "message": QUESTION})
         assert_error(response, 503, "retrieval_unavailable")
     assert extractive_api.client.get("/api/conversations").json() == before
+
+
+def test_a_kb_built_with_another_embedding_model_is_a_409_and_stores_nothing(
+    seeded: Seeded, tmp_path: Path,
+) -> None:
+    data = copy_data(seeded[0], tmp_path / "data")
+    other_model = {"embedder": "openai", "openai_embedding_dim": 384,
+                   "openai_base_url": f"http://127.0.0.1:{free_port()}/v1"}  # never reached
+    with open_api(data, **chat_settings(None), **other_model) as api:
+        for route in ("/api/chat", "/api/chat/stream"):
+            response = api.client.post(route, json={"kb": "docs", "message": QUESTION})
+            assert_error(response, 409, "embedding_model_mismatch")
+        assert api.client.get("/api/conversations").json() == []
+        assert _chat(api, mode="sparse")["evidence"]
 
 
 @pytest.mark.parametrize(("body", "status", "code"), [

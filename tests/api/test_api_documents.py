@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 
 import httpx
+import pytest
 
 from api.api_helpers import CORRUPT_PDF, FIRMWARE, HOTELS, LEAVE, Api, assert_error
+from api.chat_helpers import serving
 from api.conftest import ApiFactory
+from ragsift.api.deps import AppState
+from ragsift.api.worker import IngestionWorker
 from ragsift.domain.models import DocumentStatus
+from ragsift.ingestion.embedding import Progress
+from ragsift.ingestion.pipeline import IngestOutcome
 
 
 def test_an_upload_returns_202_at_once_and_the_document_becomes_ready(api: Api) -> None:
@@ -90,7 +99,8 @@ def test_uploading_into_an_unknown_knowledge_base_is_not_found(api: Api) -> None
     assert_error(api.upload("nope", {"a.txt": b"text"}), 404, "not_found")
 
 
-def test_concurrent_uploads_of_several_files_all_become_ready(api: Api) -> None:
+def test_concurrent_uploads_of_several_files_all_become_ready(make_api: ApiFactory) -> None:
+    api = make_api(max_concurrent_uploads=5)  # all five at once
     kb_id = api.create_kb()
     singles = [{f"note{i}.txt": f"Note {i}: the office opens at {7 + i} am.".encode()}
                for i in range(4)]
@@ -167,12 +177,62 @@ def test_reindex_without_a_stored_original_ends_failed_with_the_reason(api: Api)
     assert "no stored object" in document["error"]
 
 
+def _worker(api: Api) -> IngestionWorker:
+    state: AppState = api.client.app.state.ragsift  # type: ignore[attr-defined]
+    return state.worker
+
+
 def test_reindex_of_a_document_in_progress_is_a_conflict(api: Api) -> None:
     kb_id = api.create_kb()
     [document_id] = api.ingest(kb_id, {"hotels.md": HOTELS})
+    # READY shows before the worker's last status write: wait for it, or it could undo ours
+    assert _worker(api).wait_idle(timeout=30)
     api.container.repository.set_status(document_id, DocumentStatus.INDEXING)
 
     assert_error(api.client.post(f"/api/documents/{document_id}/reindex"), 409, "document_busy")
+    document = api.container.repository.get_document(document_id)
+    assert document is not None and document.status == DocumentStatus.INDEXING
+
+
+def test_of_concurrent_reindexes_of_a_document_exactly_one_is_accepted(
+    make_api: ApiFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    api = make_api()
+    kb_id = api.create_kb()
+    [document_id] = api.ingest(kb_id, {"hotels.md": HOTELS})
+    assert _worker(api).wait_idle(timeout=30)
+    # the accepted reindex waits in the worker until the requests are answered, so no
+    # request can find the document READY again
+    release = threading.Event()
+    reindex = api.container.ingestion.reindex
+
+    def held_reindex(doc_id: str, progress: Progress | None = None) -> IngestOutcome:
+        release.wait(timeout=60)
+        return reindex(doc_id, progress)
+
+    monkeypatch.setattr(api.container.ingestion, "reindex", held_reindex)
+    requests = 12
+    start = threading.Barrier(requests)
+
+    with serving(api.container) as url:
+
+        def fire(_: int) -> int:
+            with httpx.Client(base_url=url, timeout=30) as client:
+                start.wait(timeout=30)
+                return client.post(f"/api/documents/{document_id}/reindex").status_code
+
+        try:
+            with ThreadPoolExecutor(max_workers=requests) as pool:
+                statuses = sorted(pool.map(fire, range(requests)))
+        finally:
+            release.set()
+
+        assert statuses == [202] + [409] * (requests - 1)
+        with httpx.Client(base_url=url, timeout=30) as client:
+            deadline = time.monotonic() + 30
+            while client.get(f"/api/documents/{document_id}").json()["status"] != "READY":
+                assert time.monotonic() < deadline, "the accepted reindex never finished"
+                time.sleep(0.02)
 
 
 def test_deleting_a_document_removes_its_hits(api: Api) -> None:

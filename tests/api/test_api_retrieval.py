@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from api.api_helpers import FIRMWARE, HOTELS, LEAVE, Api, assert_error
 from api.conftest import open_api
+from support.serve import free_port
 
 
 @pytest.fixture(scope="module")
@@ -112,3 +114,23 @@ def test_every_channel_failing_is_503_and_one_failing_is_a_counted_degradation(
 
     metrics = api.client.get("/metrics").text
     assert 'ragsift_retrieval_degradations_total{code="dense_retrieval_failed"} 1.0' in metrics
+
+
+def test_a_kb_built_with_another_embedding_model_is_409_unless_searched_sparse(
+    tmp_path: Path,
+) -> None:
+    data = tmp_path / "data"
+    with open_api(data) as api:  # the local e5
+        kb_id = api.create_kb("docs")
+        api.ingest(kb_id, {"hotels.md": HOTELS})
+    other_model = {"embedder": "openai", "openai_embedding_dim": 384,
+                   "openai_base_url": f"http://127.0.0.1:{free_port()}/v1"}  # never reached
+
+    with open_api(data, **other_model) as api:
+        for route in ("/api/retrieval/search", "/api/retrieval/explain"):
+            for mode in ("hybrid", "dense"):
+                response = api.client.post(route, json={"kb": "docs", "query": "hotel limit",
+                                                        "mode": mode})
+                body = assert_error(response, 409, "embedding_model_mismatch")
+                assert "the configured embedder is openai:multilingual-e5-small" in body["message"]
+        assert api.search(kb_id, "hotel limit", mode="sparse")

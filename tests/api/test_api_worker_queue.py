@@ -63,6 +63,8 @@ def test_documents_left_pending_get_a_job_when_the_api_starts(tmp_path: Path) ->
     try:
         kb = container.ingestion.ensure_kb("docs")
         document_id = container.ingestion.accept(kb, "hotels.md", HOTELS).document.id
+        # the process that accepted it is gone (this one lives on, so say so)
+        container.repository.set_owner(document_id, None)
     finally:
         container.close()
     queue = SqlJobQueue(f"sqlite:///{(tmp_path / 'ragsift.sqlite').resolve()}")

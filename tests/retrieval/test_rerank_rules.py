@@ -24,6 +24,9 @@ def test_the_prefix_that_fits_the_token_budget_is_sent() -> None:
         (scores((1, 1.0), (1, 0.5)), "twice"),
         (scores((0, 1.0), (1, 0.5), (2, 0.1), (0, 0.2)), "4 scores for 3"),
         (scores((-1, 1.0)), "outside"),
+        (scores((0, 0.2), (1, float("inf"))), r"non-finite score \(inf\) for passage 1"),
+        (scores((0, float("-inf"))), r"non-finite score \(-inf\)"),
+        (scores((2, float("nan")), (0, 0.4)), r"non-finite score \(nan\) for passage 2"),
     ],
 )
 def test_invalid_rerank_answers_are_rejected(bad: list[RerankScore], message: str) -> None:

@@ -24,7 +24,8 @@ class LLMServer:
         self._client = httpx.Client(base_url=self.url, timeout=5.0)
 
     def control(self, **sections: Any) -> None:
-        """Script behaviour, e.g. control(chat={"mode": "stall", "stall_s": 3})."""
+        """Script behaviour, e.g. control(chat={"mode": "stall", "stall_s": 3}) or
+        control(faults={"rerank": {"status": 429, "retry_after": "1", "times": 2}})."""
         self._client.post("/_control", json=sections).raise_for_status()
 
     def reset(self) -> None:
@@ -37,6 +38,12 @@ class LLMServer:
         assert kind in recorded, f"server received no {kind} request; got {sorted(recorded)}"
         request: dict[str, Any] = recorded[kind]
         return request
+
+    def attempts(self, group: str) -> list[dict[str, Any]]:
+        """Requests of `group` (embeddings, chat, rerank) since its fault was scripted:
+        [{"t": server monotonic seconds, "answer": status or "reset"}]."""
+        recorded: dict[str, list[dict[str, Any]]] = self._client.get("/_attempts").json()
+        return recorded[group]
 
     def last_kinds(self) -> list[str]:
         """The kinds of request received since the last reset."""

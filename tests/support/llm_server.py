@@ -3,7 +3,20 @@
 Run `python llm_server.py`: it binds 127.0.0.1 on a free port and writes `PORT <n>` on stdout.
 Behaviour is set per test with `POST /_control`; `GET /_last` returns the last request bodies.
 Control body: {"chat": {"mode": ..., "content": str, "stall_s": float},
-"rerank": {"mode": ..., "stall_s": float, "raw": <verbatim JSON answer>}, "reset": bool}.
+"rerank": {"mode": ..., "stall_s": float, "raw": <JSON answer>, "raw_body": <answer text sent
+verbatim, e.g. with the JSON literals Infinity / NaN that json.dumps of a control body refuses>},
+"embeddings": {"dimension": int}, "faults": {<group>: <fault>}, "reset": bool}.
+
+`POST /v1/embeddings` answers OpenAI embeddings: hashed bags of words (similar texts, similar
+vectors), `dimension` 384 by default.
+
+Faults make a group of routes ("embeddings", "chat", "rerank": all three shapes) fail before
+its normal answer: {"status": 429 | 502 | ... | "reset" (close the connection without an
+answer), "retry_after": str (the Retry-After header, sent as given), "times": int (the first K
+requests fail) or "for_s": float (requests within T seconds of the group's first request fail;
+neither: every request fails), "body": JSON}. `GET /_attempts` returns every request per group
+since the fault was set (or the last reset): [{"t": server monotonic seconds, "answer": status
+or "reset"}].
 
 Streamed chat (`stream: true`) answers OpenAI SSE chunks. Chat options for streams only:
 "answer": str (the streamed text; else as without streaming), "deltas": [str] (exact pieces;
@@ -18,9 +31,12 @@ from __future__ import annotations
 
 import json
 import re
+import socket
+import struct
 import sys
 import threading
 import time
+import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -33,6 +49,7 @@ RERANK_MODES = {
     "missing_fields",
 }
 RERANK_PATHS = {"/v1/rerank": "cohere", "/tei/rerank": "tei", "/dashscope/text-rerank": "dashscope"}
+FAULT_GROUPS = {"embeddings", "chat", "rerank"}
 _TOKEN = re.compile(r"[a-z0-9]+|[\u4e00-\u9fff]")
 
 _lock = threading.Lock()
@@ -42,7 +59,10 @@ _state: dict[str, Any] = {}
 def _reset() -> None:
     with _lock:
         _state.clear()
-        _state.update(chat={"mode": "ok"}, rerank={"mode": "ok"}, last={})
+        _state.update(
+            chat={"mode": "ok"}, rerank={"mode": "ok"}, embeddings={}, last={}, faults={},
+            attempts={group: [] for group in FAULT_GROUPS}, first_request={},
+        )
 
 
 def _tokens(text: str) -> set[str]:
@@ -57,6 +77,32 @@ def overlap_scores(query: str, documents: list[str]) -> list[tuple[int, float]]:
         for i, doc in enumerate(documents)
     ]
     return sorted(scored, key=lambda pair: (-pair[1], pair[0]))
+
+
+def hashed_embedding(text: str, dimension: int) -> list[float]:
+    """A bag of words hashed into `dimension` counts; slot 0 is always set, so never zero."""
+    vector = [0.0] * dimension
+    vector[0] = 1.0
+    for token in _TOKEN.findall(text.lower()):
+        vector[zlib.crc32(token.encode()) % dimension] += 1.0
+    return vector
+
+
+def _fault_now(group: str) -> dict[str, Any] | None:
+    """Record a request of `group`; the fault it must answer with, if one applies."""
+    with _lock:
+        now = time.monotonic()
+        first = _state["first_request"].setdefault(group, now)
+        fault: dict[str, Any] | None = _state["faults"].get(group)
+        seen = len(_state["attempts"][group])
+        applies = fault is not None and (
+            seen < int(fault["times"]) if "times" in fault
+            else now - first < float(fault["for_s"]) if "for_s" in fault
+            else True
+        )
+        answer = (fault or {}).get("status") if applies else 200
+        _state["attempts"][group].append({"t": now, "answer": answer})
+        return fault if applies else None
 
 
 def _chat_content(config: dict[str, Any], body: dict[str, Any]) -> str:
@@ -100,6 +146,9 @@ class Handler(BaseHTTPRequestHandler):
         elif self.path == "/_last":
             with _lock:
                 self._json(200, _state["last"])
+        elif self.path == "/_attempts":
+            with _lock:
+                self._json(200, _state["attempts"])
         else:
             self._json(404, {"error": f"no route {self.path}"})
 
@@ -113,9 +162,22 @@ class Handler(BaseHTTPRequestHandler):
         if self.path == "/_control":
             self._control(body)
             return
-        kind = "chat" if self.path == "/v1/chat/completions" else RERANK_PATHS.get(self.path)
+        kind: str | None = {
+            "/v1/embeddings": "embeddings", "/v1/chat/completions": "chat", **RERANK_PATHS,
+        }.get(self.path)
         if kind is None:
             self._json(404, {"error": f"no route {self.path}"})
+            return
+        group = kind if kind in ("embeddings", "chat") else "rerank"
+        fault = _fault_now(group)
+        if fault is not None:
+            self._fault(fault)
+            return
+        if kind == "embeddings":
+            with _lock:
+                _state["last"][kind] = {"path": self.path, "body": body}
+                dimension = int(_state["embeddings"].get("dimension", 384))
+            self._embeddings(body, dimension)
             return
         with _lock:
             _state["last"][kind] = {
@@ -135,6 +197,16 @@ class Handler(BaseHTTPRequestHandler):
         if body.get("reset"):
             _reset()
         with _lock:
+            if "embeddings" in body:
+                _state["embeddings"] = dict(body["embeddings"])
+            for group, fault in body.get("faults", {}).items():
+                if group not in FAULT_GROUPS:
+                    self._json(400, {"error": f"unknown fault group {group}"})
+                    return
+                # a new script: count its requests and its time window afresh
+                _state["faults"][group] = fault
+                _state["attempts"][group] = []
+                _state["first_request"].pop(group, None)
             for section, modes in (("chat", CHAT_MODES), ("rerank", RERANK_MODES)):
                 if section in body:
                     config = {"mode": "ok", **body[section]}
@@ -143,6 +215,28 @@ class Handler(BaseHTTPRequestHandler):
                         return
                     _state[section] = config
         self._json(200, {"chat": _state["chat"], "rerank": _state["rerank"]})
+
+    def _fault(self, fault: dict[str, Any]) -> None:
+        status = fault.get("status", 429)
+        if status == "reset":
+            # linger 0: close() sends a RST, as a crashing proxy or a load balancer would
+            self.connection.setsockopt(
+                socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)
+            )
+            self.close_connection = True
+            return
+        body = fault.get("body", {"error": {"message": "scripted fault", "code": status}})
+        headers = {"Retry-After": str(fault["retry_after"])} if "retry_after" in fault else {}
+        self._json(int(status), body, headers)
+
+    def _embeddings(self, body: dict[str, Any], dimension: int) -> None:
+        texts = body.get("input", [])
+        texts = [texts] if isinstance(texts, str) else texts
+        rows = [
+            {"object": "embedding", "index": i, "embedding": hashed_embedding(str(t), dimension)}
+            for i, t in enumerate(texts)
+        ]
+        self._json(200, {"object": "list", "data": rows, "model": body.get("model", "fake")})
 
     def _failed(self, config: dict[str, Any]) -> bool:
         mode = config["mode"]
@@ -225,6 +319,9 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
     def _rerank(self, kind: str, config: dict[str, Any], body: dict[str, Any]) -> None:
+        if "raw_body" in config:  # answer text as given: JSON literals json.dumps refuses
+            self._send(200, str(config["raw_body"]).encode(), "application/json")
+            return
         if "raw" in config:  # a verbatim answer, to test shapes the modes do not cover
             self._json(200, config["raw"])
             return
@@ -249,12 +346,17 @@ class Handler(BaseHTTPRequestHandler):
         else:
             self._json(200, {"id": "rerank-fake", "results": rows})
 
-    def _json(self, status: int, payload: Any) -> None:
-        self._send(status, json.dumps(payload, ensure_ascii=False).encode(), "application/json")
+    def _json(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
+        data = json.dumps(payload, ensure_ascii=False).encode()
+        self._send(status, data, "application/json", headers)
 
-    def _send(self, status: int, data: bytes, content_type: str) -> None:
+    def _send(
+        self, status: int, data: bytes, content_type: str, headers: dict[str, str] | None = None
+    ) -> None:
         try:
             self.send_response(status)
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
             self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import logging
 import sqlite3
 import threading
 from collections import OrderedDict
@@ -12,6 +14,8 @@ from pathlib import Path
 import numpy as np
 
 from ragsift.ports import Embedder, Vectors
+
+logger = logging.getLogger(__name__)
 
 _LOOKUP_BATCH = 500  # stays under SQLite's bound-variable limit
 
@@ -112,11 +116,18 @@ class CachedEmbedder:
             for digest, vector in rows.items()
         ]
         with self._db_lock:
-            self._db.execute("BEGIN")
-            self._db.executemany(
-                "INSERT OR REPLACE INTO passage_embeddings VALUES (?, ?, ?)", payload
-            )
-            self._db.execute("COMMIT")
+            try:
+                self._db.execute("BEGIN")
+                self._db.executemany(
+                    "INSERT OR REPLACE INTO passage_embeddings VALUES (?, ?, ?)", payload
+                )
+                self._db.execute("COMMIT")
+            except sqlite3.OperationalError as exc:
+                # a cache that cannot grow (a full disk) must not fail the document it
+                # serves: the vectors are at hand, only a later re-embedding is not saved
+                logger.warning("embedding cache not updated (%s)", exc)
+                with contextlib.suppress(sqlite3.Error):
+                    self._db.execute("ROLLBACK")
 
     def close(self) -> None:
         with self._db_lock:

@@ -10,7 +10,7 @@ from typing import Any, Literal
 import httpx
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
-from ragsift.adapters.http_post import post_json
+from ragsift.adapters.http_post import RetryPolicy, post_json
 from ragsift.domain.errors import UpstreamError
 from ragsift.domain.stages import RerankScore
 
@@ -55,7 +55,8 @@ class HttpReranker:
     `base_url` is the server root for "cohere" (`.../v1`, POST `{base}/rerank`) and "tei"
     (POST `{base}/rerank`), and the full service URL for "dashscope"
     (`https://dashscope.aliyuncs.com/api/v1/services/rerank/text-rerank/text-rerank`).
-    Range, duplicate and emptiness checks belong to the caller.
+    Range, duplicate, finiteness and emptiness checks belong to the caller. `retry` defaults
+    to retrying within `timeout_s`.
     """
 
     def __init__(
@@ -66,6 +67,7 @@ class HttpReranker:
         style: RerankStyle = "cohere",
         timeout_s: float = 20.0,
         transport: httpx.BaseTransport | None = None,
+        retry: RetryPolicy | None = None,
     ) -> None:
         if not base_url.startswith(("http://", "https://")):
             raise ValueError(f"reranker base_url must be http(s), got {base_url!r}")
@@ -81,6 +83,7 @@ class HttpReranker:
         self._client = httpx.Client(headers=headers, timeout=timeout_s, transport=transport)
         self._model = model
         self._style: RerankStyle = style
+        self._retry = RetryPolicy(budget_s=timeout_s) if retry is None else retry
 
     @property
     def model_id(self) -> str:
@@ -121,7 +124,7 @@ class HttpReranker:
         }
 
     def _post(self, body: dict[str, Any]) -> httpx.Response:
-        return post_json(self._client, self._url, body, "reranker")
+        return post_json(self._client, self._url, body, "reranker", self._retry)
 
     def _parse(self, response: httpx.Response) -> list[RerankScore]:
         try:

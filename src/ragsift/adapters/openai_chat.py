@@ -10,6 +10,13 @@ from typing import Any
 
 import httpx
 
+from ragsift.adapters.http_post import (
+    RetryPolicy,
+    call_with_retries_async,
+    capped_timeout,
+    status_error,
+    transport_error,
+)
 from ragsift.domain.chat import ChatMessage
 from ragsift.domain.errors import UpstreamError
 
@@ -99,7 +106,9 @@ class OpenAIChatModel:
     `timeout_s` bounds connecting and each wait for the next piece of the stream, not the
     whole answer. Every call opens its own HTTP connection, so the model can be used from any
     event loop, and closing the stream early closes that connection: the server sees the
-    client go away and can stop generating.
+    client go away and can stop generating. Opening the stream is retried (`retry`, default:
+    within `timeout_s`) until the response's status arrives; once text may have been
+    received, a failure is final, since an answer cannot be taken back.
     """
 
     def __init__(
@@ -111,6 +120,7 @@ class OpenAIChatModel:
         max_tokens: int = 1024,
         temperature: float = 0.2,
         transport: httpx.AsyncBaseTransport | None = None,
+        retry: RetryPolicy | None = None,
     ) -> None:
         if not base_url.startswith(("http://", "https://")):
             raise ValueError(f"chat base_url must be http(s), got {base_url!r}")
@@ -125,6 +135,7 @@ class OpenAIChatModel:
         self._max_tokens = max_tokens
         self._temperature = temperature
         self._transport = transport
+        self._retry = RetryPolicy(budget_s=timeout_s) if retry is None else retry
 
     @property
     def model_name(self) -> str:
@@ -146,41 +157,40 @@ class OpenAIChatModel:
         try:
             async with httpx.AsyncClient(
                 headers=self._headers, timeout=self._timeout, transport=self._transport
-            ) as client, client.stream(
-                "POST", self._url, json=self.request_body(messages)
-            ) as response:
-                if response.status_code >= 400:
-                    text = (await response.aread()).decode("utf-8", "replace")
-                    raise UpstreamError(
-                        f"chat model answered HTTP {response.status_code}: {text[:200]}"
-                    )
-                if "text/event-stream" not in response.headers.get("content-type", ""):
-                    finished = True
-                    yield completion_content(await response.aread())
-                    return
-                parser = SseParser()
-                async for line in response.aiter_lines():
-                    data = parser.feed(line)
-                    if data is None:
-                        continue
-                    if data == DONE:
+            ) as client:
+                response = await self._open(client, self.request_body(messages))
+                try:
+                    if "text/event-stream" not in response.headers.get("content-type", ""):
                         finished = True
-                        break
-                    delta = parse_chunk(data)
-                    if delta.content:
-                        yield delta.content
-                    if delta.finish_reason is not None:
+                        yield completion_content(await response.aread())
+                        return
+                    parser = SseParser()
+                    async for line in response.aiter_lines():
+                        data = parser.feed(line)
+                        if data is None:
+                            continue
+                        if data == DONE:
+                            finished = True
+                            break
+                        delta = parse_chunk(data)
+                        if delta.content:
+                            yield delta.content
+                        if delta.finish_reason is not None:
+                            finished = True
+                            if delta.finish_reason == "length":
+                                logger.warning(
+                                    "chat answer cut at max_tokens=%d", self._max_tokens
+                                )
+                    tail = parser.flush()  # a last event without the blank line after it
+                    if tail == DONE:
                         finished = True
-                        if delta.finish_reason == "length":
-                            logger.warning("chat answer cut at max_tokens=%d", self._max_tokens)
-                tail = parser.flush()  # a last event without the blank line after it
-                if tail == DONE:
-                    finished = True
-                elif tail is not None:
-                    delta = parse_chunk(tail)
-                    if delta.content:
-                        yield delta.content
-                    finished = finished or delta.finish_reason is not None
+                    elif tail is not None:
+                        delta = parse_chunk(tail)
+                        if delta.content:
+                            yield delta.content
+                        finished = finished or delta.finish_reason is not None
+                finally:
+                    await response.aclose()  # early close included: the server sees it at once
         except httpx.TimeoutException as exc:
             if finished:  # the answer is whole; only the closing [DONE] never came
                 return
@@ -189,3 +199,31 @@ class OpenAIChatModel:
             raise UpstreamError(f"chat model stream failed: {type(exc).__name__}: {exc}") from exc
         if not finished:
             raise UpstreamError("chat model stream ended before the answer was complete")
+
+    async def _open(self, client: httpx.AsyncClient, body: dict[str, Any]) -> httpx.Response:
+        """The streaming response once its status is below 400, retried as `retry` allows.
+
+        Only this opening is retried: no text has arrived yet, so nothing can be duplicated.
+        """
+
+        async def send(time_left: float | None) -> httpx.Response:
+            request = client.build_request(
+                "POST", self._url, json=body, timeout=capped_timeout(client.timeout, time_left)
+            )
+            try:
+                response = await client.send(request, stream=True)
+            except httpx.TimeoutException as exc:
+                raise UpstreamError(f"chat model timed out: {type(exc).__name__}") from exc
+            except httpx.HTTPError as exc:
+                raise transport_error(
+                    exc, f"chat model stream failed: {type(exc).__name__}: {exc}"
+                ) from exc
+            if response.status_code >= 400:
+                try:
+                    text = (await response.aread()).decode("utf-8", "replace")
+                finally:
+                    await response.aclose()
+                raise status_error("chat model", response.status_code, response.headers, text)
+            return response
+
+        return await call_with_retries_async(send, self._retry, "chat model")

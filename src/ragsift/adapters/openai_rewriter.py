@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 from pydantic import ValidationError
 
-from ragsift.adapters.http_post import post_json
+from ragsift.adapters.http_post import RetryPolicy, post_json
 from ragsift.domain.errors import UpstreamError
 from ragsift.domain.stages import RewriteProposal
 
@@ -47,7 +47,8 @@ class OpenAIRewriter:
 
     `base_url` ends in `/v1` as with the OpenAI SDK (OpenAI, DashScope compatible mode, vLLM,
     Ollama). Only the shape of the answer is checked here; whether the rewrite is useful
-    (identical, numbers dropped) is decided by the caller.
+    (identical, numbers dropped) is decided by the caller. `retry` defaults to retrying
+    within `timeout_s`.
     """
 
     def __init__(
@@ -58,6 +59,7 @@ class OpenAIRewriter:
         timeout_s: float = 20.0,
         transport: httpx.BaseTransport | None = None,
         max_tokens: int = 512,
+        retry: RetryPolicy | None = None,
     ) -> None:
         if not base_url.startswith(("http://", "https://")):
             raise ValueError(f"rewriter base_url must be http(s), got {base_url!r}")
@@ -70,6 +72,7 @@ class OpenAIRewriter:
         self._client = httpx.Client(headers=headers, timeout=timeout_s, transport=transport)
         self._model = model
         self._max_tokens = max_tokens
+        self._retry = RetryPolicy(budget_s=timeout_s) if retry is None else retry
 
     @property
     def model_id(self) -> str:
@@ -100,7 +103,7 @@ class OpenAIRewriter:
         return proposal
 
     def _complete(self, body: dict[str, Any]) -> str:
-        response = post_json(self._client, self._url, body, "rewriter")
+        response = post_json(self._client, self._url, body, "rewriter", self._retry)
         try:
             payload = response.json()
             content = payload["choices"][0]["message"]["content"]

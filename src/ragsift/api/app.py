@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
+from fastapi.middleware.cors import CORSMiddleware
 from starlette.concurrency import run_in_threadpool
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from ragsift import __version__
 from ragsift.api import (
@@ -17,14 +19,22 @@ from ragsift.api import (
     routes_faq,
     routes_health,
     routes_kb,
+    routes_keys,
     routes_maintenance,
     routes_retrieval,
     routes_versions,
 )
+from ragsift.api.auth import AuditMiddleware, Authorizer
 from ragsift.api.deps import AppState
 from ragsift.api.errors import install_error_handlers
 from ragsift.api.metrics import ApiMetrics
-from ragsift.api.middleware import ObserveMiddleware
+from ragsift.api.middleware import (
+    BodyLimitMiddleware,
+    ConcurrencyLimitMiddleware,
+    ObserveMiddleware,
+    RouteClass,
+)
+from ragsift.api.openapi import install_openapi_security
 from ragsift.api.worker import IngestionWorker
 from ragsift.bootstrap import Container, build_job_queue
 from ragsift.domain.models import Document
@@ -33,11 +43,20 @@ from ragsift.web import install_web
 logger = logging.getLogger(__name__)
 
 
-def create_app(container: Container, recover: bool = True) -> FastAPI:
+def create_app(
+    container: Container, recover: bool = True, *,
+    shutdown_budget_s: Callable[[], float] | None = None, pause_after_parse_s: float = 0.0,
+    allowed_hosts: Sequence[str] | None = None,
+) -> FastAPI:
     """The API over `container`; the caller keeps owning (and closes) the container.
 
-    The background worker starts with the app; on shutdown it finishes the documents it is
-    working on, and (with `recover`) documents left unfinished are resumed on the next start.
+    The background worker starts with the app; on shutdown it waits for the documents it is
+    working on for `shutdown_budget_s()` seconds (default RAGSIFT_SHUTDOWN_TIMEOUT_S) and
+    abandons those still running then (`worker.running()` names them: the caller should end
+    the process rather than close the container under them). With `recover`, documents left
+    unfinished are resumed on the next start. `pause_after_parse_s` is a test hook (see
+    IngestionWorker). `allowed_hosts`: the Host names answered (others get 400); None answers
+    any (in-process clients); `ragsift serve` always passes them.
     """
     metrics = ApiMetrics()
 
@@ -50,7 +69,11 @@ def create_app(container: Container, recover: bool = True) -> FastAPI:
     worker = IngestionWorker(
         container.ingestion, container.repository, container.settings.ingest_workers,
         on_finished=finished, queue=queue, max_attempts=settings.ingest_max_attempts,
+        pause_after_parse_s=pause_after_parse_s,
     )
+
+    def budget() -> float:
+        return shutdown_budget_s() if shutdown_budget_s else settings.shutdown_timeout_s
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -61,25 +84,50 @@ def create_app(container: Container, recover: bool = True) -> FastAPI:
         try:
             yield
         finally:
-            await run_in_threadpool(worker.shutdown)
+            timeout_s = budget()
+            abandoned = await run_in_threadpool(worker.shutdown, timeout_s)
+            if abandoned:
+                logger.warning("shutdown: abandoned %d document(s) still being ingested after "
+                               "%.1f s, left as they are for the next start to resume: %s",
+                               len(abandoned), timeout_s, ", ".join(abandoned))
             if queue is not None:
                 queue.close()  # only drops pooled connections: a restart reconnects
 
+    docs = settings.api_docs
     app = FastAPI(
         title="ragsift",
         version=__version__,
         description="Hybrid retrieval for RAG over Chinese and English documents, with a trace "
-                    "of every stage. Every error is JSON {code, message}.",
+                    "of every stage. Every error is JSON {code, message}. Every /api route "
+                    "needs `Authorization: Bearer KEY` (see x-required-role) unless the server "
+                    "runs with auth off.",
         lifespan=lifespan,
+        docs_url="/docs" if docs else None, redoc_url="/redoc" if docs else None,
     )
     app.state.ragsift = AppState(container=container, worker=worker, metrics=metrics)
+    authorizer = Authorizer(container, metrics)
+    app.state.authorizer = authorizer
     install_error_handlers(app)
-    for module in (routes_kb, routes_documents, routes_faq, routes_retrieval, routes_health):
-        app.include_router(module.router)
-    for module in (routes_chat, routes_conversations):
-        app.include_router(module.router)
-    app.include_router(routes_maintenance.router)
-    app.include_router(routes_versions.router)  # KB versions and the quality gate
-    install_web(app)  # the web pages: /web/debug, /web/chat
+    guarded = [Depends(authorizer)]  # the one place every route's access is checked
+    for module in (routes_kb, routes_documents, routes_faq, routes_retrieval, routes_health,
+                   routes_chat, routes_conversations, routes_maintenance, routes_versions,
+                   routes_keys):
+        app.include_router(module.router, dependencies=guarded)
+    install_web(app)  # the web pages: /web/debug, /web/chat (their API calls carry the key)
+    install_openapi_security(app)
+    # added innermost first: metrics see every refusal; a 413 on the declared length takes no slot
+    app.add_middleware(ConcurrencyLimitMiddleware, limits={
+        RouteClass.SEARCH: settings.max_concurrent_search,
+        RouteClass.CHAT: settings.max_concurrent_chat,
+        RouteClass.UPLOAD: settings.max_concurrent_uploads,
+    }, retry_after_s=settings.overload_retry_after_s, metrics=metrics)
+    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_json_bytes)
+    app.add_middleware(AuditMiddleware, keys=authorizer.keys)
+    origins = [o.strip() for o in settings.cors_origins.split(",") if o.strip()]
+    if origins:  # no CORS at all unless origins are named
+        app.add_middleware(CORSMiddleware, allow_origins=origins, allow_methods=["*"],
+                           allow_headers=["Authorization", "Content-Type"])
+    if allowed_hosts is not None:
+        app.add_middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts))
     app.add_middleware(ObserveMiddleware, metrics=metrics)
     return app

@@ -13,6 +13,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ragsift.domain.errors import (
     DocumentRejected,
+    EmbeddingModelMismatch,
+    IndexUnavailable,
     InvalidInput,
     NotFound,
     RagsiftError,
@@ -56,9 +58,11 @@ def status_for(exc: RagsiftError) -> int:
         return 404
     if isinstance(exc, DocumentRejected):
         return 422
+    if isinstance(exc, EmbeddingModelMismatch):
+        return 409  # the request is fine; the KB and the configured embedder disagree
     if isinstance(exc, InvalidInput):
         return 400
-    if isinstance(exc, RetrievalUnavailable):
+    if isinstance(exc, (RetrievalUnavailable, IndexUnavailable)):
         return 503
     return _STATUS_BY_CODE.get(exc.code, 500)
 
@@ -82,7 +86,7 @@ async def _ragsift_error(request: Request, exc: Exception) -> JSONResponse:
 
 async def _api_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, ApiError)
-    return error_response(exc.status, exc.code, str(exc))
+    return error_response(exc.status, exc.code, str(exc), **getattr(exc, "headers", {}))
 
 
 async def _validation_error(request: Request, exc: Exception) -> JSONResponse:

@@ -6,6 +6,7 @@ from prometheus_client import (
     CONTENT_TYPE_LATEST,
     CollectorRegistry,
     Counter,
+    Gauge,
     Histogram,
     generate_latest,
 )
@@ -21,6 +22,11 @@ class ApiMetrics:
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
+        self.key_requests = Counter(
+            "ragsift_key_requests", "Requests per API key name and outcome (ok, forbidden, "
+            "rate_limited, busy); `-` counts requests with a missing or bad key",
+            ["key", "outcome"], registry=self.registry,
+        )
         self.requests = Counter(
             "ragsift_http_requests", "HTTP requests by method, route template and status",
             ["method", "route", "status"], registry=self.registry,
@@ -42,6 +48,15 @@ class ApiMetrics:
             "ragsift_ingestion_documents", "Documents the background worker finished, by status",
             ["status"], registry=self.registry,
         )
+        self.running = Gauge(
+            "ragsift_http_requests_running", "Requests running now per limited route class "
+            "(search, chat, upload); at RAGSIFT_MAX_CONCURRENT_* more are refused with 503",
+            ["route_class"], registry=self.registry,
+        )
+
+    def observe_key(self, key_name: str, outcome: str) -> None:
+        """One request authenticated by a key (by its name, never its secret)."""
+        self.key_requests.labels(key_name, outcome).inc()
 
     def observe_request(self, method: str, route: str, status: int, seconds: float) -> None:
         """Count one request and record its latency."""
@@ -54,6 +69,10 @@ class ApiMetrics:
             self.stages.labels(stage).observe(milliseconds / 1000)
         for degradation in trace.degradations:
             self.degradations.labels(degradation.code).inc()
+
+    def observe_running(self, route_class: str, running: int) -> None:
+        """The number of requests of a limited route class running now."""
+        self.running.labels(route_class).set(running)
 
     def observe_document(self, status: str) -> None:
         """Count one document the worker finished (READY or FAILED)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
@@ -10,6 +11,7 @@ from typing import Any
 from fastapi import APIRouter
 from starlette.concurrency import run_in_threadpool
 
+from ragsift.api.auth import CurrentPrincipal, Principal
 from ragsift.api.deps import AppState, State
 from ragsift.api.errors import ERROR_RESPONSES, ApiError, ErrorBody
 from ragsift.api.schemas_chat import (
@@ -30,7 +32,9 @@ logger = logging.getLogger(__name__)
 
 _CHAT_ERRORS: dict[int | str, dict[str, Any]] = {
     **ERROR_RESPONSES,
-    409: {"model": ErrorBody, "description": "a turn of the conversation is still generating"},
+    409: {"model": ErrorBody, "description": "a turn of the conversation is still generating "
+          "(conversation_busy), or the KB was built with another embedding model "
+          "(embedding_model_mismatch)"},
     503: {"model": ErrorBody, "description": "every requested retrieval channel failed"},
 }
 _STREAM_DOC: dict[int | str, dict[str, Any]] = {
@@ -54,10 +58,21 @@ def _kb_id(container: Container, body: ChatBody) -> str:
     return kb.id
 
 
-async def _prepare(state: AppState, body: ChatBody) -> PreparedTurn:
+async def _prepare(state: AppState, body: ChatBody, principal: Principal) -> PreparedTurn:
     kb_id = await run_in_threadpool(_kb_id, state.container, body)
+    principal.check_kb(kb_id)
+    if body.conversation_id is not None and principal.key is not None:
+        exists, owner = await run_in_threadpool(
+            state.container.conversations.conversation_owner, body.conversation_id)
+        if exists and owner != principal.name:
+            raise NotFound(f"conversation {body.conversation_id!r} does not exist")
+    scope = principal.ceiling(None, None, None, None)
+    request = dataclasses.replace(
+        body.to_request(kb_id), owner_key=principal.name,
+        tenant_ids=scope["tenant_ids"], dataset_ids=scope["dataset_ids"],
+        visibilities=scope["visibilities"], roles=scope["roles"])
     try:
-        turn = await state.container.chat.prepare(body.to_request(kb_id))
+        turn = await state.container.chat.prepare(request)
     except ConversationBusy as exc:
         raise ApiError(409, exc.code, str(exc)) from exc
     state.metrics.observe_retrieval(turn.trace)
@@ -67,9 +82,9 @@ async def _prepare(state: AppState, body: ChatBody) -> PreparedTurn:
 @router.post("", responses={
     502: {"model": ErrorBody, "description": "the chat model failed; the turn is stored failed"},
 })
-async def chat(body: ChatBody, state: State) -> ChatOut:
+async def chat(body: ChatBody, state: State, principal: CurrentPrincipal) -> ChatOut:
     """Answer one message from the evidence retrieval chose, with validated citations."""
-    turn = await _prepare(state, body)
+    turn = await _prepare(state, body, principal)
     try:
         answer = await state.container.chat.answer(turn)
     except ConversationBusy as exc:  # taken by another request since prepare
@@ -84,9 +99,11 @@ async def chat(body: ChatBody, state: State) -> ChatOut:
 
 @router.post("/stream", status_code=200, response_class=EventStreamResponse,
              responses=_STREAM_DOC)
-async def chat_stream(body: ChatBody, state: State) -> EventStreamResponse:
+async def chat_stream(
+    body: ChatBody, state: State, principal: CurrentPrincipal
+) -> EventStreamResponse:
     """The same turn as server-sent events; closing the connection stops the answer."""
-    turn = await _prepare(state, body)
+    turn = await _prepare(state, body, principal)
     return EventStreamResponse(_events(state.container, turn))
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Response
 
+from ragsift.api.auth import CurrentPrincipal
 from ragsift.api.deps import State
 from ragsift.api.errors import ERROR_RESPONSES, ApiError, ErrorBody
 from ragsift.api.schemas_chat import ConversationDetailOut, ConversationOut
@@ -15,11 +16,11 @@ router = APIRouter(prefix="/api/conversations", tags=["conversations"],
 
 
 @router.get("")
-def list_conversations(state: State) -> list[ConversationOut]:
-    """Every conversation, most recently updated first."""
+def list_conversations(state: State, principal: CurrentPrincipal) -> list[ConversationOut]:
+    """The conversations of the calling key (every one when auth is off), newest first."""
     return [
         ConversationOut.model_validate(summary.model_dump())
-        for summary in state.container.conversations.list_conversations()
+        for summary in state.container.conversations.list_conversations(principal.name)
     ]
 
 

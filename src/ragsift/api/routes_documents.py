@@ -19,8 +19,8 @@ router = APIRouter(tags=["documents"], responses=ERROR_RESPONSES)
 MAX_FILES_PER_UPLOAD = 100
 # allowed_roles: comma-separated roles that may see the documents (none: everyone)
 SCOPE_FIELDS = ("source", "tenant_id", "dataset_id", "visibility", "allowed_roles")
-BUSY = (DocumentStatus.PENDING, DocumentStatus.PARSING, DocumentStatus.INDEXING,
-        DocumentStatus.DELETING)
+# Anything else is being ingested, deleted or retired: a reindex would race it.
+REINDEXABLE = (DocumentStatus.READY, DocumentStatus.FAILED)
 
 _UPLOAD_BODY: dict[str, Any] = {
     "requestBody": {
@@ -103,11 +103,15 @@ def get_document(document_id: str, state: State) -> Document:
              responses={409: {"model": ErrorBody, "description": "the document is busy"}})
 def reindex_document(document_id: str, state: State) -> Document:
     """Re-parse a document from its stored original in the background (it goes PENDING)."""
+    repository = state.container.repository
     document = require_document(state.container, document_id)
-    if document.status in BUSY:
+    # check and change in one statement: of concurrent reindexes (or a reindex racing the
+    # worker), exactly one moves the document
+    if not repository.set_status_if(document_id, REINDEXABLE, DocumentStatus.PENDING):
+        current = require_document(state.container, document_id)  # 404 if deleted meanwhile
         raise ApiError(409, "document_busy",
-                       f"document {document_id!r} is {document.status.value}; try again later")
-    state.container.repository.set_status(document_id, DocumentStatus.PENDING)
+                       f"document {document_id!r} is {current.status.value}; only a READY or "
+                       "FAILED document can be reindexed (try again later)")
     state.worker.submit(document_id, reindex=True)
     return document.model_copy(update={"status": DocumentStatus.PENDING, "error": None})
 

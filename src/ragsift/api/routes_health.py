@@ -10,6 +10,8 @@ from fastapi.responses import JSONResponse
 from ragsift.api.deps import State
 from ragsift.api.errors import ErrorBody
 from ragsift.api.schemas import HealthOut, ReadyOut
+from ragsift.bootstrap import Container
+from ragsift.ports import SparseHealthReporting
 
 logger = logging.getLogger(__name__)
 
@@ -25,7 +27,11 @@ def healthz() -> HealthOut:
 @router.get("/readyz", response_model=ReadyOut,
             responses={503: {"model": ReadyOut, "description": "a store failed"}})
 def readyz(state: State) -> JSONResponse:
-    """Every store answers: the relational facts, the document index and the FAQ index."""
+    """Every store answers: the relational facts, the document index and the FAQ index.
+
+    A knowledge base whose BM25 index cannot be read makes the service `degraded` (still
+    200: every other KB works, and hybrid search of that one runs on its dense channel).
+    """
     container = state.container
     checks: dict[str, str] = {}
     probes = {
@@ -41,8 +47,29 @@ def readyz(state: State) -> JSONResponse:
             logger.warning("readiness check %s failed: %s", name, exc)
             checks[name] = f"{type(exc).__name__}: {exc}"
     ok = all(value == "ok" for value in checks.values())
-    body = ReadyOut(status="ok" if ok else "unavailable", checks=checks)
+    degraded = ok and _report_sparse_problems(container, checks)
+    status = "degraded" if degraded else "ok" if ok else "unavailable"
+    body = ReadyOut(status=status, checks=checks)
     return JSONResponse(body.model_dump(), status_code=200 if ok else 503)
+
+
+def _report_sparse_problems(container: Container, checks: dict[str, str]) -> bool:
+    """Name each KB whose BM25 index cannot be read in its index's check; whether any."""
+    kbs = {kb.id: kb.name for kb in container.repository.list_kbs()}
+    found = False
+    for name, index in (("index", container.index), ("faq_index", container.faq_index)):
+        if not isinstance(index, SparseHealthReporting):
+            continue
+        problems = index.sparse_problems(kbs)
+        if problems:
+            found = True
+            checks[name] = "degraded: " + "; ".join(
+                f"the BM25 index of knowledge base {kbs[kb_id]!r} cannot be read ({reason}); "
+                f"rebuild it with POST /api/kbs/{kb_id}/rebuild-sparse (or `ragsift "
+                f"rebuild-sparse --kb {kbs[kb_id]}` with the server stopped)"
+                for kb_id, reason in sorted(problems.items())
+            )
+    return found
 
 
 @router.get("/metrics", response_class=Response,

@@ -6,6 +6,7 @@ import contextlib
 
 from fastapi import APIRouter, Response
 
+from ragsift.api.auth import CurrentPrincipal
 from ragsift.api.deps import State, require_kb
 from ragsift.api.errors import ERROR_RESPONSES, ApiError, ErrorBody
 from ragsift.api.schemas import KbCreate, KbOut
@@ -36,10 +37,11 @@ def create_kb(body: KbCreate, state: State) -> KbOut:
 
 
 @router.get("")
-def list_kbs(state: State) -> list[KbOut]:
-    """Every knowledge base, by name, with document and FAQ counts."""
+def list_kbs(state: State, principal: CurrentPrincipal) -> list[KbOut]:
+    """The knowledge bases the calling key may use, by name, with document and FAQ counts."""
     container = state.container
-    return [_out(container, kb) for kb in container.repository.list_kbs()]
+    return [_out(container, kb) for kb in container.repository.list_kbs()
+            if principal.allows_kb(kb.id)]
 
 
 @router.get("/{kb_id}")

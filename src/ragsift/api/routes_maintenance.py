@@ -73,14 +73,16 @@ def reindex_kb(kb_id: str, state: State) -> ReindexOut:
     kb = require_kb(container, kb_id)
     queued: list[str] = []
     skipped: list[SkippedDocument] = []
-    for document in container.repository.list_documents(kb.id):
-        if document.status not in REINDEXABLE:
+    repository = container.repository
+    for document in repository.list_documents(kb.id):
+        # one conditional UPDATE: a document that became busy since it was listed is skipped
+        if not repository.set_status_if(document.id, REINDEXABLE, DocumentStatus.PENDING):
+            current = repository.get_document(document.id) or document
             skipped.append(SkippedDocument(
-                id=document.id, status=document.status,
-                reason=f"the document is {document.status.value}",
+                id=document.id, status=current.status,
+                reason=f"the document is {current.status.value}",
             ))
             continue
-        container.repository.set_status(document.id, DocumentStatus.PENDING)
         state.worker.submit(document.id, reindex=True)
         queued.append(document.id)
     return ReindexOut(queued=queued, skipped=skipped)

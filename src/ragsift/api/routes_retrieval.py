@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 from starlette.concurrency import run_in_threadpool
 
+from ragsift.api.auth import CurrentPrincipal, Principal
 from ragsift.api.deps import AppState, State
 from ragsift.api.errors import ERROR_RESPONSES, ErrorBody
 from ragsift.api.schemas import ExplainOut, SearchBody
@@ -13,6 +14,8 @@ from ragsift.domain.results import RetrievalHit, RetrievalResult
 
 router = APIRouter(prefix="/api/retrieval", tags=["retrieval"], responses={
     **ERROR_RESPONSES,
+    409: {"model": ErrorBody, "description": "embedding_model_mismatch: the KB was built with "
+          "another embedding model than the configured one (sparse mode still works)"},
     503: {"model": ErrorBody, "description": "every requested retrieval channel failed"},
 })
 
@@ -27,21 +30,28 @@ def _kb_id(state: AppState, body: SearchBody) -> str:
     return kb.id
 
 
-async def _search(state: AppState, body: SearchBody) -> RetrievalResult:
+async def _search(state: AppState, body: SearchBody, principal: Principal) -> RetrievalResult:
     kb_id = await run_in_threadpool(_kb_id, state, body)
-    result = await state.container.retrieval.search(body.to_request(kb_id))
+    principal.check_kb(kb_id)
+    request = body.to_request(kb_id)
+    # the key's scope is the ceiling: a request may narrow it, never widen it
+    request = request.model_copy(update=principal.ceiling(
+        request.tenant_ids, request.dataset_ids, request.visibilities, request.roles))
+    result = await state.container.retrieval.search(request)
     state.metrics.observe_retrieval(result.trace)
     return result
 
 
 @router.post("/search")
-async def search(body: SearchBody, state: State) -> list[RetrievalHit]:
+async def search(
+    body: SearchBody, state: State, principal: CurrentPrincipal
+) -> list[RetrievalHit]:
     """The evidence for a query: the plain array of document hits (FAQ entries: see explain)."""
-    return list((await _search(state, body)).hits)
+    return list((await _search(state, body, principal)).hits)
 
 
 @router.post("/explain")
-async def explain(body: SearchBody, state: State) -> ExplainOut:
+async def explain(body: SearchBody, state: State, principal: CurrentPrincipal) -> ExplainOut:
     """Document hits, FAQ hits, and the trace of every retrieval stage."""
-    result = await _search(state, body)
+    result = await _search(state, body, principal)
     return ExplainOut(results=list(result.hits), faq=list(result.faq_hits), trace=result.trace)

@@ -157,7 +157,8 @@ class HealthOut(BaseModel):
 
 
 class ReadyOut(BaseModel):
-    """`ok` when every store answered; each check says `ok` or what failed."""
+    """`ok` when every store answered, `degraded` when a KB's BM25 index cannot be read
+    (HTTP 200 still), `unavailable` when a store failed; each check says `ok` or what."""
 
     status: str
     checks: dict[str, str]

@@ -15,6 +15,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from ragsift.domain.errors import NotFound
 from ragsift.domain.jobs import JobKind
 from ragsift.domain.models import Document, DocumentScope, DocumentStatus, KnowledgeBase
+from ragsift.ingestion.job_worker import pause_once
 from ragsift.ingestion.pipeline import IngestionService, IngestOutcome
 from ragsift.ports import JobQueue, Repository
 
@@ -28,12 +29,16 @@ class IngestionWorker:
 
     With a `queue`, documents are queued there as jobs (each may take `max_attempts`
     leases) and this process never processes them itself.
+
+    `pause_after_parse_s` is a TEST HOOK (RAGSIFT_TEST_WORKER_PAUSE_S in `ragsift serve`):
+    each document sleeps that long once its first batch is embedded, before the index or the
+    facts are written, so a test can stop the server mid-document.
     """
 
     def __init__(
         self, ingestion: IngestionService, repository: Repository, workers: int = 1,
         on_finished: Callable[[Document], None] | None = None,
-        queue: JobQueue | None = None, max_attempts: int = 3,
+        queue: JobQueue | None = None, max_attempts: int = 3, pause_after_parse_s: float = 0.0,
     ) -> None:
         self._ingestion = ingestion
         self._repository = repository
@@ -41,10 +46,11 @@ class IngestionWorker:
         self._max_attempts = max_attempts
         self._on_finished = on_finished
         self._workers = workers
+        self._pause_s = pause_after_parse_s
         self._pool = self._new_pool()
         self._accept_lock = threading.Lock()  # sha256 dedupe and insert as one step
         self._lock = threading.Lock()  # the futures and the closed flag
-        self._futures: set[Future[None]] = set()
+        self._futures: dict[Future[None], str] = {}  # -> the document id
         self._closed = False
 
     def _new_pool(self) -> ThreadPoolExecutor:
@@ -77,25 +83,22 @@ class IngestionWorker:
             if self._closed:
                 raise RuntimeError("the ingestion worker is shut down")
             future = self._pool.submit(self._run, document_id, reindex)
-            self._futures.add(future)
+            self._futures[future] = document_id
         future.add_done_callback(self._forget)
 
     def recover(self) -> int:
-        """Queue documents a previous process left unfinished; how many.
+        """Queue the documents a dead process left unfinished; how many.
 
-        With a job queue, a document that already has an active job keeps it (enqueue is
-        idempotent), so a restarted API never takes work from a running worker.
+        Only documents whose owner is gone are taken over (IngestionService.recover), so a
+        restarted API never takes work from a live process. With a job queue, a document
+        that already has an active job keeps it (enqueue is idempotent).
         """
-        count = 0
-        for kb in self._repository.list_kbs():
-            for status in UNFINISHED:
-                for document in self._repository.list_documents(kb.id, status):
-                    # a half-indexed document starts again from its stored original
-                    self.submit(document.id, reindex=status != DocumentStatus.PENDING)
-                    count += 1
-        if count:
-            logger.info("resumed %d unfinished document(s)", count)
-        return count
+        resumed = self._ingestion.recover()
+        for document_id in resumed:
+            self.submit(document_id)
+        if resumed:
+            logger.info("resumed %d unfinished document(s)", len(resumed))
+        return len(resumed)
 
     def wait_idle(self, timeout: float | None = None) -> bool:
         """Block until every queued document is finished; False on timeout."""
@@ -104,22 +107,39 @@ class IngestionWorker:
         _, not_done = wait(pending, timeout=timeout)
         return not not_done
 
-    def shutdown(self) -> None:
-        """Finish the running documents, drop the queued ones (they stay PENDING for recover)."""
+    def running(self) -> list[str]:
+        """The ids of the documents being processed right now (queued ones not counted)."""
+        with self._lock:
+            return sorted(d for f, d in self._futures.items() if f.running())
+
+    def shutdown(self, timeout_s: float | None = None) -> list[str]:
+        """Stop taking work and wait up to `timeout_s` for the running documents.
+
+        Queued documents are dropped (they stay PENDING for recover). A document still running
+        after `timeout_s` is abandoned: never waited for, left PARSING/INDEXING for the next
+        start to resume. Its thread goes on until the process ends, so a caller that gets ids
+        back should end the process rather than close the stores under it. Those ids.
+        """
         with self._lock:
             self._closed = True
-        self._pool.shutdown(wait=True, cancel_futures=True)
+            pending = dict(self._futures)
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        # wait() never counts a future cancelled in the queue as done: leave those out
+        running = [f for f in pending if not f.cancelled()]
+        _, not_done = wait(running, timeout=timeout_s)
+        return sorted(pending[f] for f in not_done)
 
     def _forget(self, future: Future[None]) -> None:
         with self._lock:
-            self._futures.discard(future)
+            self._futures.pop(future, None)
 
     def _run(self, document_id: str, reindex: bool) -> None:
+        progress = pause_once(self._pause_s, document_id) if self._pause_s > 0 else None
         try:
             if reindex:
-                outcome = self._ingestion.reindex(document_id)
+                outcome = self._ingestion.reindex(document_id, progress)
             else:
-                outcome = self._ingestion.process(document_id)
+                outcome = self._ingestion.process(document_id, progress)
         except NotFound as exc:
             self._fail_if_present(document_id, str(exc))
             return

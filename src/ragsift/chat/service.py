@@ -74,6 +74,12 @@ class ChatRequest:
     rewrite: bool | None = None
     rerank: bool | None = None
     small2big: bool | None = None
+    # the data scope of the search (an API key's ceiling) and the key the conversation is for
+    tenant_ids: tuple[str, ...] | None = None
+    dataset_ids: tuple[str, ...] | None = None
+    visibilities: tuple[str, ...] | None = None
+    roles: tuple[str, ...] | None = None
+    owner_key: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,7 +163,8 @@ class ChatService:
         if request.conversation_id is None:
             conversation_id = uuid.uuid4().hex
             new_conversation = NewConversation(
-                id=conversation_id, kb_id=request.kb_id, title=conversation_title(question)
+                id=conversation_id, kb_id=request.kb_id, title=conversation_title(question),
+                owner_key=request.owner_key,
             )
         else:
             conversation_id = request.conversation_id
@@ -166,6 +173,8 @@ class ChatService:
             query=question, kb_id=request.kb_id, mode=request.mode, top_k=request.top_k,
             document_ids=request.document_ids, rewrite=request.rewrite,
             rerank=request.rerank, small2big=request.small2big,
+            tenant_ids=request.tenant_ids, dataset_ids=request.dataset_ids,
+            visibilities=request.visibilities, roles=request.roles,
             # FAQ entries are no chunks with a locator to cite; chat answers from documents
             run_doc=True, run_faq=False,
         ))

@@ -104,6 +104,7 @@ class NewConversation:
     id: str
     kb_id: str
     title: str
+    owner_key: str | None = None  # the API key it belongs to (None: auth off)
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,10 +27,26 @@ class DocumentRejected(InvalidInput):
     code = "document_rejected"
 
 
+class EmbeddingModelMismatch(InvalidInput):
+    """A knowledge base is searched with another embedding model than it was built with.
+
+    Its vectors and the query's would not be comparable (CLI exit 2, HTTP 409).
+    """
+
+    code = "embedding_model_mismatch"
+
+
 class RetrievalUnavailable(RagsiftError):
     """Every requested retrieval channel failed: an error, never an empty result."""
 
     code = "retrieval_unavailable"
+
+
+class IndexUnavailable(RagsiftError):
+    """One knowledge base's index cannot be used until it is repaired (a damaged BM25 index,
+    say); other knowledge bases are unaffected (CLI exit 1, HTTP 503)."""
+
+    code = "index_unavailable"
 
 
 class UpstreamError(RagsiftError):

@@ -43,6 +43,8 @@ class ChannelRun(BaseModel):
     candidates: int
     latency_ms: float
     error: str | None = None
+    # retries of the model-server call (dense: the query embedding), success or not
+    retries: int = 0
 
 
 class Switches(BaseModel):
@@ -75,6 +77,8 @@ class StageTrace(BaseModel):
     status: StageStatus = "off"
     reason: str | None = None
     detail: dict[str, float | int | str] = Field(default_factory=dict)
+    # retries of the stage's model-server call (rewrite, rerank), success or not
+    retries: int = 0
 
 
 class RetrievalTrace(BaseModel):

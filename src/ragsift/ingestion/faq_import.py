@@ -9,6 +9,7 @@ before anything is stored.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
@@ -23,6 +24,7 @@ import numpy as np
 from ragsift.domain.errors import InvalidInput
 from ragsift.domain.faq import FaqEntry, faq_entry_id
 from ragsift.domain.models import KnowledgeBase
+from ragsift.faults import crash_point
 from ragsift.ingestion.embedding import Progress, embed_in_batches
 from ragsift.ingestion.parsers.decoding import decode_text
 from ragsift.ports import Embedder, Repository, SearchIndex
@@ -196,8 +198,19 @@ class FaqImporter:
         fresh = [entry for faq_id, entry in entries.items() if faq_id not in known]
         if fresh:
             # Index first, facts last: an entry is searchable only once it is in the facts.
-            self._index.upsert(faq_records(fresh), self._embed(fresh, progress))
-        added = self._repository.add_faq_entries(fresh)
+            # Entry ids derive from their content, so a re-run after a kill in between
+            # rewrites the same rows; a failed write removes its rows at once.
+            vectors = self._embed(fresh, progress)
+            try:
+                self._index.upsert(faq_records(fresh), vectors)
+                crash_point("index_written")
+                added = self._repository.add_faq_entries(fresh)
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    self._index.delete_chunks([entry.id for entry in fresh])
+                raise
+        else:
+            added = 0
         logger.info("FAQ import into %s: %d rows, %d added", kb.name, len(rows), added)
         return FaqImportOutcome(rows=len(rows), added=added)
 

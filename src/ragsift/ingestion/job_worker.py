@@ -30,6 +30,25 @@ from ragsift.ports import JobQueue
 logger = logging.getLogger(__name__)
 
 
+def pause_once(seconds: float, document_id: str) -> Progress:
+    """TEST HOOK: a progress callback that sleeps `seconds` at its first call.
+
+    Ingestion reports progress once the first batch is embedded, before anything reaches the
+    index or the facts, so a test can stop or kill a process there deterministically.
+    """
+    paused = False
+
+    def pause(_embedded: int) -> None:
+        nonlocal paused
+        if not paused:
+            paused = True
+            logger.warning("test hook: pausing %.1f s after parsing document %s", seconds,
+                           document_id)
+            time.sleep(seconds)
+
+    return pause
+
+
 def default_worker_id() -> str:
     """host:pid:random, unique per worker process and readable in the jobs table."""
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
@@ -104,6 +123,7 @@ class JobWorker:
         self._pause_s = pause_after_parse_s
         self._alive = alive or (lambda: None)
         self.worker_id = worker_id or default_worker_id()
+        self.current: IngestJob | None = None  # the job being run, for a shutdown's log
 
     def run(self, stop: threading.Event, drain: bool = False) -> int:
         """Work until `stop` is set, finishing the current job; how many jobs ran.
@@ -130,8 +150,12 @@ class JobWorker:
         job = self._queue.claim(self.worker_id, self._lease_s)
         if job is None:
             return False
-        with _Lease(self._queue, job, self.worker_id, self._lease_s, self._alive) as lease:
-            self._run(job)
+        self.current = job
+        try:
+            with _Lease(self._queue, job, self.worker_id, self._lease_s, self._alive) as lease:
+                self._run(job)
+        finally:
+            self.current = None
         if lease.lost:
             logger.warning("document %s was taken over by another worker meanwhile",
                            job.document_id)
@@ -162,14 +186,4 @@ class JobWorker:
     def _pause_hook(self, job: IngestJob) -> Progress | None:
         if self._pause_s <= 0:
             return None
-        paused = False
-
-        def pause(_embedded: int) -> None:
-            nonlocal paused
-            if not paused:
-                paused = True
-                logger.warning("test hook: pausing %.1f s after parsing document %s",
-                               self._pause_s, job.document_id)
-                time.sleep(self._pause_s)
-
-        return pause
+        return pause_once(self._pause_s, job.document_id)

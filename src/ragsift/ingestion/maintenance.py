@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from ragsift.domain.errors import InvalidInput, NotFound
 from ragsift.domain.models import CHILD_LEVEL, Document, DocumentStatus, KnowledgeBase
+from ragsift.faults import crash_point
 from ragsift.ingestion.embedding import Progress
 from ragsift.ingestion.pipeline import IngestionService
 from ragsift.ingestion.preparation import index_records
@@ -94,6 +95,7 @@ class MaintenanceService:
                 # the very records ingestion writes (scope fields included)
                 rebuild.add(index_records(document, children))
                 chunks += len(children)
+            crash_point("sparse_built")
         entries = self._repository.list_faq_entries(kb.id)
         with _rebuildable(self._faq_index, "FAQ").rebuild_sparse(kb.id) as rebuild:
             rebuild.add(faq_records(entries))
@@ -163,6 +165,11 @@ class MaintenanceService:
         (rejected on upload) is skipped with the reason.
         """
         outcomes: list[ReindexOutcome] = []
+        # what a killed ingest or reindex left unfinished is redone too (taken over first,
+        # so the document is ours: see IngestionService.recover)
+        resumed = self._ingestion.recover(kb.id)
+        if document_ids is not None:
+            document_ids = list(dict.fromkeys([*document_ids, *resumed]))
         for document in self.documents_to_reindex(kb, document_ids):
             if document.status == DocumentStatus.DELETING:
                 outcomes.append(ReindexOutcome(document, skipped="the document is being deleted"))

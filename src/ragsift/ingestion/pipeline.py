@@ -3,6 +3,9 @@
 A bad document ends FAILED with its reason and never affects the rest of the knowledge base.
 Chunks reach the index before the document is READY, but search re-checks READY in the facts,
 so nothing of a document is visible before it is complete.
+
+Every unfinished document names its owner, the process working on it (ragsift/processes.py);
+`recover` (ingestion/recovery.py) takes over those whose owner died.
 """
 
 from __future__ import annotations
@@ -11,13 +14,11 @@ import contextlib
 import hashlib
 import logging
 import re
+import threading
 import uuid
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path, PurePath
-
-import numpy as np
 
 from ragsift.domain.errors import DocumentRejected, InvalidInput, NotFound
 from ragsift.domain.models import (
@@ -27,20 +28,27 @@ from ragsift.domain.models import (
     DocumentStatus,
     KnowledgeBase,
 )
+from ragsift.faults import crash_point
+from ragsift.ingestion.batch_write import BatchWriter
 from ragsift.ingestion.chunking import Chunker
+from ragsift.ingestion.cleanup import discard_unstored
 from ragsift.ingestion.embedding import Progress, embed_in_batches
+from ragsift.ingestion.outcomes import UNFINISHED, IngestOutcome
 from ragsift.ingestion.parsers import media_type_for
 from ragsift.ingestion.preparation import (
     Analyzer,
     Chunked,
     Failed,
     Job,
+    PreparationPool,
     Prepared,
+    WorkerLimits,
     chunk_document,
     index_records,
     picklable,
     prepare_in_pool,
 )
+from ragsift.ingestion.recovery import Recovery
 from ragsift.ports import (
     Embedder,
     ObjectStore,
@@ -48,16 +56,12 @@ from ragsift.ports import (
     SearchIndex,
     SparsePreAnalyzable,
 )
-from ragsift.versions.writer import DraftWriter, Pending
+from ragsift.processes import this_process
+from ragsift.versions.writer import DraftWriter
+
+__all__ = ["IngestOutcome", "IngestionService"]
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class IngestOutcome:
-    document: Document
-    duplicate: bool = False
-    chunks: int = 0
 
 
 class IngestionService:
@@ -74,6 +78,8 @@ class IngestionService:
         batch_size: int = 16,
         versions: DraftWriter | None = None,
         workers: int = 1,
+        isolate: bool = False,
+        limits: WorkerLimits | None = None,
     ) -> None:
         if max_file_bytes < 1 or batch_size < 1 or workers < 1:
             raise ValueError("max_file_bytes, batch_size and workers must be positive")
@@ -87,11 +93,43 @@ class IngestionService:
         # KB versions: chunks go into the KB's draft by reference (see versions/writer.py);
         # None writes them directly (no versions).
         self._versions = versions
-        # process_many prepares documents in `workers` processes; they need a copy of the
-        # chunker, so one that does not pickle (its tokenizer) keeps preparation here.
-        self._workers = workers if workers > 1 and picklable(chunker) else 1
-        if workers > 1 and self._workers == 1:
+        # Documents are prepared in `workers` processes (`isolate`: even a single one, for
+        # the time and memory limits); they need a copy of the chunker, so one that does
+        # not pickle (its tokenizer) keeps preparation here.
+        usable = picklable(chunker)
+        self._workers = workers if workers > 1 and usable else 1
+        self._isolate = (isolate or workers > 1) and usable
+        if (isolate or workers > 1) and not usable:
             logger.warning("the chunker does not pickle; documents are prepared in-process")
+        self._limits = limits or WorkerLimits()
+        self._pool: PreparationPool | None = None
+        self._pool_lock = threading.Lock()
+        self._recovery = Recovery(repository, index, object_store)
+        self._writer = BatchWriter(repository, index, versions, self._fail_existing,
+                                   self._reload)
+
+    def close(self) -> None:
+        """Stop the preparation workers (started again on next use)."""
+        with self._pool_lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.close()
+
+    def _preparer(self) -> PreparationPool | None:
+        """The worker pool, started on first use; None when preparing in-process."""
+        if not self._isolate:
+            return None
+        with self._pool_lock:
+            if self._pool is None:
+                self._pool = PreparationPool(self._chunker, self._workers, self._limits)
+            return self._pool
+
+    def recover(self, kb_id: str | None = None) -> list[str]:
+        """Take over the unfinished documents whose process died; ids to process again.
+
+        See ingestion/recovery.py; the returned documents are PENDING and ours.
+        """
+        return self._recovery.recover(kb_id)
 
     def ensure_kb(self, name: str) -> KnowledgeBase:
         """The knowledge base called `name`, created with the current embedder if missing."""
@@ -157,6 +195,8 @@ class IngestionService:
             return IngestOutcome(self._failed(kb, filename, None, len(data), reason, scope))
         sha = hashlib.sha256(data).hexdigest()
         existing = self._repository.find_document_by_sha256(kb.id, sha)
+        if existing is not None and existing.status in UNFINISHED:
+            return self._recovery.resume_or_busy(existing)
         if existing is not None and existing.status != DocumentStatus.FAILED:
             return IngestOutcome(existing, duplicate=True)
         if existing is not None:
@@ -170,7 +210,8 @@ class IngestionService:
                 id=uuid.uuid4().hex, kb_id=kb.id, filename=filename, media_type=media_type,
                 sha256=sha, size=len(data), status=DocumentStatus.PENDING,
                 scope=scope or DocumentScope(), created_at=datetime.now(UTC),
-            )
+            ),
+            owner=this_process().token(),
         )
         try:
             self._objects.put(_object_key(document), data)
@@ -185,6 +226,7 @@ class IngestionService:
         Ends READY or FAILED with the reason; NotFound if the document is gone (deleted).
         """
         document = self._reload(document_id)
+        self._repository.set_owner(document_id, this_process().token())
         try:
             data = self._objects.get(_object_key(document))
         except Exception as exc:
@@ -195,10 +237,13 @@ class IngestionService:
         """Re-parse a document from its stored original (after a chunking change, say)."""
         document = self._reload(document_id)
         data = self._objects.get(_object_key(document))  # NotFound before anything changes
-        # A version build keeps what is unchanged; a document no version holds yet (a
-        # retried first ingestion) starts clean of what an interrupted attempt indexed.
-        if self._versions is None or not self._repository.list_chunks(document_id):
+        self._repository.set_owner(document_id, this_process().token())
+        # A version build keeps what is unchanged; what an interrupted attempt indexed
+        # beyond the facts goes first.
+        if self._versions is None:
             self._index.delete_document(document_id)
+        else:
+            discard_unstored(self._repository, self._index, document)
         return self._process(document, data, progress)
 
     def _process(
@@ -206,7 +251,8 @@ class IngestionService:
     ) -> IngestOutcome:
         try:
             count = self._index_document(document, data, progress)
-            self._repository.set_status(document.id, DocumentStatus.READY)
+            if self._versions is None:  # a version commit sets READY with the chunks
+                self._repository.set_status(document.id, DocumentStatus.READY)
         except DocumentRejected as exc:
             return IngestOutcome(self._fail_existing(document, str(exc)))
         except Exception as exc:  # one document's failure must not stop the batch
@@ -220,9 +266,8 @@ class IngestionService:
         if self._versions is not None and not self._versions.retire(document):
             return  # kept for the versions that still hold it, until they are collected
         self._repository.set_status(document_id, DocumentStatus.DELETING, document.error)
-        self._index.delete_document(document_id)
-        self._objects.delete_prefix(f"{document.kb_id}/{document_id}")
-        self._repository.delete_document(document_id)
+        self._repository.set_owner(document_id, this_process().token())
+        self._recovery.finish_delete(document)
 
     def _index_document(
         self, document: Document, data: bytes, progress: Progress | None
@@ -241,15 +286,25 @@ class IngestionService:
     ) -> Prepared:
         """Parse, chunk and embed: everything before the index and the facts are written."""
         self._repository.set_status(document.id, DocumentStatus.PARSING)
-        chunks = chunk_document(
-            self._chunker, document.id, document.kb_id, document.filename, data
-        )
-        return self._embed(document, Chunked(chunks, {}), progress)
+        pool = self._preparer()
+        if pool is None:
+            chunks = chunk_document(
+                self._chunker, document.id, document.kb_id, document.filename, data
+            )
+            return self._embed(document, Chunked(chunks, {}), progress)
+        job = Job(document, data, self._sparse_analyzer(document.kb_id))
+        result = pool.result(pool.submit(job))
+        if isinstance(result, Failed):
+            if not result.rejected:
+                logger.error("ingesting %s failed: %s", document.filename, result.detail)
+            raise DocumentRejected(result.reason)
+        return self._embed(document, result, progress)
 
     def _embed(
         self, document: Document, chunked: Chunked, progress: Progress | None
     ) -> Prepared:
         """Embed the children of a chunked document that need a vector."""
+        crash_point("parsed")
         chunks = chunked.chunks
         self._repository.set_status(document.id, DocumentStatus.INDEXING)
         if self._versions is not None:  # only chunks no version shares need a vector
@@ -275,9 +330,9 @@ class IngestionService:
         """
         outcomes: dict[str, IngestOutcome] = {}
         pending: list[Prepared] = []
+        pool = self._preparer()
         prepared = (
-            self._prepare_parallel(document_ids, progress)
-            if self._workers > 1 and len(document_ids) > 1
+            self._prepare_parallel(pool, document_ids, progress) if pool is not None
             else (self._prepare_stored(self._reload(i), progress) for i in document_ids)
         )
         for item in prepared:
@@ -286,9 +341,9 @@ class IngestionService:
             else:
                 pending.append(item)
             if sum(len(p.records) for p in pending) >= commit_chunks:
-                outcomes.update(self._write_batch(pending))
+                outcomes.update(self._writer.write(pending))
                 pending = []
-        outcomes.update(self._write_batch(pending))
+        outcomes.update(self._writer.write(pending))
         return [outcomes[document_id] for document_id in document_ids]
 
     def _prepare_stored(
@@ -306,22 +361,23 @@ class IngestionService:
             return IngestOutcome(self._fail_existing(document, f"{type(exc).__name__}: {exc}"))
 
     def _prepare_parallel(
-        self, document_ids: Sequence[str], progress: Progress | None
+        self, pool: PreparationPool, document_ids: Sequence[str], progress: Progress | None
     ) -> Iterator[Prepared | IngestOutcome]:
         """_prepare_stored() for each document, the parsing and chunking in worker processes."""
-        for item in prepare_in_pool(self._chunker, self._workers, self._jobs(document_ids)):
+        for item in prepare_in_pool(pool, self._jobs(document_ids)):
             if isinstance(item, IngestOutcome):
                 yield item
                 continue
             job, result = item
-            yield (self._prepare_stored(job.document, progress, job.data) if result is None
-                   else self._collect(job.document, result, progress))
+            yield self._collect(job.document, result, progress)
 
     def _jobs(self, document_ids: Sequence[str]) -> Iterator[Job | IngestOutcome]:
         """Each document's stored original and its kb's BM25 analyzer, or its failure."""
         analyzers: dict[str, Analyzer | None] = {}
+        me = this_process().token()
         for document_id in document_ids:
             document = self._reload(document_id)
+            self._repository.set_owner(document_id, me)
             try:
                 data = self._objects.get(_object_key(document))
             except Exception as exc:
@@ -352,55 +408,6 @@ class IngestionService:
             return self._index.sparse_analyzer(kb_id)
         return None
 
-    def _write_batch(self, batch: Sequence[Prepared]) -> dict[str, IngestOutcome]:
-        if not batch:
-            return {}
-        if self._versions is not None:
-            return self._write_versioned(batch)
-        try:
-            self._index.upsert(
-                [record for p in batch for record in p.records],
-                np.concatenate([p.vectors for p in batch]),
-            )
-        except Exception as exc:
-            logger.exception("writing %d documents to the index failed", len(batch))
-            reason = f"{type(exc).__name__}: {exc}"
-            return {
-                p.document.id: IngestOutcome(self._fail_existing(p.document, reason))
-                for p in batch
-            }
-        outcomes: dict[str, IngestOutcome] = {}
-        for p in batch:
-            try:
-                self._repository.replace_chunks(p.document.id, p.chunks)
-                self._repository.set_status(p.document.id, DocumentStatus.READY)
-                outcomes[p.document.id] = IngestOutcome(
-                    self._reload(p.document.id), chunks=len(p.records)
-                )
-            except Exception as exc:
-                logger.exception("storing the chunks of %s failed", p.document.filename)
-                outcomes[p.document.id] = IngestOutcome(
-                    self._fail_existing(p.document, f"{type(exc).__name__}: {exc}")
-                )
-        return outcomes
-
-    def _write_versioned(self, batch: Sequence[Prepared]) -> dict[str, IngestOutcome]:
-        assert self._versions is not None
-        written = self._versions.write_many([
-            Pending(p.document, p.chunks, p.vectors_by_text(), p.analyzed_by_text())
-            for p in batch
-        ])
-        outcomes: dict[str, IngestOutcome] = {}
-        for p in batch:
-            result = written[p.document.id]
-            if isinstance(result, Exception):
-                logger.error("storing %s failed: %s", p.document.filename, result)
-                reason = f"{type(result).__name__}: {result}"
-                outcomes[p.document.id] = IngestOutcome(self._fail_existing(p.document, reason))
-            else:
-                outcomes[p.document.id] = IngestOutcome(self._reload(p.document.id), chunks=result)
-        return outcomes
-
     def _failed(
         self, kb: KnowledgeBase, filename: str, sha: str | None, size: int, reason: str,
         scope: DocumentScope | None,
@@ -418,8 +425,10 @@ class IngestionService:
 
     def _fail_existing(self, document: Document, reason: str) -> Document:
         try:
-            if self._versions is None:  # versions keep what they hold; the draft is unchanged
+            if self._versions is None:
                 self._index.delete_document(document.id)
+            else:  # versions keep what they hold; what no version holds goes
+                discard_unstored(self._repository, self._index, document)
         except Exception:  # the FAILED status matters more than index cleanup
             logger.exception("could not remove chunks of failed document %s", document.id)
         self._repository.set_status(document.id, DocumentStatus.FAILED, reason)

@@ -10,23 +10,35 @@ the parent. Spawned workers pay ~1.5 s of CPU each (imports, vocabulary) before 
 document, which made a 100-document ingest slower than in-process on 2 cores (measured,
 docs/benchmarks.md). Forking a process that runs threads is only safe when the child takes
 no lock another thread may hold: the workers run parsing, rjieba, HF `tokenizers` and the
-stemmer, none of which the parent's other threads (tantivy's) use; process_many forks them
-before it embeds anything. Elsewhere (macOS, Windows) they are spawned.
+stemmer, none of which the parent's other threads (tantivy's) use. Elsewhere (macOS,
+Windows) they are spawned.
+
+The workers are also the fence around hostile files: each job has a time limit, each worker
+an address-space cap over what it inherited, and a worker that dies or overruns fails its
+own document only (nothing is parsed again in the parent). Workers ask the kernel to kill
+them when their parent dies, so a killed `ragsift` leaves no orphan holding its files.
 """
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import multiprocessing
+import os
 import pickle
+import resource
+import signal
 import sys
 import traceback
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TypeVar
+
+import pebble
 
 from ragsift.domain.errors import DocumentRejected
 from ragsift.domain.index_records import AnalyzedText, IndexRecord
@@ -114,11 +126,50 @@ def analyze_children(chunks: list[Chunk], analyzer: Analyzer) -> dict[str, Analy
     }
 
 
+@dataclass(frozen=True, slots=True)
+class WorkerLimits:
+    """What one document's preparation may take in a worker process."""
+
+    timeout_s: float = 300.0
+    # address space the worker may add to what it inherited (RLIMIT_AS over its start size)
+    memory_bytes: int = 2 * 1024**3
+
+    def __post_init__(self) -> None:
+        if self.timeout_s <= 0 or self.memory_bytes <= 0:
+            raise ValueError("timeout_s and memory_bytes must be positive")
+
+
 _worker_chunker: Chunker | None = None  # set once in each worker process
+_PR_SET_PDEATHSIG = 1
 
 
-def _start_worker(chunker: Chunker) -> None:
+def _die_with_parent(parent_pid: int) -> None:
+    """Have the kernel kill this worker when its parent dies (Linux), however it dies."""
+    if sys.platform != "linux":
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent_pid:  # the parent died before prctl took effect
+        os._exit(1)
+
+
+def _cap_memory(extra_bytes: int) -> None:
+    """Limit the address space to its size now plus `extra_bytes` (a fork inherits a lot)."""
+    try:
+        pages = int(Path("/proc/self/statm").read_text("ascii").split()[0])
+    except (OSError, ValueError, IndexError):
+        return
+    limit = pages * os.sysconf("SC_PAGE_SIZE") + extra_bytes
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+
+
+def _start_worker(chunker: Chunker, limits: WorkerLimits, parent_pid: int) -> None:
     global _worker_chunker
+    _die_with_parent(parent_pid)
+    _cap_memory(limits.memory_bytes)
     _worker_chunker = chunker
 
 
@@ -131,6 +182,9 @@ def _prepare_in_worker(
         analyzed = analyze_children(chunks, analyzer) if analyzer is not None else {}
     except DocumentRejected as exc:
         return Failed(str(exc), rejected=True)
+    except MemoryError:
+        return Failed("parsing needed more memory than RAGSIFT_PREPARE_MEMORY_MB allows",
+                      rejected=True)
     except Exception as exc:  # reported to the parent as data: it fails this document alone
         return Failed(f"{type(exc).__name__}: {exc}", rejected=False,
                       detail=traceback.format_exc())
@@ -138,54 +192,67 @@ def _prepare_in_worker(
 
 
 class PreparationPool:
-    """`workers` spawned processes that prepare documents with a copy of `chunker`."""
+    """Worker processes that prepare documents with a copy of `chunker`, within `limits`.
 
-    def __init__(self, chunker: Chunker, workers: int) -> None:
+    pebble's pool knows which job a worker ran: a worker that dies (out of memory, a crash
+    in a native parser) or overruns the time limit fails that job alone and is replaced,
+    and the other jobs go on.
+    """
+
+    def __init__(self, chunker: Chunker, workers: int, limits: WorkerLimits) -> None:
         if workers < 1:
             raise ValueError("workers must be >= 1")
         self.workers = workers
-        self._executor = ProcessPoolExecutor(
-            workers, mp_context=multiprocessing.get_context(_START_METHOD),
-            initializer=_start_worker, initargs=(chunker,),
+        self._limits = limits
+        self._pool = pebble.ProcessPool(
+            max_workers=workers, initializer=_start_worker,
+            initargs=(chunker, limits, os.getpid()),
+            context=multiprocessing.get_context(_START_METHOD),
         )
 
-    def submit(
-        self, document_id: str, kb_id: str, filename: str, data: bytes,
-        analyzer: Analyzer | None,
-    ) -> Future[Chunked | Failed]:
+    def submit(self, job: Job) -> Future[Chunked | Failed]:
         """Prepare one document in a worker."""
-        return self._executor.submit(
-            _prepare_in_worker, document_id, kb_id, filename, data, analyzer
+        document = job.document
+        future: Future[Chunked | Failed] = self._pool.schedule(
+            _prepare_in_worker,
+            args=(document.id, document.kb_id, document.filename, job.data, job.analyzer),
+            timeout=self._limits.timeout_s,
         )
+        return future
+
+    def result(self, future: Future[Chunked | Failed]) -> Chunked | Failed:
+        """The job's result; a worker that died or overran fails the document with why."""
+        try:
+            return future.result()
+        except FutureTimeout:
+            return Failed(f"parsing took longer than {self._limits.timeout_s:g} s "
+                          "(RAGSIFT_PREPARE_TIMEOUT_S)", rejected=True)
+        except pebble.ProcessExpired as exc:
+            code = getattr(exc, "exitcode", None)
+            return Failed(f"the parser process died on this document (exit code {code}; "
+                          "over RAGSIFT_PREPARE_MEMORY_MB, or a crash in a parser)",
+                          rejected=True)
 
     def close(self) -> None:
         """Stop the workers (jobs not started yet are cancelled)."""
-        self._executor.shutdown(wait=True, cancel_futures=True)
+        self._pool.stop()  # type: ignore[no-untyped-call]
+        self._pool.join()
 
 
 def prepare_in_pool(
-    chunker: Chunker, workers: int, jobs: Iterable[Job | T]
-) -> Iterator[tuple[Job, Chunked | Failed | None] | T]:
-    """Each job with its result, in order, prepared in `workers` processes a few jobs ahead.
+    pool: PreparationPool, jobs: Iterable[Job | T]
+) -> Iterator[tuple[Job, Chunked | Failed] | T]:
+    """Each job with its result, in order, prepared in the pool a few jobs ahead.
 
-    Items that are not jobs (a caller's failures) pass through in order. The result is None
-    when the pool broke (a worker was killed): the caller prepares that document itself.
+    Items that are not jobs (a caller's failures) pass through in order.
     """
-    pool = PreparationPool(chunker, workers)
-    window: deque[tuple[Job, Future[Chunked | Failed] | None] | T] = deque()
+    window: deque[tuple[Job, Future[Chunked | Failed]] | T] = deque()
     todo = iter(jobs)
-    broken = False
     try:
         while True:
-            for item in todo:
-                if isinstance(item, Job):
-                    job = None if broken else pool.submit(
-                        item.document.id, item.document.kb_id, item.document.filename,
-                        item.data, item.analyzer)
-                    window.append((item, job))
-                else:
-                    window.append(item)
-                if len(window) >= _JOBS_PER_WORKER * workers:
+            for entry in todo:
+                window.append((entry, pool.submit(entry)) if isinstance(entry, Job) else entry)
+                if len(window) >= _JOBS_PER_WORKER * pool.workers:
                     break
             if not window:
                 return
@@ -193,18 +260,12 @@ def prepare_in_pool(
             if not isinstance(head, tuple):
                 yield head
                 continue
-            item, future = head
-            result: Chunked | Failed | None = None
-            try:
-                result = None if future is None else future.result()
-            except BrokenProcessPool:
-                if not broken:
-                    logger.warning("an ingestion worker died; preparing in-process from %s on",
-                                   item.document.filename)
-                broken = True
-            yield item, result
+            job, future = head
+            yield job, pool.result(future)
     finally:
-        pool.close()
+        for item in window:  # a consumer that stopped early leaves nothing running
+            if isinstance(item, tuple):
+                item[1].cancel()
 
 
 def index_records(

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from ragsift.domain.filters import SearchFilter
 from ragsift.domain.requests import Mode
 from ragsift.domain.results import ChannelHit, RankedList
+from ragsift.domain.retries import RetryTally, counting_retries
 from ragsift.domain.trace import ChannelRun, Degradation
 from ragsift.ports import Embedder, SearchIndex
 
@@ -46,15 +47,19 @@ class ChannelRunner:
         limit: int,
     ) -> ChannelOutcome:
         """`variants` are (label, text) pairs; lists are named `channel:label`."""
-        jobs: list[tuple[str, str, str, Callable[[], Awaitable[list[ChannelHit]]]]] = []
+        jobs: list[tuple[str, str, RetryTally, Callable[[], Awaitable[list[ChannelHit]]]]] = []
         for label, text in variants:
             if mode in ("dense", "hybrid"):
-                jobs.append(("dense", label, text, self._dense_job(text, search_filter, limit)))
+                tally = RetryTally()  # retries of this variant's query embedding
+                jobs.append(
+                    ("dense", label, tally, self._dense_job(text, search_filter, limit, tally))
+                )
             if mode in ("sparse", "hybrid"):
-                jobs.append(("sparse", label, text, self._sparse_job(text, search_filter, limit)))
+                jobs.append(("sparse", label, RetryTally(),
+                             self._sparse_job(text, search_filter, limit)))
         outcomes = await asyncio.gather(*(_timed(job) for *_, job in jobs), return_exceptions=True)
         result = ChannelOutcome([], [], [])
-        for (channel, label, _, _), outcome in zip(jobs, outcomes, strict=True):
+        for (channel, label, tally, _), outcome in zip(jobs, outcomes, strict=True):
             name = f"{channel}:{label}"
             if isinstance(outcome, BaseException):
                 if not isinstance(outcome, Exception):
@@ -64,6 +69,7 @@ class ChannelRunner:
                 result.runs.append(ChannelRun(
                     list_name=name, channel=channel,  # type: ignore[arg-type]
                     variant=label, candidates=0, latency_ms=0.0, error=reason,
+                    retries=tally.retries,
                 ))
                 result.degradations.append(Degradation(
                     code=f"{channel}_retrieval_failed", reason=reason  # type: ignore[arg-type]
@@ -74,14 +80,16 @@ class ChannelRunner:
             result.runs.append(ChannelRun(
                 list_name=name, channel=channel,  # type: ignore[arg-type]
                 variant=label, candidates=len(hits), latency_ms=latency,
+                retries=tally.retries,
             ))
         return result
 
     def _dense_job(
-        self, text: str, search_filter: SearchFilter, limit: int
+        self, text: str, search_filter: SearchFilter, limit: int, tally: RetryTally
     ) -> Callable[[], Awaitable[list[ChannelHit]]]:
         async def job() -> list[ChannelHit]:
-            vector = await asyncio.to_thread(self._embedder.embed_query, text)
+            with counting_retries(tally):
+                vector = await asyncio.to_thread(self._embedder.embed_query, text)
             return await asyncio.to_thread(self._index.search_dense, vector, search_filter, limit)
 
         return job

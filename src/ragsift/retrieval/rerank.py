@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from ragsift.domain.stages import RerankScore
@@ -33,6 +34,12 @@ def validate_scores(scores: Sequence[RerankScore], asked: int) -> list[RerankSco
         raise ValueError(f"the reranker returned an index outside 0..{asked - 1}")
     if len(set(indices)) != len(indices):
         raise ValueError("the reranker returned the same passage twice")
+    # JSON Infinity / NaN parse as floats: +inf would jump to rank 1, NaN would fail min_score.
+    bad = [score for score in scores if not math.isfinite(score.score)]
+    if bad:
+        raise ValueError(
+            f"the reranker returned a non-finite score ({bad[0].score}) for passage {bad[0].index}"
+        )
     return list(scores)
 
 

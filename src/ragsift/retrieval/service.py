@@ -10,7 +10,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from ragsift.config import Settings
-from ragsift.domain.errors import InvalidInput, NotFound, RetrievalUnavailable
+from ragsift.domain.errors import (
+    EmbeddingModelMismatch,
+    InvalidInput,
+    NotFound,
+    RetrievalUnavailable,
+)
 from ragsift.domain.filters import valid_at
 from ragsift.domain.models import Chunk
 from ragsift.domain.requests import SearchRequest
@@ -100,10 +105,31 @@ class RetrievalService:
         )
 
     async def search(self, request: SearchRequest) -> RetrievalResult:
-        """Documents and FAQ side by side; raises InvalidInput, NotFound, RetrievalUnavailable."""
+        """Documents and FAQ side by side; raises InvalidInput, NotFound, RetrievalUnavailable
+        and EmbeddingModelMismatch (an InvalidInput)."""
+        await self._check_embedder(request)
         return await run_plan(
             request, self._settings, self._repository, self._search_documents, self._faq
         )
+
+    async def _check_embedder(self, request: SearchRequest) -> None:
+        """Refuse a dense search whose query vector would come from another model than the
+        KB's vectors: their cosines mean nothing, and fusing them would do so silently.
+
+        BM25 needs no embedding, so mode "sparse" is allowed; an unknown KB is left to the
+        search itself (NotFound).
+        """
+        if (request.mode or self._settings.mode) == "sparse":
+            return
+        kb = await asyncio.to_thread(self._repository.get_kb, request.kb_id)
+        model = self._embedder.model_id
+        if kb is not None and kb.embedding_model != model:
+            raise EmbeddingModelMismatch(
+                f"knowledge base {kb.name!r} was built with the embedding model "
+                f"{kb.embedding_model}, but the configured embedder is {model}: their vectors "
+                "cannot be compared. Configure the KB's model, re-ingest the KB with this one, "
+                "or search it in mode sparse (BM25 needs no embedding)."
+            )
 
     async def _search_documents(self, request: SearchRequest) -> RetrievalResult:
         """The document search of a plan: chunks only, every stage in the trace."""

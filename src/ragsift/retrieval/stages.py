@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ragsift.domain.errors import InvalidInput
+from ragsift.domain.retries import counting_retries
 from ragsift.domain.trace import Degradation, QueryVariant, StageTrace
 from ragsift.ports import QueryRewriter, Reranker, Tokenizer
 from ragsift.retrieval.rerank import fitting_prefix, rerank_order, validate_scores
@@ -31,19 +32,24 @@ async def rewrite_stage(
         return RewriteOutcome(None, StageTrace(status="off", reason="not requested"))
     if rewriter is None:
         return RewriteOutcome(None, StageTrace(status="off", reason="no rewriter configured"))
-    try:
-        proposal = await asyncio.to_thread(rewriter.rewrite, query)
-    except Exception as exc:  # cancellation (BaseException) propagates
-        reason = f"{type(exc).__name__}: {exc}"
-        logger.warning("rewrite failed: %s", reason)
-        return RewriteOutcome(
-            None, StageTrace(status="failed", reason=reason),
-            Degradation(code="rewrite_failed", reason=reason),
-        )
+    with counting_retries() as tally:
+        try:
+            proposal = await asyncio.to_thread(rewriter.rewrite, query)
+        except Exception as exc:  # cancellation (BaseException) propagates
+            reason = f"{type(exc).__name__}: {exc}"
+            logger.warning("rewrite failed: %s", reason)
+            return RewriteOutcome(
+                None, StageTrace(status="failed", reason=reason, retries=tally.retries),
+                Degradation(code="rewrite_failed", reason=reason),
+            )
     variant, why = accept_rewrite(query, proposal, max_chars)
     if variant is None:
-        return RewriteOutcome(None, StageTrace(status="skipped", reason=why))
-    return RewriteOutcome(variant, StageTrace(status="applied", detail={"method": variant.method}))
+        return RewriteOutcome(
+            None, StageTrace(status="skipped", reason=why, retries=tally.retries)
+        )
+    return RewriteOutcome(variant, StageTrace(
+        status="applied", detail={"method": variant.method}, retries=tally.retries,
+    ))
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,19 +88,25 @@ async def rerank_stage(
     if sent == 0:
         reason = "not even the first candidate fits the rerank token budget"
         return RerankOutcome(keep, StageTrace(status="skipped", reason=reason))
-    try:
-        scores = await asyncio.to_thread(reranker.rerank, query, list(passages[:sent]))
-        scores = validate_scores(scores, sent)
-    except Exception as exc:
-        reason = f"{type(exc).__name__}: {exc}"
-        logger.warning("rerank failed: %s", reason)
-        return RerankOutcome(
-            keep, StageTrace(status="failed", reason=reason, detail={"sent": sent}),
-            Degradation(code="rerank_failed", reason=reason),
-        )
+    with counting_retries() as tally:
+        try:
+            scores = await asyncio.to_thread(reranker.rerank, query, list(passages[:sent]))
+            scores = validate_scores(scores, sent)
+        except Exception as exc:
+            reason = f"{type(exc).__name__}: {exc}"
+            logger.warning("rerank failed: %s", reason)
+            return RerankOutcome(
+                keep,
+                StageTrace(
+                    status="failed", reason=reason, detail={"sent": sent},
+                    retries=tally.retries,
+                ),
+                Degradation(code="rerank_failed", reason=reason),
+            )
     detail: dict[str, float | int | str] = {
         "sent": sent, "scored": len(scores), "model": reranker.model_id,
     }
     return RerankOutcome(
-        rerank_order(len(passages), scores), StageTrace(status="applied", detail=detail)
+        rerank_order(len(passages), scores),
+        StageTrace(status="applied", detail=detail, retries=tally.retries),
     )

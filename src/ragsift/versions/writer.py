@@ -18,6 +18,7 @@ import numpy as np
 from ragsift.domain.index_records import AnalyzedText, IndexRecord
 from ragsift.domain.models import Chunk, Document, DocumentStatus
 from ragsift.domain.versions import DraftCommit, DraftMoved, KbVersion, PublishMode, VersionState
+from ragsift.faults import crash_point
 from ragsift.ingestion.embedding import Progress, embed_in_batches
 from ragsift.ports import Embedder, RecordUpdatable, SearchIndex, Vectors, VersionStore
 from ragsift.versions.builder import DocumentPlan, children, index_record, plan_document
@@ -152,7 +153,13 @@ class DraftWriter:
                             for c in added]
                 vectors += [item.vectors[c.text] for c in added]
             if records:
-                self._index.upsert(records, np.stack(vectors))
+                try:
+                    self._index.upsert(records, np.stack(vectors))
+                except BaseException:
+                    # a write that failed half way (a full disk) must not leave rows behind
+                    self._discard(records)
+                    raise
+                crash_point("index_written")
             commits = [
                 DraftCommit(
                     kb_id=kb_id, document_id=item.document.id, draft_seq=plan.draft_seq,
@@ -168,11 +175,12 @@ class DraftWriter:
                     note=_note([item.document for item in group], status))
             except DraftMoved:
                 logger.info("draft of %s moved while writing; planning again", kb_id)
-                self._index.delete_chunks([r.chunk_id for r in records])
+                self._discard(records)
                 continue
             except BaseException:
-                self._index.delete_chunks([r.chunk_id for r in records])
+                self._discard(records)
                 raise
+            crash_point("committed")
             for item, plan in zip(group, plans, strict=True):
                 self._finish_index(item.document, plan)
             if self.on_commit is not None:
@@ -183,6 +191,14 @@ class DraftWriter:
             return plans
         raise DraftMoved(f"could not write to knowledge base {kb_id!r}: its draft kept "
                          f"moving ({MAX_ATTEMPTS} attempts)")
+
+    def _discard(self, records: Sequence[IndexRecord]) -> None:
+        """Remove rows written for a commit that did not happen (best effort: the next
+        process's recovery removes what is left, see ingestion/cleanup.py)."""
+        try:
+            self._index.delete_chunks([r.chunk_id for r in records])
+        except Exception:
+            logger.exception("could not remove %d uncommitted index rows", len(records))
 
     def _embed_missing(
         self, added: Sequence[Chunk], vectors: dict[str, Vectors], progress: Progress | None

@@ -10,7 +10,7 @@ import pytest
 import tantivy
 
 from ragsift.adapters.embedded_index import EmbeddedIndex
-from ragsift.adapters.embedded_index.bm25_kb import kb_directory_name
+from ragsift.adapters.embedded_index.bm25_layout import kb_directory_name
 from ragsift.adapters.embedded_index.bm25_store import SparseLayoutOutdated
 from ragsift.domain.filters import SearchFilter
 from ragsift.domain.index_records import IndexRecord

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ragsift.adapters.embedded_index.analyzer import CURRENT_VERSION, analyze_v1, analyze_v2
-from ragsift.adapters.embedded_index.bm25_kb import ANALYZER_FILE, kb_directory_name
+from ragsift.adapters.embedded_index.bm25_layout import ANALYZER_FILE, kb_directory_name
 from ragsift.adapters.embedded_index.bm25_store import TantivyBm25Store
 from ragsift.domain.filters import SearchFilter
 from ragsift.domain.index_records import AnalyzedText, IndexRecord

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import json
 import os
-import re
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -14,8 +13,17 @@ import tantivy
 from tantivy import Occur, Query
 
 from ragsift.adapters.embedded_index.analyzer import CURRENT_VERSION, analyzer_for
-from ragsift.domain.errors import RagsiftError
+from ragsift.adapters.embedded_index.bm25_layout import (
+    ANALYZER_FILE,
+    LOCK_FILE,
+    IndexInUse,
+    missing_meta,
+    outdated_schema_error,
+)
+from ragsift.domain.filters import SearchFilter
 from ragsift.domain.index_records import IndexRecord
+from ragsift.domain.results import ChannelHit
+from ragsift.processes import is_dead, this_process
 
 _HEAP_BYTES = 64_000_000
 SCOPE_FIELDS = ("source", "tenant_id", "dataset_id", "visibility")
@@ -23,17 +31,6 @@ SCOPE_FIELDS = ("source", "tenant_id", "dataset_id", "visibility")
 ROLES_OPEN = "roles_open"
 VERSION_FIELDS = ("valid_from_seq", "valid_to_seq")
 _MAX_SEQ = 2**62
-LOCK_FILE = ".lock"
-# The analyzer version a kb index was built with; an index without it predates versioning (1).
-ANALYZER_FILE = "analyzer.json"
-# Directory names of kb indexes: the sha1 hex of the kb_id, whatever characters it holds.
-KB_DIRECTORY = re.compile(r"[0-9a-f]{40}")
-
-
-class IndexInUse(RagsiftError):
-    """Another process holds the index's lock."""
-
-    code = "index_in_use"
 
 
 def schema() -> tantivy.Schema:
@@ -50,29 +47,45 @@ def schema() -> tantivy.Schema:
     return builder.build()
 
 
-def kb_directory_name(kb_id: str) -> str:
-    """A file-system-safe, collision-free directory name for one kb."""
-    return hashlib.sha1(kb_id.encode("utf-8")).hexdigest()
+def lock_root(root: Path, wait_s: float = 5.0) -> int:
+    """Take the store's exclusive lock (released by `unlock_root` or when the process dies).
+
+    The holder writes its identity into the lock file. A lock whose holder is gone is only
+    held by its dying preparation workers (the kernel kills them with their parent, see
+    ingestion/preparation.py) for a moment: that is waited for, up to `wait_s`; a live
+    holder is refused at once.
+    """
+    deadline = time.monotonic() + wait_s
+    while True:
+        fd = os.open(root / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            # flock locks belong to the open file description, so a second open in this
+            # same process is refused too, like a second tantivy writer was.
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _read_holder(fd)
+            os.close(fd)
+            if is_dead(holder) and holder is not None and time.monotonic() < deadline:
+                time.sleep(0.05)
+                continue
+            raise IndexInUse(
+                f"the index in {root} is open in another ragsift process; the embedded "
+                "backend allows one process per data directory (stop the other one, or use "
+                "another --data-dir)"
+            ) from None
+        except BaseException:
+            os.close(fd)
+            raise
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, this_process().token().encode("utf-8"), 0)
+        return fd
 
 
-def lock_root(root: Path) -> int:
-    """Take the store's exclusive lock (released by `unlock_root` or when the process dies)."""
-    fd = os.open(root / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+def _read_holder(fd: int) -> str | None:
     try:
-        # flock locks belong to the open file description, so a second open in this same
-        # process is refused too, like a second tantivy writer was.
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        raise IndexInUse(
-            f"the index in {root} is open in another ragsift process; the embedded "
-            "backend allows one process per data directory (stop the other one, or use "
-            "another --data-dir)"
-        ) from None
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
+        return os.pread(fd, 1024, 0).decode("utf-8", "replace").strip() or None
+    except OSError:
+        return None
 
 
 def unlock_root(fd: int) -> None:
@@ -91,7 +104,10 @@ class KbIndex:
     """
 
     def __init__(self, directory: Path, schema_: tantivy.Schema) -> None:
+        """Open (or create) the index; any error means its files are damaged or unreadable."""
         directory.mkdir(exist_ok=True)
+        if missing_meta(directory):
+            raise FileNotFoundError(f"meta.json is missing beside the index files in {directory}")
         self._directory = directory
         self.analyzer_version = _analyzer_version(directory)
         self._analyze = analyzer_for(self.analyzer_version)
@@ -101,7 +117,7 @@ class KbIndex:
         except ValueError as exc:
             if "schema does not match" not in str(exc):
                 raise
-            raise _outdated(directory) from exc
+            raise outdated_schema_error(directory) from exc
         self._schema = self._index.schema
         self._writer: tantivy.IndexWriter | None = None
         self._index.reload()
@@ -121,6 +137,42 @@ class KbIndex:
         if analyzed is not None and analyzed.version == self.analyzer_version:
             return document(record, tokens=analyzed.tokens)
         return document(record, self._analyze)
+
+    def search(self, query: str, restrictions: list[Query], limit: int) -> list[ChannelHit]:
+        """Top-`limit` chunks by raw BM25 among those `restrictions` allow (see filter_clauses)."""
+        # Repeated query tokens are deduplicated: search-mode segmentation already repeats
+        # the pieces of compound words, and counting them again would over-weight them.
+        tokens = list(dict.fromkeys(self.analyze(query)))
+        if not tokens:
+            return []
+        searcher = self.searcher
+        hits = searcher.search(_bm25_query(self._schema, tokens, restrictions), limit,
+                               count=False).hits
+        results: list[ChannelHit] = []
+        for score, address in hits:
+            doc = searcher.doc(address)
+            results.append(
+                ChannelHit(
+                    chunk_id=str(doc.get_first("chunk_id")),
+                    document_id=str(doc.get_first("document_id")),
+                    score=float(score),
+                )
+            )
+        # Stable order among equal scores, whatever the segment layout.
+        results.sort(key=lambda hit: (-hit.score, hit.chunk_id))
+        return results
+
+    def replace(
+        self, records: Sequence[IndexRecord], documents: Sequence[tantivy.Document]
+    ) -> None:
+        """Add `documents` (of `records`), replacing the chunks of those ids, and commit."""
+        writer = self.writer()
+        # Deletes only hit documents added before them, so the adds below survive.
+        for record in records:
+            writer.delete_documents_by_term("chunk_id", record.chunk_id)
+        for doc in documents:
+            writer.add_document(doc)
+        self.commit()
 
     def contains_any(self, field: str, values: Sequence[str]) -> bool:
         """Whether a live document has one of these values in a raw-tokenized field."""
@@ -225,12 +277,46 @@ def version_clause(schema_: tantivy.Schema, version_seq: int) -> Query:
     ])
 
 
-def _outdated(directory: Path) -> RagsiftError:
-    # imported here: bm25_store imports this module
-    from ragsift.adapters.embedded_index.bm25_store import SparseLayoutOutdated
+def filter_clauses(schema_: tantivy.Schema, search_filter: SearchFilter) -> list[Query] | None:
+    """Document and scope restrictions as term-set queries (never parsed text).
 
-    return SparseLayoutOutdated(
-        f"the BM25 index in {directory} was written by an older ragsift, before chunks "
-        "carried KB versions and allowed roles; rebuild it from the database with `ragsift "
-        "rebuild-sparse` (nothing is re-embedded)."
+    The kb needs no clause, as its index holds nothing else; None when the filter allows
+    nothing, [] when it restricts nothing.
+    """
+    restrictions: dict[str, frozenset[str]] = dict(search_filter.scope_fields())
+    if search_filter.document_ids is not None:
+        restrictions["document_id"] = search_filter.document_ids
+    clauses: list[Query] = []
+    for name, values in restrictions.items():
+        if not values:
+            return None
+        clauses.append(Query.term_set_query(schema_, name, sorted(values)))
+    if search_filter.roles is not None:
+        clauses.append(roles_clause(schema_, search_filter.roles))
+    if search_filter.version_seq is not None:
+        clauses.append(version_clause(schema_, search_filter.version_seq))
+    return clauses
+
+
+def _bm25_query(schema_: tantivy.Schema, tokens: Sequence[str], restrictions: list[Query]
+                ) -> Query:
+    """Any of `tokens` in the text, scored by BM25, among the documents `restrictions` allow."""
+    text_query = Query.boolean_query(
+        [(Occur.Should, Query.term_query(schema_, "text", token)) for token in tokens]
+    )
+    if not restrictions:
+        return text_query
+    # The filter is a MUST clause with a constant score of 0, so it restricts the matches
+    # without altering the BM25 score; the text disjunction is a MUST too, so a document
+    # must contain at least one query token.
+    return Query.boolean_query(
+        [
+            (Occur.Must, text_query),
+            (
+                Occur.Must,
+                Query.const_score_query(
+                    Query.boolean_query([(Occur.Must, c) for c in restrictions]), 0.0
+                ),
+            ),
+        ]
     )

@@ -22,7 +22,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ragsift.adapters.embedded_index.bm25_kb import KB_DIRECTORY, LOCK_FILE, KbIndex
+from ragsift.adapters.embedded_index.bm25_kb import KbIndex
+from ragsift.adapters.embedded_index.bm25_layout import (
+    KB_DIRECTORY,
+    LOCK_FILE,
+    SparseLayoutOutdated,
+)
 from ragsift.domain.errors import InvalidInput
 from ragsift.domain.index_records import IndexRecord
 
@@ -99,7 +104,7 @@ class KbRebuild:
         """Drop an unfinished build (no-op once switched in)."""
         with contextlib.suppress(Exception):
             self._index.close_writer()
-        shutil.rmtree(self._directory, ignore_errors=True)
+        remove_tree(self._directory)
 
 
 def staged_directory(root: Path, name: str) -> Path:
@@ -109,13 +114,13 @@ def staged_directory(root: Path, name: str) -> Path:
 def switch_in(root: Path, name: str) -> None:
     """Make the staged index of kb directory `name` the live one (two renames, then fsync)."""
     live, staged, retired = root / name, root / f"{name}{STAGED}", root / f"{name}{RETIRED}"
-    shutil.rmtree(retired, ignore_errors=True)
+    remove_tree(retired)
     if live.exists():
         os.rename(live, retired)
     # A crash here leaves no live directory and a complete staged one: recover() promotes it.
     os.rename(staged, live)
     _fsync_directory(root)
-    shutil.rmtree(retired, ignore_errors=True)
+    remove_tree(retired)
 
 
 def recover(root: Path) -> None:
@@ -127,11 +132,34 @@ def recover(root: Path) -> None:
             continue
         live = root / base
         if live.exists():
-            shutil.rmtree(entry, ignore_errors=True)  # an unfinished build or a leftover
+            remove_tree(entry)  # an unfinished build or a leftover
         else:
             os.rename(entry, live)  # the switch was interrupted between its renames
             logger.warning("completed an interrupted BM25 index switch in %s", live)
     _fsync_directory(root)
+
+
+def check_layout(root: Path, upgrade: bool) -> None:
+    """Refuse the old layout (one tantivy index for all kbs at the root) unless upgrading.
+
+    It cannot be converted in place because the analyzed text is not stored; the chunks
+    must be indexed again from the relational store, which is the source of truth.
+    """
+    outdated = (root / "meta.json").exists()
+    if upgrade and (outdated or (root / UPGRADE_MARKER).exists()):
+        move_single_index_aside(root)
+    elif outdated:
+        raise SparseLayoutOutdated(
+            f"{root} holds a BM25 index in the old single-index layout (one index shared by "
+            "every knowledge base), which this version cannot read or convert because the "
+            "indexed text is not stored. Rebuild it from the database with `ragsift "
+            "rebuild-sparse` (every knowledge base; nothing is re-embedded)."
+        )
+    elif (root / UPGRADE_MARKER).exists():
+        raise SparseLayoutOutdated(
+            f"{root}: an upgrade of the BM25 layout has not finished; run `ragsift "
+            "rebuild-sparse` again to rebuild every knowledge base."
+        )
 
 
 def move_single_index_aside(root: Path) -> Path | None:
@@ -164,6 +192,34 @@ def mark_upgrade(root: Path) -> None:
     (root / UPGRADE_MARKER).write_text(
         "The BM25 index of every knowledge base must be rebuilt: run `ragsift rebuild-sparse`.\n"
     )
+
+
+def remove_tree(path: Path) -> None:
+    """Delete a directory tree, also a damaged index whose permissions were taken away.
+
+    What still cannot be deleted is logged and left: a leftover beside the live index is
+    harmless (the next start tries again) and must not fail a rebuild that succeeded.
+    """
+    if not path.exists():
+        return
+    try:
+        shutil.rmtree(path)
+    except OSError:
+        _grant_owner_access(path)
+        shutil.rmtree(path, ignore_errors=True)
+    if path.exists():
+        logger.warning("could not delete %s; delete it by hand", path)
+
+
+def _grant_owner_access(path: Path) -> None:
+    """chmod u+rwx every directory of a tree we own, so its entries can be listed and removed."""
+    with contextlib.suppress(OSError):
+        path.chmod(0o700)
+        # top-down: each directory is made listable before os.walk reads it
+        for directory, subdirectories, _ in os.walk(path):
+            for name in subdirectories:
+                with contextlib.suppress(OSError):
+                    Path(directory, name).chmod(0o700)
 
 
 def _fsync_directory(directory: Path) -> None:

@@ -10,25 +10,29 @@ beside the live one and switched in atomically while searches run (bm25_rebuild.
 from __future__ import annotations
 
 import logging
-import shutil
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from tantivy import Occur, Query
+from tantivy import Query
 
 from ragsift.adapters.embedded_index.analyzer import CURRENT_VERSION, analyzer_for
 from ragsift.adapters.embedded_index.bm25_kb import (
-    KB_DIRECTORY,
-    IndexInUse,
     KbIndex,
-    kb_directory_name,
+    filter_clauses,
     lock_root,
-    roles_clause,
     schema,
     unlock_root,
-    version_clause,
+)
+from ragsift.adapters.embedded_index.bm25_layout import (
+    KB_DIRECTORY,
+    IndexInUse,
+    SparseIndexBroken,
+    SparseLayoutOutdated,
+    broken_error,
+    kb_directory_name,
+    missing_meta,
 )
 from ragsift.adapters.embedded_index.bm25_rebuild import (
     UPGRADE_MARKER,
@@ -36,9 +40,10 @@ from ragsift.adapters.embedded_index.bm25_rebuild import (
     JournaledUpsert,
     KbRebuild,
     RebuildInProgress,
+    check_layout,
     mark_upgrade,
-    move_single_index_aside,
     recover,
+    remove_tree,
     staged_directory,
     switch_in,
 )
@@ -47,15 +52,9 @@ from ragsift.domain.filters import SearchFilter
 from ragsift.domain.index_records import IndexRecord
 from ragsift.domain.results import ChannelHit
 
-__all__ = ["IndexInUse", "SparseLayoutOutdated", "TantivyBm25Store"]
+__all__ = ["IndexInUse", "SparseIndexBroken", "SparseLayoutOutdated", "TantivyBm25Store"]
 
 logger = logging.getLogger(__name__)
-
-
-class SparseLayoutOutdated(RagsiftError):
-    """The directory holds the old single-index BM25 layout, which cannot be converted."""
-
-    code = "sparse_layout_outdated"
 
 
 class TantivyBm25Store:
@@ -64,6 +63,10 @@ class TantivyBm25Store:
     Kb indexes are created on the first upsert into the kb and opened on first use; each
     opens its writer on its first write and keeps it until `close`. Writes are serialised
     by one lock; searches take no lock (only the first open of a kb index does).
+
+    A kb index that cannot be opened (files emptied, truncated or missing) is marked broken
+    with its error: its searches and writes raise SparseIndexBroken, deletes skip it, every
+    other kb works, and `rebuild` replaces it without reading it.
 
     `upgrade_layout` (for `ragsift rebuild-sparse` only) moves an outdated layout aside
     instead of refusing it; every kb must then be rebuilt and `finish_upgrade` called.
@@ -75,7 +78,7 @@ class TantivyBm25Store:
         # Taken first, so a second process fails here before it reads or changes anything.
         self._lock_fd: int | None = lock_root(root)
         try:
-            _check_layout(root, upgrade_layout)
+            check_layout(root, upgrade_layout)
             recover(root)
         except BaseException:
             unlock_root(self._lock_fd)
@@ -87,11 +90,10 @@ class TantivyBm25Store:
         self._kbs: dict[str, KbIndex] = {}
         self._rebuilds: dict[str, KbRebuild] = {}  # by kb directory name
         # Kb indexes on disk (by directory name); only this process adds to it while locked.
-        self._names = {
-            entry.name
-            for entry in root.iterdir()
-            if KB_DIRECTORY.fullmatch(entry.name) and (entry / "meta.json").is_file()
-        }
+        self._names: set[str] = set()
+        # Kb indexes that cannot be opened, with why (never also in _names).
+        self._broken: dict[str, str] = {}
+        self._scan()
         # Upgrade mode: kb indexes of an older schema, never opened, waiting to be rebuilt.
         self._outdated: set[str] = set()
         if upgrade_layout:
@@ -99,27 +101,57 @@ class TantivyBm25Store:
         logger.debug("opened BM25 store %s with %d kb indexes", root, len(self._names))
 
     def count(self) -> int:
-        """Number of live documents (one per chunk) over every kb, as last committed."""
+        """Number of live documents (one per chunk) over every kb that opens, as committed."""
         total = 0
         for name in self._kb_names():
-            kb = self._kb(name, create=False)
+            try:
+                kb = self._kb(name, create=False)
+            except SparseIndexBroken:
+                continue  # logged when it failed to open; `broken` reports it
             if kb is not None:
                 total += int(kb.searcher.num_docs)
         return total
+
+    def broken(self, kb_ids: Iterable[str]) -> dict[str, str]:
+        """kb_id -> why its index cannot be opened, for each of `kb_ids` whose cannot."""
+        found: dict[str, str] = {}
+        for kb_id in kb_ids:
+            name = kb_directory_name(kb_id)
+            try:
+                self._kb(name, create=False, kb_id=kb_id)
+            except SparseIndexBroken:
+                found[kb_id] = self._broken[name]
+        return found
 
     def analyzer(self, kb_id: str) -> tuple[int, Callable[[str], list[str]]]:
         """(version, analyzer) that upserts into this kb use; a new kb gets the current one.
 
         The analyzer is a module-level function, so it pickles into worker processes.
         """
-        kb = self._kb(kb_directory_name(kb_id), create=False)
+        try:
+            kb = self._kb(kb_directory_name(kb_id), create=False, kb_id=kb_id)
+        except SparseIndexBroken:
+            # Analysis ahead of a write must not fail a batch: the write itself fails each
+            # document of this kb with the reason, and a rebuild re-analyzes everything.
+            kb = None
         version = CURRENT_VERSION if kb is None else kb.analyzer_version
         return version, analyzer_for(version)
 
     # ---- writes -------------------------------------------------------------------------
 
+    def check_writable(self, kb_ids: Iterable[str]) -> None:
+        """SparseIndexBroken when an upsert into one of these kbs would fail for its index.
+
+        For callers that write elsewhere first (the dense store), so they fail before it.
+        """
+        for kb_id in set(kb_ids):
+            self._writable(kb_directory_name(kb_id), kb_id)
+
     def upsert(self, records: Sequence[IndexRecord]) -> None:
-        """Insert or replace chunks by chunk_id; the last occurrence wins inside one batch."""
+        """Insert or replace chunks by chunk_id; the last occurrence wins inside one batch.
+
+        SparseIndexBroken, before anything is written, when a kb of the batch is broken.
+        """
         if not records:
             return
         latest = {record.chunk_id: record for record in records}
@@ -128,7 +160,7 @@ class TantivyBm25Store:
         for chunk_id, record in latest.items():
             groups.setdefault(target[chunk_id], []).append(record)
         self._check_open()
-        kbs = {name: self._kb(name, create=True) for name in groups}
+        kbs = {name: self._writable(name, group[0].kb_id) for name, group in groups.items()}
         # Analysis is the costly part and needs no lock; each kb index analyzes with the
         # analyzer version it was built with.
         documents = {
@@ -137,21 +169,20 @@ class TantivyBm25Store:
         }
         with self._write_lock:
             self._check_open()
+            # Again under the lock: a rebuild may have switched a kb's index in meanwhile.
+            current = {name: self._writable(name, group[0].kb_id)
+                       for name, group in groups.items()}
             for name, group in groups.items():
-                kb = kbs[name]
-                assert kb is not None
-                writer = kb.writer()
-                # Deletes only hit documents added before them, so the adds below survive.
-                for record in group:
-                    writer.delete_documents_by_term("chunk_id", record.chunk_id)
-                for doc in documents[name]:
-                    writer.add_document(doc)
-                kb.commit()
+                kb = current[name]
+                if kb is not None:  # None: broken and being rebuilt, so the journal only
+                    if kb is not kbs[name]:
+                        documents[name] = [kb.document(r) for r in group]
+                    kb.replace(group, documents[name])
                 self._journal(name, JournaledUpsert(tuple(group)))
             # A chunk that moved to another kb leaves its old one. After the add: a crash in
             # between leaves a copy in the old kb (which the kb re-check of hits drops and
             # the next upsert removes), never a lost chunk.
-            for name in self._kb_names():
+            for name in self._write_targets():
                 moved = [chunk_id for chunk_id, kb_name in target.items() if kb_name != name]
                 if moved:
                     self._delete_terms(name, "chunk_id", moved)
@@ -163,7 +194,7 @@ class TantivyBm25Store:
         with self._write_lock:
             self._check_open()
             if ids:
-                for name in self._kb_names():
+                for name in self._write_targets():
                     self._delete_terms(name, "chunk_id", ids)
                     self._journal(name, JournaledDelete("chunk_id", tuple(ids)))
 
@@ -171,9 +202,30 @@ class TantivyBm25Store:
         """Remove every chunk of one document."""
         with self._write_lock:
             self._check_open()
-            for name in self._kb_names():
+            for name in self._write_targets():
                 self._delete_terms(name, "document_id", [document_id])
                 self._journal(name, JournaledDelete("document_id", (document_id,)))
+
+    def document_chunk_ids(self, kb_id: str, document_id: str) -> set[str]:
+        """The chunk ids committed for one document, in its kb's index and any other.
+
+        A kb index that cannot be opened holds nothing this can see (its rebuild from the
+        facts leaves no stray rows anyway).
+        """
+        found: set[str] = set()
+        for name in dict.fromkeys([kb_directory_name(kb_id), *self._kb_names()]):
+            try:
+                kb = self._kb(name, create=False)
+            except RagsiftError:
+                continue
+            if kb is None:
+                continue
+            searcher = kb.searcher
+            query = Query.term_query(self._schema, "document_id", document_id)
+            limit = max(1, int(searcher.num_docs))
+            for _, address in searcher.search(query, limit, count=False).hits:
+                found.update(searcher.doc(address)["chunk_id"])
+        return found
 
     @property
     def upgrade_pending(self) -> bool:
@@ -189,7 +241,7 @@ class TantivyBm25Store:
         with self._write_lock:
             for name in sorted(self._outdated):
                 logger.warning("deleting the outdated BM25 index %s of no knowledge base", name)
-                shutil.rmtree(self._root / name, ignore_errors=True)
+                remove_tree(self._root / name)
             self._outdated.clear()
             (self._root / UPGRADE_MARKER).unlink(missing_ok=True)
 
@@ -200,17 +252,23 @@ class TantivyBm25Store:
         Writes to the kb meanwhile reach the live index and are replayed onto the new one
         under the write lock, just before the switch; searches use the live index until
         the switch and those in flight then finish on it. An exception discards the build.
+        A broken or outdated live index is never read, only replaced.
         """
         name = kb_directory_name(kb_id)
         with self._write_lock:
             self._check_open()
             if name in self._rebuilds:
                 raise RebuildInProgress(f"the BM25 index of kb {kb_id!r} is being rebuilt already")
-            # The live directory must exist before a build starts (crash recovery relies on it).
+            # The live directory must exist before a build starts (crash recovery relies on
+            # it); a broken one exists already.
             if name not in self._outdated:
-                self._kb(name, create=True)
+                try:
+                    self._kb(name, create=True, kb_id=kb_id)
+                except SparseIndexBroken:
+                    logger.warning("rebuilding the unreadable BM25 index of kb %s: %s",
+                                   kb_id, self._broken[name])
             staged = staged_directory(self._root, name)
-            shutil.rmtree(staged, ignore_errors=True)
+            remove_tree(staged)
             rebuild = KbRebuild(kb_id, KbIndex(staged, self._schema), staged)
             self._rebuilds[name] = rebuild
         try:
@@ -218,7 +276,7 @@ class TantivyBm25Store:
             with self._write_lock:
                 self._check_open()
                 rebuild.finish()
-                if name in self._kbs:  # not when the live one has an outdated schema
+                if name in self._kbs:  # not when the live one is outdated or broken
                     self._kbs[name].close_writer()
                 switch_in(self._root, name)
                 # One assignment publishes the new index; searches holding the old one's
@@ -227,6 +285,7 @@ class TantivyBm25Store:
                 with self._open_lock:
                     self._names.add(name)
                     self._outdated.discard(name)
+                    self._broken.pop(name, None)
                 del self._rebuilds[name]
         except BaseException:
             with self._write_lock:
@@ -249,98 +308,103 @@ class TantivyBm25Store:
     # ---- search -------------------------------------------------------------------------
 
     def search(self, query: str, search_filter: SearchFilter, limit: int) -> list[ChannelHit]:
-        """Top-`limit` chunks of the filter's kb by raw BM25 among those the filter allows."""
+        """Top-`limit` chunks of the filter's kb by raw BM25 among those the filter allows.
+
+        SparseIndexBroken when the kb's index cannot be opened.
+        """
         if limit <= 0:
             return []
-        restrictions = self._filter_clauses(search_filter)
+        restrictions = filter_clauses(self._schema, search_filter)
         if restrictions is None:
             return []
-        kb = self._kb(kb_directory_name(search_filter.kb_id), create=False)
+        kb_id = search_filter.kb_id
+        kb = self._kb(kb_directory_name(kb_id), create=False, kb_id=kb_id)
         if kb is None:
             return []
-        # Repeated query tokens are deduplicated: search-mode segmentation already repeats
-        # the pieces of compound words, and counting them again would over-weight them.
-        tokens = list(dict.fromkeys(kb.analyze(query)))
-        if not tokens:
-            return []
-        text_query = Query.boolean_query(
-            [(Occur.Should, Query.term_query(self._schema, "text", token)) for token in tokens]
-        )
-        combined = text_query
-        if restrictions:
-            # The filter is a MUST clause with a constant score of 0, so it restricts the
-            # matches without altering the BM25 score; the text disjunction is a MUST too,
-            # so a document must contain at least one query token.
-            combined = Query.boolean_query(
-                [
-                    (Occur.Must, text_query),
-                    (
-                        Occur.Must,
-                        Query.const_score_query(
-                            Query.boolean_query([(Occur.Must, c) for c in restrictions]), 0.0
-                        ),
-                    ),
-                ]
-            )
-        searcher = kb.searcher
-        hits = searcher.search(combined, limit, count=False).hits
-        results: list[ChannelHit] = []
-        for score, address in hits:
-            doc = searcher.doc(address)
-            results.append(
-                ChannelHit(
-                    chunk_id=str(doc.get_first("chunk_id")),
-                    document_id=str(doc.get_first("document_id")),
-                    score=float(score),
-                )
-            )
-        # Stable order among equal scores, whatever the segment layout.
-        results.sort(key=lambda hit: (-hit.score, hit.chunk_id))
-        return results
+        return kb.search(query, restrictions, limit)
 
     # ---- internals ----------------------------------------------------------------------
 
-    def _filter_clauses(self, search_filter: SearchFilter) -> list[Query] | None:
-        """Document and scope restrictions as term-set queries (never parsed text).
+    def _scan(self) -> None:
+        """Sort the kb directories on disk into openable ones and visibly damaged ones."""
+        for entry in self._root.iterdir():
+            if not KB_DIRECTORY.fullmatch(entry.name) or not entry.is_dir():
+                continue
+            try:
+                if (entry / "meta.json").is_file():
+                    self._names.add(entry.name)
+                elif missing_meta(entry):
+                    self._mark_broken(entry.name, "meta.json is missing beside the index files")
+                # else a kb whose first write never got as far as creating its index
+            except OSError as exc:  # an unreadable directory
+                self._mark_broken(entry.name, f"{type(exc).__name__}: {exc}")
 
-        The kb needs no clause, as its index holds nothing else; None when the filter
-        allows nothing, [] when it restricts nothing.
+    def _kb(self, name: str, *, create: bool, kb_id: str | None = None) -> KbIndex | None:
+        """The open index of one kb directory; None when it does not exist and not `create`.
+
+        SparseIndexBroken (naming `kb_id` where given) when it cannot be opened.
         """
-        restrictions: dict[str, frozenset[str]] = dict(search_filter.scope_fields())
-        if search_filter.document_ids is not None:
-            restrictions["document_id"] = search_filter.document_ids
-        clauses: list[Query] = []
-        for name, values in restrictions.items():
-            if not values:
-                return None
-            clauses.append(Query.term_set_query(self._schema, name, sorted(values)))
-        if search_filter.roles is not None:
-            clauses.append(roles_clause(self._schema, search_filter.roles))
-        if search_filter.version_seq is not None:
-            clauses.append(version_clause(self._schema, search_filter.version_seq))
-        return clauses
-
-    def _kb(self, name: str, *, create: bool) -> KbIndex | None:
-        """The open index of one kb directory; None when it does not exist and not `create`."""
         kb = self._kbs.get(name)
         if kb is not None:
             return kb
         with self._open_lock:
             kb = self._kbs.get(name)
-            if kb is None and (create or name in self._names):
-                kb = KbIndex(self._root / name, self._schema)
-                self._kbs[name] = kb
-                self._names.add(name)
-            return kb
+            if kb is not None:
+                return kb
+            if name not in self._broken and (create or name in self._names):
+                try:
+                    kb = KbIndex(self._root / name, self._schema)
+                except (SparseLayoutOutdated, IndexInUse):
+                    raise
+                except Exception as exc:  # tantivy reports damage as ValueError, files as OSError
+                    self._mark_broken(name, f"{type(exc).__name__}: {exc}")
+                else:
+                    self._kbs[name] = kb
+                    self._names.add(name)
+                    return kb
+            reason = self._broken.get(name)
+            if reason is None:
+                return None
+            raise broken_error(kb_id or name, reason)
+
+    def _mark_broken(self, name: str, reason: str) -> None:
+        """Keep why a kb index cannot be opened (caller holds the open lock or is __init__)."""
+        self._broken[name] = reason
+        self._names.discard(name)
+        logger.error("the BM25 index %s cannot be opened (%s); its searches and writes fail "
+                     "until `ragsift rebuild-sparse` rebuilds it", self._root / name, reason)
+
+    def _writable(self, name: str, kb_id: str) -> KbIndex | None:
+        """The kb's index for an upsert (created if new); None when it is broken and being
+        rebuilt (the write then goes to the rebuild's journal only); else SparseIndexBroken."""
+        try:
+            kb = self._kb(name, create=True, kb_id=kb_id)
+        except SparseIndexBroken:
+            if name in self._rebuilds:
+                return None
+            raise
+        assert kb is not None
+        return kb
 
     def _kb_names(self) -> list[str]:
         """The kb directories on disk, sorted (a copy: writes may add one meanwhile)."""
         with self._open_lock:
             return sorted(self._names)
 
+    def _write_targets(self) -> list[str]:
+        """Every kb a delete must reach (write lock held): those on disk and those being
+        rebuilt, a damaged one included (its rebuild's journal needs the delete)."""
+        return sorted(set(self._kb_names()) | set(self._rebuilds))
+
     def _delete_terms(self, name: str, field: str, values: Sequence[str]) -> None:
-        """Delete by term in one kb, touching its writer only when it holds a match."""
-        kb = self._kb(name, create=False)
+        """Delete by term in one kb, touching its writer only when it holds a match.
+
+        A broken kb is skipped: its rebuild reads the facts, which no longer hold them.
+        """
+        try:
+            kb = self._kb(name, create=False)
+        except SparseIndexBroken:
+            return
         if kb is not None and kb.contains_any(field, values):
             kb.delete_terms(field, values)
 
@@ -355,6 +419,8 @@ class TantivyBm25Store:
                 self._kb(name, create=False)
             except SparseLayoutOutdated:
                 self._outdated.add(name)
+            except SparseIndexBroken:
+                pass  # kept broken until its rebuild
         if self._outdated:
             self._names -= self._outdated
             mark_upgrade(self._root)
@@ -366,26 +432,3 @@ class TantivyBm25Store:
         rebuild = self._rebuilds.get(name)
         if rebuild is not None:
             rebuild.journal.append(entry)
-
-
-def _check_layout(root: Path, upgrade: bool) -> None:
-    """Refuse the old layout (one tantivy index for all kbs at the root) unless upgrading.
-
-    It cannot be converted in place because the analyzed text is not stored; the chunks
-    must be indexed again from the relational store, which is the source of truth.
-    """
-    outdated = (root / "meta.json").exists()
-    if upgrade and (outdated or (root / UPGRADE_MARKER).exists()):
-        move_single_index_aside(root)
-    elif outdated:
-        raise SparseLayoutOutdated(
-            f"{root} holds a BM25 index in the old single-index layout (one index shared by "
-            "every knowledge base), which this version cannot read or convert because the "
-            "indexed text is not stored. Rebuild it from the database with `ragsift "
-            "rebuild-sparse` (every knowledge base; nothing is re-embedded)."
-        )
-    elif (root / UPGRADE_MARKER).exists():
-        raise SparseLayoutOutdated(
-            f"{root}: an upgrade of the BM25 layout has not finished; run `ragsift "
-            "rebuild-sparse` again to rebuild every knowledge base."
-        )

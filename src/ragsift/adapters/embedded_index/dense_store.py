@@ -104,6 +104,15 @@ class DenseMatrixStore:
             hit = snap.alive & (snap.codes["document_id"] == code + 1)
             self._delete_rows([int(r) for r in np.flatnonzero(hit)])
 
+    def document_chunk_ids(self, document_id: str) -> set[str]:
+        """The chunk ids of the live rows of one document."""
+        snap = self._snapshot
+        code = snap.vocab["document_id"].get(document_id)
+        if code is None:
+            return set()
+        hit = snap.alive & (snap.codes["document_id"] == code + 1)
+        return {snap.rows[int(r)][0] for r in np.flatnonzero(hit)}
+
     def close(self) -> None:
         """Nothing to flush: every write is on disk when it returns."""
 

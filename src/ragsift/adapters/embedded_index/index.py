@@ -13,6 +13,7 @@ from ragsift.adapters.embedded_index.dense_store import DenseMatrixStore
 from ragsift.domain.filters import SearchFilter
 from ragsift.domain.index_records import IndexRecord
 from ragsift.domain.results import ChannelHit
+from ragsift.faults import crash_point
 from ragsift.ports import Vectors
 
 logger = logging.getLogger(__name__)
@@ -55,12 +56,16 @@ class EmbeddedIndex:
 
     def upsert(self, records: Sequence[IndexRecord], vectors: Vectors) -> None:
         """Insert or replace chunks (by chunk_id) in both stores."""
-        # The dense store validates shapes first, so a bad batch changes neither store.
+        # A kb whose BM25 index is broken and a bad batch (the dense store validates shapes
+        # first) fail before either store changes.
+        self._sparse.check_writable(record.kb_id for record in records)
         self._dense.upsert(records, vectors)
+        crash_point("dense_written")
         self._sparse.upsert(records)
 
     def update_records(self, records: Sequence[IndexRecord]) -> None:
         """Replace the filter fields (version window, scope) of chunks held, keeping vectors."""
+        self._sparse.check_writable(record.kb_id for record in records)
         updated = set(self._dense.update_records(records))
         self._sparse.upsert([record for record in records if record.chunk_id in updated])
 
@@ -74,6 +79,11 @@ class EmbeddedIndex:
         """Remove every chunk of one document from both stores."""
         self._dense.delete_document(document_id)
         self._sparse.delete_document(document_id)
+
+    def document_chunk_ids(self, kb_id: str, document_id: str) -> set[str]:
+        """The chunk ids either store holds for one document (a crash may split them)."""
+        return self._dense.document_chunk_ids(document_id) | self._sparse.document_chunk_ids(
+            kb_id, document_id)
 
     def search_dense(
         self, vector: Vectors, search_filter: SearchFilter, limit: int
@@ -94,6 +104,10 @@ class EmbeddedIndex:
     def sparse_count(self) -> int:
         """Number of live chunks in the BM25 store (equals count() unless a crash split them)."""
         return self._sparse.count()
+
+    def sparse_problems(self, kb_ids: Iterable[str]) -> dict[str, str]:
+        """kb_id -> why its BM25 index cannot be read, for those of `kb_ids` (others work)."""
+        return self._sparse.broken(kb_ids)
 
     def rebuild_sparse(self, kb_id: str) -> AbstractContextManager[KbRebuild]:
         """Rebuild one kb's BM25 index from what the block adds; switched in atomically."""

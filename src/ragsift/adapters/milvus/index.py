@@ -108,6 +108,12 @@ class MilvusIndex:
         """Remove every chunk of one document."""
         self._client.delete(self._collection, filter=one_of(DOCUMENT, [document_id]))
 
+    def document_chunk_ids(self, kb_id: str, document_id: str) -> set[str]:
+        """The chunk ids the collection holds for one document."""
+        rows = self._client.query(self._collection, filter=one_of(DOCUMENT, [document_id]),
+                                  output_fields=[PRIMARY])
+        return {str(row[PRIMARY]) for row in rows}
+
     # ---- search -------------------------------------------------------------------------
 
     def search_dense(

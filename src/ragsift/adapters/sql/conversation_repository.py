@@ -151,6 +151,7 @@ class SqlConversationStore:
             session.add(_C(
                 id=new_conversation.id, kb_id=new_conversation.kb_id,
                 title=new_conversation.title, created_at=now, updated_at=now,
+                owner_key=new_conversation.owner_key,
             ))
             session.flush()
             return 0
@@ -189,11 +190,19 @@ class SqlConversationStore:
                 return
             session.execute(update(_C).where(_C.id == conversation_id).values(updated_at=now))
 
-    def list_conversations(self) -> list[ConversationSummary]:
-        """Every conversation, most recently updated first."""
+    def list_conversations(self, owner_key: str | None = None) -> list[ConversationSummary]:
+        """Every conversation (of `owner_key` when given), most recently updated first."""
         query = _summaries().order_by(_C.updated_at.desc(), _C.id.desc())
+        if owner_key is not None:
+            query = query.where(_C.owner_key == owner_key)
         with self._sessions() as session:
             return [_summary(*found) for found in session.execute(query)]
+
+    def conversation_owner(self, conversation_id: str) -> tuple[bool, str | None]:
+        """(whether the conversation exists, the API key it belongs to)."""
+        with self._sessions() as session:
+            row = session.get(_C, conversation_id)
+            return (row is not None, None if row is None else row.owner_key)
 
     def get_conversation(self, conversation_id: str) -> Conversation | None:
         """The conversation with every stored turn, oldest first; None when unknown."""

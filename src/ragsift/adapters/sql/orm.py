@@ -97,6 +97,8 @@ class DocumentRow(Base):
     meta: Mapped[dict[str, Any]] = mapped_column("metadata", JSON)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    # The process working on an unfinished document (0007; ragsift.processes).
+    owner: Mapped[str | None] = mapped_column(String(512))
 
 
 class ChunkRow(Base):
@@ -188,6 +190,8 @@ class ConversationRow(Base):
     title: Mapped[str] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    # the API key that created it (0008): only that key reads or deletes it
+    owner_key: Mapped[str | None] = mapped_column(String(100))
 
 
 class ConversationTurnRow(Base):

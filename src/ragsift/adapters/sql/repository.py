@@ -18,6 +18,7 @@ from ragsift.adapters.sql.chunk_queries import (
     neighbour_ranges,
 )
 from ragsift.adapters.sql.faq_repository import FaqRepositoryMixin
+from ragsift.adapters.sql.key_repository import KeyRepositoryMixin
 from ragsift.adapters.sql.migrate import upgrade_to_head
 from ragsift.adapters.sql.orm import (
     CHUNK_TABLE,
@@ -39,6 +40,7 @@ from ragsift.adapters.sql.orm import (
     storable_message,
     to_utc,
 )
+from ragsift.adapters.sql.owner_repository import OwnerRepositoryMixin
 from ragsift.adapters.sql.tuning_repository import TuningRepositoryMixin
 from ragsift.adapters.sql.version_repository import VersionRepositoryMixin
 from ragsift.domain.errors import InvalidInput, NotFound
@@ -61,7 +63,10 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-class SqlRepository(FaqRepositoryMixin, TuningRepositoryMixin, VersionRepositoryMixin):
+class SqlRepository(
+    FaqRepositoryMixin, TuningRepositoryMixin, VersionRepositoryMixin, OwnerRepositoryMixin,
+    KeyRepositoryMixin,
+):
     """Knowledge bases, documents, chunks and FAQ entries in SQLite or PostgreSQL; thread-safe."""
 
     def __init__(self, url: str) -> None:
@@ -138,11 +143,15 @@ class SqlRepository(FaqRepositoryMixin, TuningRepositoryMixin, VersionRepository
 
     # documents
 
-    def add_document(self, document: Document) -> Document:
-        """Store a new document; its sha256 must be new to its knowledge base."""
+    def add_document(self, document: Document, owner: str | None = None) -> Document:
+        """Store a new document; its sha256 must be new to its knowledge base.
+
+        `owner`: the process that will work on it (see ragsift.processes).
+        """
         now = _now()
         created_at = to_utc(document.created_at) if document.created_at else now
         row = document_row(document, created_at, now)
+        row.owner = owner
         try:
             with storable(f"document {document.id!r}"), self._sessions.begin() as session:
                 session.add(row)
@@ -330,6 +339,24 @@ class SqlRepository(FaqRepositoryMixin, TuningRepositoryMixin, VersionRepository
                 for row in session.execute(ancestors_query(batch)):
                     found[row.id] = chunk_from_row(row)
         return sorted(found.values(), key=_reading_order)
+
+    def set_status_if(
+        self, document_id: str, expected: Iterable[DocumentStatus], status: DocumentStatus
+    ) -> bool:
+        """Move a document to `status` (clearing its error) only while it is in `expected`.
+
+        One conditional UPDATE, so the check and the change are a single step: of concurrent
+        callers, exactly one sees True. False when the document is in another status or gone.
+        """
+        allowed = [s.value for s in expected]
+        with self._sessions.begin() as session:
+            result = session.execute(
+                update(DocumentRow)
+                .where(DocumentRow.id == document_id, DocumentRow.status.in_(allowed))
+                .values(status=status.value, error=None, updated_at=_now())
+            )
+            changed: int = result.rowcount  # type: ignore[attr-defined]
+        return changed == 1
 
 
 def _reading_order(chunk: Chunk) -> tuple[str, int, int, str]:

@@ -1,0 +1,83 @@
+"""Writing a batch of prepared documents: one index write, then each document's facts."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from ragsift.domain.models import Document, DocumentStatus
+from ragsift.ingestion.outcomes import IngestOutcome
+from ragsift.ingestion.preparation import Prepared
+from ragsift.ports import Repository, SearchIndex
+from ragsift.versions.writer import DraftWriter, Pending
+
+logger = logging.getLogger(__name__)
+
+
+class BatchWriter:
+    """Writes prepared documents together; a failure fails the documents it concerns.
+
+    `fail` records a document FAILED with a reason (and removes what it left in the index);
+    `reload` reads a document's current state.
+    """
+
+    def __init__(
+        self, repository: Repository, index: SearchIndex, versions: DraftWriter | None,
+        fail: Callable[[Document, str], Document], reload: Callable[[str], Document],
+    ) -> None:
+        self._repository = repository
+        self._index = index
+        self._versions = versions
+        self._fail = fail
+        self._reload = reload
+
+    def write(self, batch: Sequence[Prepared]) -> dict[str, IngestOutcome]:
+        if not batch:
+            return {}
+        if self._versions is not None:
+            return self._write_versioned(batch)
+        try:
+            self._index.upsert(
+                [record for p in batch for record in p.records],
+                np.concatenate([p.vectors for p in batch]),
+            )
+        except Exception as exc:
+            logger.exception("writing %d documents to the index failed", len(batch))
+            reason = f"{type(exc).__name__}: {exc}"
+            return {
+                p.document.id: IngestOutcome(self._fail(p.document, reason))
+                for p in batch
+            }
+        outcomes: dict[str, IngestOutcome] = {}
+        for p in batch:
+            try:
+                self._repository.replace_chunks(p.document.id, p.chunks)
+                self._repository.set_status(p.document.id, DocumentStatus.READY)
+                outcomes[p.document.id] = IngestOutcome(
+                    self._reload(p.document.id), chunks=len(p.records)
+                )
+            except Exception as exc:
+                logger.exception("storing the chunks of %s failed", p.document.filename)
+                outcomes[p.document.id] = IngestOutcome(
+                    self._fail(p.document, f"{type(exc).__name__}: {exc}")
+                )
+        return outcomes
+
+    def _write_versioned(self, batch: Sequence[Prepared]) -> dict[str, IngestOutcome]:
+        assert self._versions is not None
+        written = self._versions.write_many([
+            Pending(p.document, p.chunks, p.vectors_by_text(), p.analyzed_by_text())
+            for p in batch
+        ])
+        outcomes: dict[str, IngestOutcome] = {}
+        for p in batch:
+            result = written[p.document.id]
+            if isinstance(result, Exception):
+                logger.error("storing %s failed: %s", p.document.filename, result)
+                reason = f"{type(result).__name__}: {result}"
+                outcomes[p.document.id] = IngestOutcome(self._fail(p.document, reason))
+            else:
+                outcomes[p.document.id] = IngestOutcome(self._reload(p.document.id), chunks=result)
+        return outcomes
