@@ -127,3 +127,10 @@ def test_the_image_installs_the_extras_the_stack_uses() -> None:
     assert 'CMD ["ragsift", "serve", "--host", "0.0.0.0", "--port", "8000"]' in dockerfile
     ignored = (DEPLOY / "Dockerfile.dockerignore").read_text().splitlines()
     assert ignored[ignored.index("*") + 1 :][:3] == ["!pyproject.toml", "!README.md", "!src"]
+
+
+def test_the_api_requires_keys_and_names_the_hosts_it_answers(compose: dict[str, Any]) -> None:
+    environment = compose["services"]["api"]["environment"]
+    assert "RAGSIFT_AUTH" not in environment  # keys stay required (the default)
+    assert environment["RAGSIFT_ALLOWED_HOSTS"]
+    assert "0.0.0.0" in compose["services"]["api"]["command"]
