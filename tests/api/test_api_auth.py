@@ -292,3 +292,19 @@ def test_no_cors_headers_unless_origins_are_configured(make_api: ApiFactory) -> 
     other = opened.client.options("/api/retrieval/search",
                                   headers={**preflight, "Origin": "https://evil.example"})
     assert "access-control-allow-origin" not in other.headers
+
+
+def test_a_cross_site_post_is_refused_even_with_auth_off(make_api: ApiFactory) -> None:
+    api = make_api(auth=False)
+    form = {"name": "evil"}
+    evil = api.client.post("/api/kbs", json=form, headers={"Origin": "https://evil.example"})
+    assert_error(evil, 403, "forbidden")
+    upload = api.client.post("/api/kbs/x/documents", headers={"Sec-Fetch-Site": "cross-site"},
+                             files=[("files", ("a.md", b"# a", "text/markdown"))])
+    assert_error(upload, 403, "forbidden")
+    same = api.client.post("/api/kbs", json=form, headers={"Origin": "http://testserver"})
+    assert same.status_code == 201, same.text
+    assert api.client.post("/api/kbs", json={"name": "plain"}).status_code == 201  # curl, SDKs
+    allowed = make_api(auth=False, cors_origins="https://app.example")
+    ok = allowed.client.post("/api/kbs", json=form, headers={"Origin": "https://app.example"})
+    assert ok.status_code == 201

@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Annotated, cast
+from urllib.parse import urlsplit
 
 from fastapi import Depends, Request
 from starlette.concurrency import run_in_threadpool
@@ -110,6 +111,8 @@ class Authorizer:
         self._container = container
         self._enabled = settings.auth
         self._metrics_public = settings.metrics_public
+        self._cors_origins = frozenset(
+            o.strip() for o in settings.cors_origins.split(",") if o.strip())
         self._keys = KeyService(container.repository)
         self._metrics = metrics
         self._rate = TokenBuckets(settings.key_rate_per_s, settings.key_burst)
@@ -124,6 +127,7 @@ class Authorizer:
         return self._keys
 
     async def __call__(self, request: Request) -> AsyncIterator[Principal]:
+        self._check_origin(request)
         route = getattr(request.scope.get("route"), "path", request.url.path)
         needed = required_role(request.method, route)
         if needed == Role.ADMIN and route == "/metrics" and self._metrics_public:
@@ -160,6 +164,21 @@ class Authorizer:
             yield principal
         finally:
             self._running.leave(key.id)
+
+    def _check_origin(self, request: Request) -> None:
+        """Refuse a state-changing request a page of another origin sent (even with auth
+        off: a form post or multipart upload is a "simple" request browsers send anywhere)."""
+        if request.method in ("GET", "HEAD", "OPTIONS"):
+            return
+        origin = request.headers.get("origin")
+        fetch_site = request.headers.get("sec-fetch-site")
+        if origin is None and fetch_site in (None, "same-origin", "none"):
+            return  # not from a page of another origin (curl, SDKs, same-origin fetch)
+        if origin is not None and (origin in self._cors_origins
+                                   or urlsplit(origin).netloc == request.headers.get("host")):
+            return
+        raise _forbidden(f"cross-site {request.method} from {origin or fetch_site!r} refused "
+                         "(allow an origin with RAGSIFT_CORS_ORIGINS)")
 
     async def _authenticate(self, request: Request) -> ApiKey:
         if _QUERY_KEY_NAMES & {name.lower() for name in request.query_params}:
