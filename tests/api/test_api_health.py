@@ -89,4 +89,6 @@ def test_the_openapi_document_lists_every_route(api: Api) -> None:
             "/healthz", "/readyz", "/metrics"} <= set(paths)
     upload = paths["/api/kbs/{kb_id}/documents"]["post"]
     assert "multipart/form-data" in upload["requestBody"]["content"]
-    assert api.client.get("/docs").status_code == 200
+    assert {"/api/keys", "/api/audit"} <= set(paths)
+    # Swagger UI loads its assets from a CDN: off unless RAGSIFT_API_DOCS=true
+    assert api.client.get("/docs").status_code == 404

@@ -15,7 +15,7 @@ from ragsift.config import Settings
 from ragsift.web.routes import CONTENT_SECURITY_POLICY, PAGES_DIR, STATIC_DIR, static_assets
 
 EXPECTED_ASSETS = {
-    "app.css", "js/api.js", "js/chat.js", "js/conversations.js", "js/debug.js",
+    "app.css", "js/api.js", "js/auth.js", "js/chat.js", "js/conversations.js", "js/debug.js",
     "js/docpicker.js", "js/dom.js", "js/evidence.js", "js/markdown.js", "js/sse.js",
     "js/trace.js", "js/turn.js", "js/upload.js", "vendor/marked.esm.js", "vendor/purify.min.js",
     "vendor/LICENSE-marked.txt", "vendor/LICENSE-dompurify.txt",

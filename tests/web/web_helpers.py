@@ -1,7 +1,7 @@
 """A real `ragsift serve` process and a headless Debian Chromium driven by Selenium.
 
 Selenium Manager never runs: the driver path is given to `Service`, and the browser binary to the
-options, so nothing is looked up or downloaded. Without /usr/bin/chromium or chromedriver the
+options, so nothing is downloaded. Without chromium or chromedriver on PATH the
 browser tests skip with the reason, unless RAGSIFT_TEST_BROWSER=require (then they fail).
 """
 
@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import json
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -21,15 +23,19 @@ from typing import Any, TypeVar
 import httpx
 import pytest
 
+from api.api_helpers import FIRMWARE, HOTELS, LEAVE
 from support.serve import free_port, ragsift_command, wait_healthy
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMEDRIVER = Path("/usr/bin/chromedriver")
+# Looked up on PATH, so a PATH without them makes the browser tests skip (or fail when
+# required); Debian installs both in /usr/bin.
+CHROMIUM = Path(shutil.which("chromium") or "chromium")
+CHROMEDRIVER = Path(shutil.which("chromedriver") or "chromedriver")
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # test-output/ is git-ignored; CI may point RAGSIFT_TEST_ARTIFACTS at its artifact folder
 ARTIFACTS = Path(os.environ.get("RAGSIFT_TEST_ARTIFACTS", REPO_ROOT / "test-output"))
 SCREENSHOTS = ARTIFACTS / "screenshots"
 SETTLED = ("READY", "FAILED")
+HANDBOOK = {"hotels.md": HOTELS, "leave.md": LEAVE, "firmware.txt": FIRMWARE}
 T = TypeVar("T")
 
 
@@ -37,10 +43,13 @@ def browser_missing() -> str | None:
     """Why the browser tests cannot run here, or None."""
     if importlib.util.find_spec("selenium") is None:
         return "selenium is not installed (pip install -e '.[dev]')"
-    for path, package in ((CHROMIUM, "chromium"), (CHROMEDRIVER, "chromium-driver")):
-        if not (path.is_file() and os.access(path, os.X_OK)):
-            return f"{path} is missing (apt-get install {package})"
-    return None
+    # every missing piece is named, so one install fixes the machine
+    missing = [
+        f"{path} is missing (apt-get install {package})"
+        for path, package in ((CHROMIUM, "chromium"), (CHROMEDRIVER, "chromium-driver"))
+        if not (path.is_file() and os.access(path, os.X_OK))
+    ]
+    return "; ".join(missing) or None
 
 
 def require_browser() -> None:
@@ -105,15 +114,21 @@ class LiveServer:
 
 
 @contextlib.contextmanager
-def run_server(data_dir: Path, log: Path, env: dict[str, str]) -> Iterator[LiveServer]:
-    """`ragsift serve` on a free port until the block ends; SIGINT, then it must exit 0."""
+def run_server(
+    data_dir: Path, log: Path, env: dict[str, str], api_key: str | None = None
+) -> Iterator[LiveServer]:
+    """`ragsift serve` on a free port until the block ends; SIGINT, then it must exit 0.
+
+    With `api_key`, the LiveServer's client sends it on every request (a server with auth on).
+    """
     port = free_port()
     command = [*ragsift_command(), "serve", "--host", "127.0.0.1", "--port", str(port),
                "--data-dir", str(data_dir)]
     with log.open("wb") as output:
         process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT,
                                    env={**os.environ, **env})
-    client = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30)
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else None
+    client = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30, headers=headers)
     try:
         wait_healthy(client, process, log, timeout_s=90)
         yield LiveServer(url=f"http://127.0.0.1:{port}", client=client, log=log)
@@ -127,10 +142,30 @@ def run_server(data_dir: Path, log: Path, env: dict[str, str]) -> Iterator[LiveS
             process.wait(timeout=5)
 
 
-class Browser:
-    """A headless Chromium on a fresh profile, with waits and named screenshots."""
+@contextlib.contextmanager
+def handbook_server(root: Path, llm_url: str | None,
+                    admin_key: str | None = None) -> Iterator[LiveServer]:
+    """`ragsift serve` (real e5, small chunks) with KB "handbook"; chat answers come from the
+    model server at llm_url, or are extractive without one. With `admin_key` (a key already in
+    root/data) the server runs with API keys on and the LiveServer's client sends that key."""
+    env = {"RAGSIFT_CHUNK_TOKENS": "32", "RAGSIFT_CHUNK_OVERLAP_TOKENS": "0",
+           "RAGSIFT_REWRITE": "false",  # the model server's chat answers are scripted per test
+           "RAGSIFT_AUTH": "true" if admin_key else "false"}
+    if llm_url is not None:
+        env |= {"RAGSIFT_LLM_BASE_URL": llm_url, "RAGSIFT_LLM_MODEL": "fake-chat"}
+    with run_server(root / "data", root / "server.log", env, api_key=admin_key) as server:
+        server.ingest(server.create_kb("handbook"), HANDBOOK)
+        yield server
 
-    def __init__(self, base_url: str, profile_dir: Path, width: int = 1280, height: int = 900):
+
+class Browser:
+    """A headless Chromium on a fresh profile, with waits and named screenshots.
+
+    With `network_log`, the requests the page sends are recorded (see `api_requests`).
+    """
+
+    def __init__(self, base_url: str, profile_dir: Path, width: int = 1280, height: int = 900,
+                 network_log: bool = False):
         from selenium import webdriver
         from selenium.webdriver.chrome.service import Service
 
@@ -144,7 +179,8 @@ class Browser:
             f"--user-data-dir={profile_dir}", f"--window-size={width},{height}",
         ):
             options.add_argument(argument)
-        options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+        logging_prefs = {"browser": "ALL"} | ({"performance": "ALL"} if network_log else {})
+        options.set_capability("goog:loggingPrefs", logging_prefs)
         self.base_url = base_url
         self.driver = webdriver.Chrome(
             service=Service(executable_path=str(CHROMEDRIVER)), options=options
@@ -152,10 +188,12 @@ class Browser:
         self.driver.set_page_load_timeout(60)
         self.driver.set_script_timeout(60)
 
-    def open(self, path: str) -> None:
-        """Load a page and wait until its module script has finished its first load."""
+    def open(self, path: str, ready: bool = True) -> None:
+        """Load a page and wait until its module script has finished its first load (with
+        `ready=False` only until the document is loaded: its first load may wait on a dialog)."""
         self.driver.get(self.base_url + path)
-        self.wait(lambda d: d.find_element("css selector", "body").get_attribute("data-ready"))
+        if ready:
+            self.wait(lambda d: d.find_element("css selector", "body").get_attribute("data-ready"))
 
     def wait(self, condition: Callable[[Any], T], timeout_s: float = 60,
              message: str = "") -> T:
@@ -205,6 +243,27 @@ class Browser:
         path = SCREENSHOTS / f"{name}.png"
         assert self.driver.save_screenshot(str(path)), f"no screenshot {path}"
         return path
+
+    def api_requests(self) -> list[dict[str, Any]]:
+        """The /api requests sent since the last call, each {method, url, headers} (header
+        names lower-cased); needs `network_log=True`."""
+        requests = []
+        for entry in self.driver.get_log("performance"):
+            event = json.loads(entry["message"])["message"]
+            if event.get("method") != "Network.requestWillBeSent":
+                continue
+            request = event["params"]["request"]
+            if "/api/" in request["url"]:
+                requests.append({"method": request["method"], "url": request["url"],
+                                 "headers": {k.lower(): v for k, v in request["headers"].items()}})
+        return requests
+
+    def storage(self) -> dict[str, dict[str, str]]:
+        """The page's sessionStorage and localStorage, as {"session": {...}, "local": {...}}."""
+        found: dict[str, dict[str, str]] = self.driver.execute_script(
+            "const read = (s) => Object.fromEntries(Object.keys(s).map((k) => [k, s.getItem(k)]));"
+            "return {session: read(sessionStorage), local: read(localStorage)};")
+        return found
 
     def console_errors(self) -> list[str]:
         """SEVERE entries of the page's console log (script errors, failed loads)."""

@@ -1,16 +1,25 @@
-// JSON calls to the ragsift API; every failure becomes an ApiError carrying the server's
+// Calls to the ragsift API; every failure becomes an ApiError carrying the server's
 // {code, message} (or the HTTP status when the body is not that shape).
+//
+// Every call carries the tab's API key (auth.js) as `Authorization: Bearer …` once one is
+// stored. A 401 asks for a key in a dialog and retries the request once with it; a key the
+// server refuses again is forgotten and asked for again, with the server's reason. A 403 (the
+// key's role or scope does not allow the request) is an ApiError like any other: the page shows
+// the server's message. With access control off no 401 comes, and no dialog ever shows.
+import { askForKey, forgetKey, storedKey } from "./auth.js";
 
 export class ApiError extends Error {
-  constructor(status, code, message) {
+  constructor(status, code, message, retryAfter = null) {
     super(message);
     this.status = status;
     this.code = code;
+    this.retryAfter = retryAfter;
   }
 
-  /** "message (code)" for display. */
+  /** "message (code)" for display; a 429 also says when to retry. */
   describe() {
-    return this.code ? `${this.message} (${this.code})` : this.message;
+    const wait = this.retryAfter ? `; retry in ${this.retryAfter} s` : "";
+    return this.code ? `${this.message} (${this.code}${wait})` : this.message;
   }
 }
 
@@ -27,7 +36,43 @@ export async function errorFrom(response) {
   } catch {
     // not JSON: keep the status line
   }
-  return new ApiError(response.status, code, message);
+  const retryAfter = response.status === 429 ? response.headers.get("retry-after") : null;
+  return new ApiError(response.status, code, message, retryAfter);
+}
+
+async function send(path, init, key) {
+  const headers = new Headers(init.headers);
+  if (key) headers.set("authorization", `Bearer ${key}`);
+  try {
+    return await fetch(path, { ...init, headers });
+  } catch (error) {
+    if (error.name === "AbortError") throw error;
+    throw new ApiError(0, "network_error", `the server could not be reached (${error.message})`);
+  }
+}
+
+/**
+ * fetch with the tab's API key: the Response of any status but 401 (the caller reads it, e.g.
+ * as an event stream). On a 401 the key dialog opens; cancelling it throws the 401's ApiError.
+ * `init.body` must be re-sendable (a string or FormData, not a stream).
+ */
+export async function request(path, init = {}) {
+  let key = storedKey();
+  for (;;) {
+    const response = await send(path, init, key);
+    if (response.status !== 401) return response;
+    const refused = await errorFrom(response);
+    const current = storedKey();
+    if (current && current !== key) { // another request got a new key meanwhile: use it
+      key = current;
+      continue;
+    }
+    if (key) forgetKey(key);
+    const entered = await askForKey(key
+      ? `The server did not accept that key: ${refused.message}` : "");
+    if (!entered) throw refused;
+    key = entered;
+  }
 }
 
 /** fetch + JSON: `json` is sent as a JSON body, `body` as is (FormData); 204 gives null. */
@@ -39,13 +84,7 @@ export async function api(path, { method = "GET", json, body, signal } = {}) {
   } else if (body !== undefined) {
     init.body = body;
   }
-  let response;
-  try {
-    response = await fetch(path, init);
-  } catch (error) {
-    if (error.name === "AbortError") throw error;
-    throw new ApiError(0, "network_error", `the server could not be reached (${error.message})`);
-  }
+  const response = await request(path, init);
   if (!response.ok) throw await errorFrom(response);
   if (response.status === 204) return null;
   return response.json();

@@ -1,6 +1,8 @@
 // The chat page: conversations, a streamed answer (POST /api/chat/stream read as SSE through
-// fetch), evidence cards and citation links that open the evidence side panel.
-import { api, describe, errorFrom } from "./api.js";
+// fetch, so it carries the API key header like every other call: EventSource could not send
+// it), evidence cards and citation links that open the evidence side panel.
+import { api, describe, errorFrom, request } from "./api.js";
+import { initKeyControl } from "./auth.js";
 import { h, say } from "./dom.js";
 import { ConversationList } from "./conversations.js";
 import { EvidencePanel } from "./evidence.js";
@@ -162,7 +164,7 @@ async function send(event) {
   if ($("mode").value) body.mode = $("mode").value;
   let finished = false;
   try {
-    const response = await fetch("/api/chat/stream", {
+    const response = await request("/api/chat/stream", {
       method: "POST", signal: controller.signal, body: JSON.stringify(body),
       headers: { "content-type": "application/json", accept: "text/event-stream" },
     });
@@ -199,6 +201,7 @@ async function loadKbs() {
     const kbs = await api("/api/kbs");
     kbSelect.replaceChildren(...kbs.map((kb) => h("option", { value: kb.id }, kb.name)));
     if (!kbs.length) notice("No knowledge base yet: create one and upload documents on the debug page.");
+    else if ($("composer-notice").textContent.startsWith("Could not list")) notice("");
   } catch (error) {
     notice(`Could not list knowledge bases: ${describe(error)}`);
   }
@@ -225,6 +228,10 @@ $("new-chat").addEventListener("click", newChat);
 $("side-toggle").addEventListener("click", () => {
   const open = side.classList.toggle("open");
   $("side-toggle").setAttribute("aria-expanded", String(open));
+});
+
+initKeyControl($("key-control"), {
+  onKeyEntered: () => Promise.all([loadKbs(), conversations.refresh()]),
 });
 
 async function start() {

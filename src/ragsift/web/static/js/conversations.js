@@ -3,6 +3,8 @@
 import { api, describe } from "./api.js";
 import { h, say } from "./dom.js";
 
+const LIST_FAILED = "Could not list conversations: ";
+
 function when(iso) {
   const date = new Date(iso);
   return Number.isNaN(date.getTime()) ? "" : date.toLocaleString();
@@ -22,8 +24,9 @@ export class ConversationList {
   async refresh() {
     try {
       this.items = await api("/api/conversations");
+      if (this.notice.textContent.startsWith(LIST_FAILED)) say(this.notice, "");
     } catch (error) {
-      say(this.notice, `Could not list conversations: ${describe(error)}`);
+      say(this.notice, LIST_FAILED + describe(error));
     }
     this.render();
     return this.items;

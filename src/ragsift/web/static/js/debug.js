@@ -1,5 +1,6 @@
 // The retrieval debug page: run /api/retrieval/explain and show every stage of the trace.
 import { api, describe } from "./api.js";
+import { initKeyControl } from "./auth.js";
 import { h, say } from "./dom.js";
 import { DocPicker } from "./docpicker.js";
 import { traceSections } from "./trace.js";
@@ -13,12 +14,16 @@ const picker = new DocPicker({
   message: $("doc-limit-message"), clear: $("doc-clear"),
 });
 
+const LIST_FAILED = "Could not list knowledge bases: ";
+
 async function loadKbs(selectId) {
   let kbs = [];
+  const error = $("search-error");
   try {
     kbs = await api("/api/kbs");
-  } catch (error) {
-    say($("search-error"), `Could not list knowledge bases: ${describe(error)}`);
+    if (error.textContent.startsWith(LIST_FAILED)) say(error, ""); // e.g. a key was entered
+  } catch (failure) {
+    say(error, LIST_FAILED + describe(failure));
   }
   const previous = selectId || kbSelect.value || new URLSearchParams(location.search).get("kb");
   kbSelect.replaceChildren(...kbs.map((kb) =>
@@ -93,6 +98,7 @@ new Uploader({
     if (doc.status === "READY") loadKbs();
   },
 });
+initKeyControl($("key-control"), { onKeyEntered: () => loadKbs() });
 kbSelect.addEventListener("change", () => picker.load(kbSelect.value));
 $("search-form").addEventListener("submit", explain);
 $("kb-form").addEventListener("submit", createKb);
