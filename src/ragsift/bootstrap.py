@@ -26,6 +26,7 @@ from ragsift.config import Settings
 from ragsift.ingestion.chunking import Chunker
 from ragsift.ingestion.faq_import import FaqImporter
 from ragsift.ingestion.maintenance import MaintenanceService
+from ragsift.ingestion.parsers.limits import ParseLimits
 from ragsift.ingestion.pipeline import IngestionService
 from ragsift.ingestion.preparation import WorkerLimits
 from ragsift.ports import (
@@ -241,6 +242,7 @@ def build(settings: Settings, upgrade_sparse_layout: bool = False) -> Container:
         limits=WorkerLimits(
             timeout_s=settings.prepare_timeout_s,
             memory_bytes=settings.prepare_memory_mb * 1024 * 1024,
+            parse=ParseLimits.from_settings(settings),
         ),
     )
     retrieval = RetrievalService(

@@ -198,3 +198,21 @@ def test_a_document_that_hangs_dies_or_hogs_memory_fails_alone(marker: str, reas
     assert isinstance(outcomes[0], Chunked) and isinstance(outcomes[2], Chunked)
     failed = outcomes[1]
     assert isinstance(failed, Failed) and failed.rejected and reason in failed.reason
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_the_parse_limits_of_the_settings_reach_the_preparation_workers(
+    tmp_path: Path, workers: int
+) -> None:
+    container = build(Settings(data_dir=tmp_path / "data", prepare_workers=workers,
+                               max_document_chars=100))
+    try:
+        kb = container.ingestion.ensure_kb("kb")
+        ids = [container.ingestion.accept(kb, name, text.encode()).document.id
+               for name, text in (("long.md", "word " * 100), ("short.md", "a few words"))]
+        long, short = container.ingestion.process_many(ids)
+        assert long.document.status == DocumentStatus.FAILED
+        assert "RAGSIFT_MAX_DOCUMENT_CHARS" in (long.document.error or "")
+        assert short.document.status == DocumentStatus.READY
+    finally:
+        container.close()

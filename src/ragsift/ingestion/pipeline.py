@@ -289,7 +289,8 @@ class IngestionService:
         pool = self._preparer()
         if pool is None:
             chunks = chunk_document(
-                self._chunker, document.id, document.kb_id, document.filename, data
+                self._chunker, document.id, document.kb_id, document.filename, data,
+                self._limits.parse,
             )
             return self._embed(document, Chunked(chunks, {}), progress)
         job = Job(document, data, self._sparse_analyzer(document.kb_id))

@@ -45,6 +45,7 @@ from ragsift.domain.index_records import AnalyzedText, IndexRecord
 from ragsift.domain.models import CHILD_LEVEL, Chunk, Document
 from ragsift.ingestion.chunking import Chunker
 from ragsift.ingestion.parsers import parse_document
+from ragsift.ingestion.parsers.limits import ParseLimits
 from ragsift.ports import Vectors
 
 logger = logging.getLogger(__name__)
@@ -107,10 +108,11 @@ class Failed:
 
 
 def chunk_document(
-    chunker: Chunker, document_id: str, kb_id: str, filename: str, data: bytes
+    chunker: Chunker, document_id: str, kb_id: str, filename: str, data: bytes,
+    limits: ParseLimits | None = None,
 ) -> list[Chunk]:
     """Parents and children of one file; DocumentRejected when it has nothing to index."""
-    parsed = parse_document(filename, data)
+    parsed = parse_document(filename, data, limits)
     chunks = chunker.chunk(document_id, kb_id, parsed)
     if not any(chunk.level == CHILD_LEVEL for chunk in chunks):
         raise DocumentRejected("document has no text to index")
@@ -133,6 +135,8 @@ class WorkerLimits:
     timeout_s: float = 300.0
     # address space the worker may add to what it inherited (RLIMIT_AS over its start size)
     memory_bytes: int = 2 * 1024**3
+    # what the parsers themselves check (container sizes, XML depth, characters, ...)
+    parse: ParseLimits = field(default_factory=ParseLimits)
 
     def __post_init__(self) -> None:
         if self.timeout_s <= 0 or self.memory_bytes <= 0:
@@ -140,6 +144,7 @@ class WorkerLimits:
 
 
 _worker_chunker: Chunker | None = None  # set once in each worker process
+_worker_parse_limits: ParseLimits | None = None
 _PR_SET_PDEATHSIG = 1
 
 
@@ -167,10 +172,11 @@ def _cap_memory(extra_bytes: int) -> None:
 
 
 def _start_worker(chunker: Chunker, limits: WorkerLimits, parent_pid: int) -> None:
-    global _worker_chunker
+    global _worker_chunker, _worker_parse_limits
     _die_with_parent(parent_pid)
     _cap_memory(limits.memory_bytes)
     _worker_chunker = chunker
+    _worker_parse_limits = limits.parse
 
 
 def _prepare_in_worker(
@@ -178,7 +184,8 @@ def _prepare_in_worker(
 ) -> Chunked | Failed:
     assert _worker_chunker is not None, "worker started without a chunker"
     try:
-        chunks = chunk_document(_worker_chunker, document_id, kb_id, filename, data)
+        chunks = chunk_document(_worker_chunker, document_id, kb_id, filename, data,
+                                _worker_parse_limits)
         analyzed = analyze_children(chunks, analyzer) if analyzer is not None else {}
     except DocumentRejected as exc:
         return Failed(str(exc), rejected=True)

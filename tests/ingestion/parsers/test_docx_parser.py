@@ -9,7 +9,8 @@ from docx import Document
 
 from ragsift.domain.errors import DocumentRejected
 from ragsift.domain.models import Locator
-from ragsift.ingestion.parsers import ParsedDocument, parse_document
+from ragsift.ingestion.parsers import ParsedDocument, ParseLimits, parse_document
+from support import hostile
 
 
 def build_docx() -> bytes:
@@ -115,3 +116,44 @@ def test_document_with_only_empty_paragraphs_has_no_text() -> None:
     document.save(buffer)
     with pytest.raises(DocumentRejected, match="no extractable text"):
         parse(buffer.getvalue())
+
+
+def test_a_vertically_merged_cell_repeats_its_text_on_every_row_it_spans() -> None:
+    document = Document()
+    document.add_heading("Rates", level=1)
+    table = document.add_table(rows=3, cols=2)
+    table.cell(0, 0).merge(table.cell(2, 0)).text = "Tier 1"
+    for row, value in zip(table.rows, ["上海", "北京", "深圳"], strict=True):
+        row.cells[1].text = value
+    buffer = io.BytesIO()
+    document.save(buffer)
+    assert parse(buffer.getvalue()).sections[0].text == (
+        "Tier 1 | 上海\nTier 1 | 北京\nTier 1 | 深圳"
+    )
+
+
+def test_a_tall_table_merged_down_its_whole_height_keeps_every_row() -> None:
+    text = parse(hostile.merged_table_docx(rows=3_000, columns=3)).sections[0].text
+    lines = text.split("\n")
+    assert len(lines) == 3_000
+    assert set(lines) == {"Group | c1 | c2"}
+
+
+def test_a_paragraph_whose_style_id_is_unknown_is_body_text() -> None:
+    body = (
+        '<w:p><w:pPr><w:pStyle w:val="Heading1"/></w:pPr><w:r><w:t>Known</w:t></w:r></w:p>'
+        '<w:p><w:pPr><w:pStyle w:val="NoSuchStyle"/></w:pPr><w:r><w:t>Body</w:t></w:r></w:p>'
+    )
+    sections = parse(hostile.docx_body(body)).sections
+    assert [(section.heading_path, section.text) for section in sections] == [(("Known",), "Body")]
+
+
+def test_paragraphs_and_table_rows_are_counted_against_the_block_limit() -> None:
+    rows = "<w:tr><w:tc/></w:tr>" * 3  # cells without paragraphs: only the walk sees rows
+    data = hostile.docx_body(f"<w:p><w:r><w:t>Intro</w:t></w:r></w:p><w:tbl>{rows}</w:tbl>")
+    assert parse_document("rows.docx", data, ParseLimits(max_document_blocks=4)).sections
+    with pytest.raises(
+        DocumentRejected,
+        match=r"more than 3 paragraphs and table rows \(RAGSIFT_MAX_DOCUMENT_BLOCKS\)",
+    ):
+        parse_document("rows.docx", data, ParseLimits(max_document_blocks=3))

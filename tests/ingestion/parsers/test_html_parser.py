@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from ragsift.ingestion.parsers import ParsedDocument, parse_document
+import pytest
+
+from ragsift.domain.errors import DocumentRejected
+from ragsift.ingestion.parsers import ParsedDocument, ParseLimits, parse_document
+from support import hostile
 
 FAQ = """<!DOCTYPE html>
 <html><head><title>IT FAQ 常见问题</title>
@@ -100,3 +104,29 @@ def test_deeply_nested_markup_does_not_hit_the_recursion_limit() -> None:
 def test_inline_markup_inside_a_heading_does_not_split_words() -> None:
     parsed = parse("<h2>重置<b>密码</b> in <em>5</em> min</h2><p>body</p>")
     assert parsed.sections[0].heading_path == ("重置密码 in 5 min",)
+
+
+def test_a_nesting_bomb_is_rejected_by_counting_elements_before_the_tree_is_built() -> None:
+    with pytest.raises(
+        DocumentRejected,
+        match=r"HTML has more than 500,000 elements \(RAGSIFT_MAX_HTML_ELEMENTS\)",
+    ):
+        parse_document("bomb.html", hostile.html_nesting_bomb(1_000_000))
+
+
+def test_elements_up_to_the_limit_parse_and_one_more_is_rejected() -> None:
+    html = "<p>one</p><p>two</p><p>three</p>"
+    assert parse_document("a.html", html.encode(), ParseLimits(max_html_elements=3)).sections
+    with pytest.raises(DocumentRejected, match=r"more than 2 elements"):
+        parse_document("a.html", html.encode(), ParseLimits(max_html_elements=2))
+
+
+def test_angle_brackets_in_text_are_not_counted_as_elements() -> None:
+    html = "<p>" + "a < b, " * 50 + "</p>"  # 101 '<' but one element
+    parsed = parse_document("a.html", html.encode(), ParseLimits(max_html_elements=2))
+    assert parsed.sections[0].text.startswith("a < b, a < b")
+
+
+def test_sloppy_unclosed_paragraphs_nest_deeply_and_still_parse() -> None:
+    html = "".join(f"<p>paragraph {number}" for number in range(1_000))  # 1,000 deep
+    assert parse(html).sections[0].text.endswith("paragraph 999")

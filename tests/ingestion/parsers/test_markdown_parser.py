@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
+from ragsift.domain.errors import DocumentRejected
 from ragsift.domain.models import Locator
-from ragsift.ingestion.parsers import ParsedDocument, parse_document
+from ragsift.ingestion.parsers import ParsedDocument, ParseLimits, parse_document
 
 HANDBOOK = """\
 # 员工手册
@@ -117,3 +120,21 @@ def test_setext_headings_and_yaml_front_matter() -> None:
 def test_image_alt_text_and_inline_code_are_kept() -> None:
     parsed = parse("# Wiring\n\nSee ![wiring diagram](w.png) and set `MODE=eco`.")
     assert parsed.sections[0].text == "See wiring diagram and set MODE=eco."
+
+
+def test_more_non_blank_lines_than_the_block_limit_are_rejected_before_parsing() -> None:
+    text = "- item\n\n" * 6
+    assert parse_document("a.md", text.encode(), ParseLimits(max_document_blocks=6)).sections
+    with pytest.raises(
+        DocumentRejected,
+        match=r"Markdown has 6 non-blank lines, over the limit of 5 "
+        r"\(RAGSIFT_MAX_DOCUMENT_BLOCKS\)",
+    ):
+        parse_document("a.md", text.encode(), ParseLimits(max_document_blocks=5))
+
+
+def test_html_blocks_count_against_the_html_element_limit() -> None:
+    text = "# Title\n\n<div><p>one</p><p>two</p></div>\n\ntext\n\n<div>three</div>\n"
+    assert parse_document("a.md", text.encode(), ParseLimits(max_html_elements=4)).sections
+    with pytest.raises(DocumentRejected, match=r"HTML has more than 3 elements"):
+        parse_document("a.md", text.encode(), ParseLimits(max_html_elements=3))

@@ -76,7 +76,7 @@ def test_markup_without_any_text_is_rejected_as_having_no_text() -> None:
 def test_unexpected_library_error_becomes_a_rejection(monkeypatch: pytest.MonkeyPatch) -> None:
     from ragsift.ingestion import parsers
 
-    def explode(data: bytes) -> parsers.ParsedDocument:
+    def explode(data: bytes, limits: parsers.ParseLimits) -> parsers.ParsedDocument:
         raise RuntimeError("boom")
 
     monkeypatch.setitem(parsers._FORMATS, ".txt", ("text/plain", explode))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import zlib
 
 import pytest
 from pypdf import PdfReader, PdfWriter
@@ -15,7 +16,8 @@ from reportlab.platypus import PageBreak, Paragraph, SimpleDocTemplate
 
 from ragsift.domain.errors import DocumentRejected
 from ragsift.domain.models import Locator
-from ragsift.ingestion.parsers import parse_document
+from ragsift.ingestion.parsers import ParseLimits, parse_document
+from support import hostile
 
 CJK_FONT = "STSong-Light"
 pdfmetrics.registerFont(UnicodeCIDFont(CJK_FONT))
@@ -141,3 +143,42 @@ def test_pdf_whose_pages_all_fail_to_extract_is_rejected_as_corrupt(
     monkeypatch.setattr(PageObject, "extract_text", broken)
     with pytest.raises(DocumentRejected, match="text extraction failed on 2 page"):
         parse_document("broken.pdf", TWO_PAGES)
+
+
+def test_a_content_stream_inflating_to_a_gibibyte_is_stopped_by_pypdf_and_rejected() -> None:
+    data = hostile.pdf_stream_bomb()
+    assert len(data) < 2 * hostile.MIB
+    with pytest.raises(
+        DocumentRejected, match=r"PDF page 2 exceeds a parsing limit of pypdf \(Limit reached"
+    ):
+        parse_document("bomb.pdf", data)
+
+
+def test_pages_each_under_pypdfs_limit_are_bounded_by_the_document_budget() -> None:
+    data = hostile.pdf_pages_bomb(pages=4, mib_per_page=1)
+    limits = ParseLimits(max_uncompressed_bytes=3 * hostile.MIB)
+    assert parse_document("ok.pdf", data, ParseLimits(max_uncompressed_bytes=5 * hostile.MIB))
+    with pytest.raises(
+        DocumentRejected,
+        match=r"PDF content streams decode to more than 3,145,728 bytes "
+        r"\(RAGSIFT_MAX_UNCOMPRESSED_BYTES\)",
+    ):
+        parse_document("bomb.pdf", data, limits)
+
+
+def test_a_stream_shared_by_pages_is_counted_once() -> None:
+    page = b"BT /F1 12 Tf 72 720 Td (Shared page text.) Tj ET\n"
+    data = hostile.pdf_with_contents([zlib.compress(page)], pages=[0, 0, 0])
+    limits = ParseLimits(max_uncompressed_bytes=len(page))
+    assert len(parse_document("shared.pdf", data, limits).sections) == 3
+    with pytest.raises(DocumentRejected, match=r"RAGSIFT_MAX_UNCOMPRESSED_BYTES"):
+        parse_document("shared.pdf", data, ParseLimits(max_uncompressed_bytes=len(page) - 1))
+
+
+def test_more_pages_than_the_block_limit_are_rejected_before_extraction() -> None:
+    data = build_pdf([[("p", ENGLISH)]] * 3)
+    with pytest.raises(
+        DocumentRejected,
+        match=r"PDF has 3 pages, over the limit of 2 \(RAGSIFT_MAX_DOCUMENT_BLOCKS\)",
+    ):
+        parse_document("long.pdf", data, ParseLimits(max_document_blocks=2))

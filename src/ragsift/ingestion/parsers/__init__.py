@@ -2,7 +2,8 @@
 
 Dispatch is by file extension, case-insensitive. Every failure, including an unexpected error
 inside a parsing library, surfaces as DocumentRejected with a message a user can act on; the
-original exception stays attached as its cause and is logged.
+original exception stays attached as its cause and is logged. What parsing one file may cost
+(inflated bytes, elements, blocks, characters) is bounded by ParseLimits (limits.py).
 """
 
 from __future__ import annotations
@@ -13,9 +14,11 @@ from collections.abc import Callable
 from ragsift.domain.errors import DocumentRejected
 from ragsift.ingestion.parsers import docx, html, markdown, pdf, txt
 from ragsift.ingestion.parsers.base import ParsedDocument, Section
+from ragsift.ingestion.parsers.limits import DEFAULT_LIMITS, ParseLimits
 
 __all__ = [
     "SUPPORTED_EXTENSIONS",
+    "ParseLimits",
     "ParsedDocument",
     "Section",
     "media_type_for",
@@ -24,7 +27,7 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-_Parser = Callable[[bytes], ParsedDocument]
+_Parser = Callable[[bytes, ParseLimits], ParsedDocument]
 
 _FORMATS: dict[str, tuple[str, _Parser]] = {
     ".txt": (txt.MEDIA_TYPE, txt.parse_txt),
@@ -44,13 +47,19 @@ def media_type_for(filename: str) -> str:
     return _FORMATS[_extension(filename)][0]
 
 
-def parse_document(filename: str, data: bytes) -> ParsedDocument:
-    """Parse a file's bytes into sections; raises DocumentRejected with a human reason."""
+def parse_document(
+    filename: str, data: bytes, limits: ParseLimits | None = None
+) -> ParsedDocument:
+    """Parse a file's bytes into sections; raises DocumentRejected with a human reason.
+
+    `limits` bounds what parsing may cost (default: ParseLimits()); a file over one is rejected
+    with the limit, its RAGSIFT_ setting and the numbers in the reason.
+    """
     media_type, parser = _FORMATS[_extension(filename)]
     if not data or data.isspace():
         raise DocumentRejected("file is empty")
     try:
-        parsed = parser(data)
+        parsed = parser(data, DEFAULT_LIMITS if limits is None else limits)
     except DocumentRejected as exc:
         logger.info("rejected %s: %s", filename, exc)
         raise

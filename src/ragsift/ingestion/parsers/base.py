@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 
 from ragsift.domain.models import Locator
+from ragsift.ingestion.parsers.limits import TextBudget
 
 _HSPACE = re.compile(r"[ \t\f\v\xa0\u1680\u2000-\u200a\u202f\u205f\u3000]+")
 # Zero-width characters, soft hyphens and control characters other than tab and line breaks.
@@ -65,11 +66,13 @@ class SectionBuilder:
 
     Heading levels may skip (h1 then h3); a heading closes every open heading of the same or a
     deeper level. A heading with no body of its own yields no section but stays in the path of the
-    headings below it. Level 0 is above level 1 (used for a DOCX "Title").
+    headings below it. Level 0 is above level 1 (used for a DOCX "Title"). With a budget, every
+    heading and block counts against the document's character limit as it is added.
     """
 
-    def __init__(self, locator: Locator | None = None) -> None:
+    def __init__(self, locator: Locator | None = None, budget: TextBudget | None = None) -> None:
         self._locator = locator or Locator()
+        self._budget = budget
         self._stack: list[tuple[int, str]] = []
         self._blocks: list[str] = []
         self._sections: list[Section] = []
@@ -79,6 +82,8 @@ class SectionBuilder:
         title = normalize_inline(title)
         if not title:
             return
+        if self._budget is not None:
+            self._budget.add_chars(len(title))
         self._flush()
         while self._stack and self._stack[-1][0] >= level:
             self._stack.pop()
@@ -88,6 +93,8 @@ class SectionBuilder:
         """Append body text; blank lines inside it become paragraph breaks."""
         text = normalize_text(text)
         if text:
+            if self._budget is not None:
+                self._budget.add_chars(len(text))
             self._blocks.append(text)
 
     def sections(self) -> tuple[Section, ...]:

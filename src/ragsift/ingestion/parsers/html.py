@@ -5,11 +5,17 @@ h1-h6 become the heading path. script, style, nav, noscript, template and the wh
 of one block; tables are rendered a row per line with cells joined by " | "; <pre> keeps its line
 breaks. Source whitespace collapses as a browser would, except that a source line break between two
 CJK characters disappears instead of becoming a space.
+
+BeautifulSoup holds about 1 KB per element, so the elements are counted (HtmlElementBudget,
+max_html_elements) before the tree is built. Nesting depth needs no limit of its own: the walk
+below keeps its own stack, and html.parser nests every unclosed <p> or <li>, so sloppy but
+ordinary pages are deep.
 """
 
 from __future__ import annotations
 
 import re
+from html.parser import HTMLParser
 
 from bs4 import BeautifulSoup
 from bs4.element import (
@@ -31,6 +37,7 @@ from ragsift.ingestion.parsers.base import (
     normalize_inline,
 )
 from ragsift.ingestion.parsers.decoding import decode_text
+from ragsift.ingestion.parsers.limits import DEFAULT_LIMITS, ParseLimits, TextBudget, reject
 
 MEDIA_TYPE = "text/html"
 
@@ -48,12 +55,53 @@ _CJK_BREAK = re.compile(rf"(?<=[{CJK_CHARS}])[ \t\r\f]*\n[ \t\n\r\f]*(?=[{CJK_CH
 _HTML_SPACE = re.compile(r"[ \t\n\r\f]+")
 
 
-def parse_html(data: bytes) -> ParsedDocument:
+def parse_html(data: bytes, limits: ParseLimits = DEFAULT_LIMITS) -> ParsedDocument:
     """Parse an HTML file into sections under its h1-h6 headings."""
-    soup = BeautifulSoup(decode_text(data), "html.parser")
+    markup = decode_text(data)
+    HtmlElementBudget(limits).check(markup)
+    soup = BeautifulSoup(markup, "html.parser")
     for tag in soup.find_all(_DROPPED):
         tag.decompose()
-    return ParsedDocument(media_type=MEDIA_TYPE, sections=_Renderer().render(soup))
+    renderer = _Renderer(TextBudget(limits))
+    return ParsedDocument(media_type=MEDIA_TYPE, sections=renderer.render(soup))
+
+
+class HtmlElementBudget:
+    """Counts the elements BeautifulSoup would build from markup, over one or more pieces."""
+
+    def __init__(self, limits: ParseLimits) -> None:
+        self._limit = limits.max_html_elements
+        self.elements = 0
+
+    def check(self, markup: str) -> None:
+        """Count markup's start tags; reject once the total passes max_html_elements."""
+        # Every element needs a "<": a free upper bound, counted as is while it cannot pass the
+        # limit; only markup that might pass it is tokenized to count exactly.
+        bound = markup.count("<")
+        if self.elements + bound <= self._limit:
+            self.elements += bound
+            return
+        counter = _StartTags(self)
+        counter.feed(markup)
+        counter.close()
+
+    def add(self) -> None:
+        self.elements += 1
+        if self.elements > self._limit:
+            raise reject(
+                f"HTML has more than {self._limit:,} elements (RAGSIFT_MAX_HTML_ELEMENTS)"
+            )
+
+
+class _StartTags(HTMLParser):
+    """The tokenizer BeautifulSoup's "html.parser" builder uses, without building anything."""
+
+    def __init__(self, budget: HtmlElementBudget) -> None:
+        super().__init__(convert_charrefs=False)
+        self._budget = budget
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self._budget.add()
 
 
 class _Renderer:
@@ -63,8 +111,8 @@ class _Renderer:
     written before the next text, so nested blocks never stack up blank lines.
     """
 
-    def __init__(self) -> None:
-        self._builder = SectionBuilder()
+    def __init__(self, budget: TextBudget) -> None:
+        self._builder = SectionBuilder(budget=budget)
         self._parts: list[str] = []
         self._pending_break = 0
         self._counters: list[int | None] = []  # one per open list: next number, None for <ul>

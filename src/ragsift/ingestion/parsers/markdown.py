@@ -5,6 +5,10 @@ a whole list is one block with an item per line ("- item" or "1. item"). Table r
 cells joined by " | ". Inline markup is dropped, link and image text kept. A soft line break
 becomes a space, or nothing between two CJK characters. A leading YAML front-matter block is
 skipped.
+
+markdown-it holds about 2 KB of tokens per line, so the non-blank lines (each can open a block) are
+counted against max_document_blocks before it runs; HTML blocks count against max_html_elements
+before BeautifulSoup reads them.
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ from markdown_it.token import Token
 
 from ragsift.ingestion.parsers.base import CJK_CHARS, ParsedDocument, Section, SectionBuilder
 from ragsift.ingestion.parsers.decoding import decode_text
+from ragsift.ingestion.parsers.html import HtmlElementBudget
+from ragsift.ingestion.parsers.limits import DEFAULT_LIMITS, ParseLimits, TextBudget, reject
 
 MEDIA_TYPE = "text/markdown"
 
@@ -26,21 +32,38 @@ _FRONT_MATTER = re.compile(
 )
 _SOFT_BREAK = "\ue000"  # private-use placeholder, resolved before the text leaves this module
 _CJK_SOFT_BREAK = re.compile(rf"(?<=[{CJK_CHARS}]){_SOFT_BREAK}(?=[{CJK_CHARS}])")
+_NON_BLANK_LINE = re.compile(r"^[ \t]*\S", re.MULTILINE)
 
 
-def parse_markdown(data: bytes) -> ParsedDocument:
+def parse_markdown(data: bytes, limits: ParseLimits = DEFAULT_LIMITS) -> ParsedDocument:
     """Parse a Markdown file into sections under its headings."""
     text = _FRONT_MATTER.sub("", decode_text(data), count=1)
+    _check_lines(text, limits.max_document_blocks)
     parser = MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"])
-    return ParsedDocument(media_type=MEDIA_TYPE, sections=_Walker(parser.parse(text)).run())
+    walker = _Walker(parser.parse(text), TextBudget(limits), HtmlElementBudget(limits))
+    return ParsedDocument(media_type=MEDIA_TYPE, sections=walker.run())
+
+
+def _check_lines(text: str, limit: int) -> None:
+    if text.count("\n") < limit:  # the cheap bound settles nearly every file
+        return
+    lines = sum(1 for _ in _NON_BLANK_LINE.finditer(text))
+    if lines > limit:
+        raise reject(
+            f"Markdown has {lines:,} non-blank lines, over the limit of {limit:,} "
+            "(RAGSIFT_MAX_DOCUMENT_BLOCKS)"
+        )
 
 
 class _Walker:
     """One pass over markdown-it's flat token stream, tracking open lists and tables."""
 
-    def __init__(self, tokens: Sequence[Token]) -> None:
+    def __init__(
+        self, tokens: Sequence[Token], budget: TextBudget, html_budget: HtmlElementBudget
+    ) -> None:
         self._tokens = tokens
-        self._builder = SectionBuilder()
+        self._builder = SectionBuilder(budget=budget)
+        self._html_budget = html_budget
         self._lists: list[int | None] = []  # next number of each open ordered list; None: bullets
         self._list_lines: list[str] = []
         self._marker = ""
@@ -76,6 +99,7 @@ class _Walker:
         elif kind in ("fence", "code_block"):
             self._emit(token.content.rstrip("\n"))
         elif kind == "html_block":
+            self._html_budget.check(token.content)
             soup = BeautifulSoup(token.content, "html.parser")
             for tag in soup.find_all(("script", "style")):
                 tag.decompose()
