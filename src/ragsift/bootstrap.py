@@ -38,7 +38,7 @@ from ragsift.ports import (
     Reranker,
     SearchIndex,
 )
-from ragsift.retrieval.service import RetrievalService
+from ragsift.retrieval.service import Observer, RetrievalService
 from ragsift.versions.service import VersionService
 from ragsift.versions.writer import DraftWriter, VersionDefaults
 
@@ -169,6 +169,16 @@ def build_reranker(settings: Settings) -> Reranker | None:
     return None
 
 
+def build_observer(settings: Settings) -> Observer | None:
+    """OpenTelemetry spans of every retrieval when RAGSIFT_OTEL_EXPORTER is set."""
+    if settings.otel_exporter == "none":
+        return None
+    # imported here: opentelemetry is the optional `otel` extra
+    from ragsift.observability.otel import build_spans
+
+    return build_spans(settings.otel_exporter, settings.otel_endpoint)
+
+
 def build_object_store(settings: Settings) -> ObjectStore:
     """Where originals are kept: S3/MinIO when RAGSIFT_OBJECT_STORE_URL is set, else DATA_DIR."""
     if settings.object_store_url is None:
@@ -248,7 +258,7 @@ def build(settings: Settings, upgrade_sparse_layout: bool = False) -> Container:
     retrieval = RetrievalService(
         repository, index, embedder, settings,
         rewriter=build_rewriter(settings), reranker=build_reranker(settings), faq_index=faq_index,
-        tuning=repository, versions=repository,
+        tuning=repository, versions=repository, observer=build_observer(settings),
     )
     versions = VersionService(repository, index, retrieval, object_store, drafts, settings)
     faq = FaqImporter(

@@ -16,6 +16,7 @@ from ragsift.bootstrap import Container, build
 from ragsift.config import Settings
 from ragsift.domain.errors import InvalidInput
 from ragsift.domain.models import KnowledgeBase
+from ragsift.observability.logs import configure_logging
 
 out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
@@ -41,6 +42,7 @@ def open_container(data_dir: Path | None, **overrides: Any) -> Iterator[Containe
         settings = Settings(data_dir=data_dir, **overrides) if data_dir else Settings(**overrides)
     except ValidationError as exc:
         raise CliFailure(f"invalid settings: {exc}", 2) from exc
+    configure_logging(settings.log_format)
     container = build(settings)
     try:
         yield container

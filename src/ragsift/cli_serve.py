@@ -126,8 +126,11 @@ def serve(
         app = create_app(container, shutdown_budget_s=clock.remaining,
                          pause_after_parse_s=pause_s, allowed_hosts=hosts)
         state = app.state.ragsift
+        json_logs = container.settings.log_format == "json"
         config = uvicorn.Config(
             app, host=host, port=port, log_level="info",
+            # with JSON logs uvicorn keeps the root handler instead of installing its own
+            log_config=None if json_logs else uvicorn.config.LOGGING_CONFIG,
             # whole seconds only; the clock's remaining() starts with the signal, as this does
             timeout_graceful_shutdown=math.floor(clock.remaining()),
         )

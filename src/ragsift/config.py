@@ -174,11 +174,12 @@ class Settings(BaseSettings):
         "before the body is read whole",
     )
     max_concurrent_search: int = Field(
-        default=32, ge=1, description="requests to /api/retrieval/* running at once"
+        default=32, ge=1,
+        description="requests to /api/retrieval/* and /dify/retrieval running at once"
     )
     max_concurrent_chat: int = Field(
-        default=8, ge=1, description="/api/chat and /api/chat/stream turns at once (a stream "
-        "holds its slot until it ends)",
+        default=8, ge=1, description="/api/chat, /api/chat/stream and /v1/chat/completions "
+        "turns at once (a stream holds its slot until it ends)",
     )
     max_concurrent_uploads: int = Field(
         default=4, ge=1, description="multipart uploads (documents, FAQ import) at once"
@@ -226,6 +227,19 @@ class Settings(BaseSettings):
     api_docs: bool = Field(
         default=False, description="serve Swagger UI at /docs and ReDoc at /redoc (from the "
         "package, under the pages' CSP); /openapi.json is always served")
+
+    # observability (both off by default)
+    log_format: Literal["text", "json"] = Field(
+        default="text", description="json: one JSON object per log line, with the request id"
+    )
+    otel_exporter: Literal["none", "otlp", "console"] = Field(
+        default="none", description="OpenTelemetry spans of each retrieval and its stages "
+        "(the `otel` extra): otlp over HTTP, or console"
+    )
+    otel_endpoint: str | None = Field(
+        default=None, description="OTLP traces endpoint; default: OTEL_EXPORTER_OTLP_ENDPOINT "
+        "or http://localhost:4318/v1/traces"
+    )
 
     # retrieval
     mode: RetrievalMode = "hybrid"

@@ -18,6 +18,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ragsift.api.errors import error_response
 from ragsift.api.metrics import ApiMetrics
+from ragsift.observability.context import bind_request_id
 
 logger = logging.getLogger(__name__)
 
@@ -25,7 +26,11 @@ UNMATCHED_ROUTE = "unmatched"
 
 
 class ObserveMiddleware:
-    """Counts and times each request by route template; an escaped exception becomes a 500."""
+    """Counts and times each request by route template; an escaped exception becomes a 500.
+
+    It also gives the request its id (the client's X-Request-ID when well-formed), which log
+    lines and the retrieval trace carry and the response returns as X-Request-ID.
+    """
 
     def __init__(self, app: ASGIApp, metrics: ApiMetrics) -> None:
         self.app = app
@@ -38,12 +43,16 @@ class ObserveMiddleware:
         started = time.perf_counter()
         status = 500
         response_started = False
+        request_id = bind_request_id(_header(scope, b"x-request-id"))
 
         async def observed_send(message: Message) -> None:
             nonlocal status, response_started
             if message["type"] == "http.response.start":
                 status = int(message["status"])
                 response_started = True
+                headers = list(message.get("headers", []))
+                headers.append((b"x-request-id", request_id.encode("ascii")))
+                message = {**message, "headers": headers}
             await send(message)
 
         try:
@@ -63,7 +72,7 @@ class ObserveMiddleware:
 
 # Multipart uploads stream with limits of their own (RAGSIFT_MAX_FILE_BYTES, api/uploads.py).
 _UPLOAD_PATH = re.compile(r"/api/kbs/[^/]+/(?:documents|faq)")
-_CHAT_PATHS = frozenset({"/api/chat", "/api/chat/stream"})
+_CHAT_PATHS = frozenset({"/api/chat", "/api/chat/stream", "/v1/chat/completions"})
 
 
 class RouteClass(StrEnum):
@@ -82,7 +91,7 @@ def is_upload(scope: Scope) -> bool:
 def route_class(scope: Scope) -> RouteClass | None:
     """The limited class of a request, or None (not limited)."""
     path: str = scope["path"]
-    if path.startswith("/api/retrieval/"):
+    if path.startswith("/api/retrieval/") or path == "/dify/retrieval":
         return RouteClass.SEARCH
     if path in _CHAT_PATHS:
         return RouteClass.CHAT
@@ -207,3 +216,10 @@ class ConcurrencyLimitMiddleware:
         finally:
             self.running[kind] -= 1
             self.metrics.observe_running(kind.value, self.running[kind])
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope.get("headers", ()):
+        if key.lower() == name:
+            return bytes(value).decode("latin-1")
+    return None

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
@@ -13,6 +12,7 @@ from ragsift.domain.errors import InvalidInput, NotFound
 from ragsift.domain.requests import SearchRequest
 from ragsift.domain.results import RetrievalResult
 from ragsift.domain.trace import QueryVariant, RetrievalTrace, StageTrace
+from ragsift.observability.context import current_request_id
 from ragsift.ports import Repository
 from ragsift.retrieval.faq import FaqOutcome, FaqSearcher
 from ragsift.retrieval.options import Options, resolve_options
@@ -94,7 +94,7 @@ async def _no_documents(
         raise NotFound(f"knowledge base {kb_id!r} does not exist")
     off = StageTrace(status="off", reason="documents not searched (run_doc=false)")
     trace = RetrievalTrace(
-        request_id=uuid.uuid4().hex, kb_id=kb_id, query=query, mode=options.mode,
+        request_id=current_request_id(), kb_id=kb_id, query=query, mode=options.mode,
         fusion=options.fusion, switches_requested=options.switches,
         variants=(QueryVariant(text=query, method="original"),),
         rewrite=off, auto_merge=off, rerank=off, threshold=off, small2big=off,

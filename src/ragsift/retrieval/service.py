@@ -4,9 +4,9 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
-import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from ragsift.config import Settings
@@ -27,6 +27,7 @@ from ragsift.domain.trace import (
     StageTrace,
     Switches,
 )
+from ragsift.observability.context import current_request_id
 from ragsift.ports import (
     Embedder,
     QueryRewriter,
@@ -57,6 +58,11 @@ def _ms(start: float) -> float:
     return round((time.perf_counter() - start) * 1000, 3)
 
 
+logger = logging.getLogger(__name__)
+
+Observer = Callable[[RetrievalResult, int, int], None]
+"""Told of each finished search: (result, start and end in ns since the epoch)."""
+
 @dataclass(frozen=True, slots=True)
 class _Candidate:
     """A fused candidate with its chunk (a parent after auto-merge) and rerank score."""
@@ -86,8 +92,11 @@ class RetrievalService:
         faq_index: SearchIndex | None = None,
         tuning: TunedFusionStore | None = None,
         versions: VersionReader | None = None,
+        observer: Observer | None = None,
     ) -> None:
         self._repository = repository
+        # told of every finished search (OpenTelemetry spans); never fails a search
+        self._observer = observer
         self._tuning = tuning
         self._versions = versions  # None: no KB versions (every chunk in every search)
         self._embedder = embedder
@@ -108,9 +117,16 @@ class RetrievalService:
         """Documents and FAQ side by side; raises InvalidInput, NotFound, RetrievalUnavailable
         and EmbeddingModelMismatch (an InvalidInput)."""
         await self._check_embedder(request)
-        return await run_plan(
+        started_ns = time.time_ns()
+        result = await run_plan(
             request, self._settings, self._repository, self._search_documents, self._faq
         )
+        if self._observer is not None:
+            try:
+                self._observer(result, started_ns, time.time_ns())
+            except Exception:
+                logger.exception("the retrieval observer failed (the search did not)")
+        return result
 
     async def _check_embedder(self, request: SearchRequest) -> None:
         """Refuse a dense search whose query vector would come from another model than the
@@ -147,7 +163,7 @@ class RetrievalService:
         )
         timings: dict[str, float] = {}
         trace = RetrievalTrace(
-            request_id=uuid.uuid4().hex, kb_id=request.kb_id, query=query, mode=options.mode,
+            request_id=current_request_id(), kb_id=request.kb_id, query=query, mode=options.mode,
             fusion=options.fusion, switches_requested=options.switches,
             tuned_fusion=options.tuned_fusion,
             variants=(QueryVariant(text=query, method="original"),),
