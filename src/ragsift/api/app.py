@@ -15,16 +15,19 @@ from ragsift import __version__
 from ragsift.api import (
     routes_chat,
     routes_conversations,
+    routes_dify,
     routes_documents,
     routes_faq,
     routes_health,
     routes_kb,
     routes_keys,
     routes_maintenance,
+    routes_openai,
     routes_retrieval,
     routes_versions,
 )
 from ragsift.api.auth import AuditMiddleware, Authorizer
+from ragsift.api.compat_errors import CompatErrorMiddleware
 from ragsift.api.deps import AppState
 from ragsift.api.errors import install_error_handlers
 from ragsift.api.metrics import ApiMetrics
@@ -111,7 +114,7 @@ def create_app(
     guarded = [Depends(authorizer)]  # the one place every route's access is checked
     for module in (routes_kb, routes_documents, routes_faq, routes_retrieval, routes_health,
                    routes_chat, routes_conversations, routes_maintenance, routes_versions,
-                   routes_keys):
+                   routes_keys, routes_dify, routes_openai):
         app.include_router(module.router, dependencies=guarded)
     install_web(app)  # the web pages: /web/debug, /web/chat (their API calls carry the key)
     install_openapi_security(app)
@@ -129,5 +132,6 @@ def create_app(
                            allow_headers=["Authorization", "Content-Type"])
     if allowed_hosts is not None:
         app.add_middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts))
+    app.add_middleware(CompatErrorMiddleware)  # Dify's and OpenAI's error formats on theirs
     app.add_middleware(ObserveMiddleware, metrics=metrics)
     return app

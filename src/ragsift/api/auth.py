@@ -239,9 +239,10 @@ CurrentPrincipal = Annotated[Principal, Depends(_principal)]
 
 
 class AuditMiddleware:
-    """Records every state-changing /api request (time, key, route, target ids, status).
+    """Records every state-changing /api request (time, key, route, target ids, status), and
+    OpenAI-compatible chat completions (each stores a conversation).
 
-    Searches and explains are POSTs that change nothing, so they are not recorded.
+    Searches and explains (Dify's retrieval too) are POSTs that change nothing: not recorded.
     """
 
     def __init__(self, app: ASGIApp, keys: KeyService) -> None:
@@ -252,7 +253,8 @@ class AuditMiddleware:
         method = scope.get("method", "")
         path: str = scope.get("path", "")
         if (scope["type"] != "http" or method in ("GET", "HEAD", "OPTIONS")
-                or not path.startswith("/api/") or path.startswith("/api/retrieval/")):
+                or not path.startswith(("/api/", "/v1/chat/"))
+                or path.startswith("/api/retrieval/")):
             await self.app(scope, receive, send)
             return
         status = 500

@@ -80,6 +80,9 @@ class ChatRequest:
     visibilities: tuple[str, ...] | None = None
     roles: tuple[str, ...] | None = None
     owner_key: str | None = None
+    # earlier (question, answer) pairs a stateless caller sends along (OpenAI-style messages);
+    # used for a new conversation only: a stored one has its own turns
+    history: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,6 +169,8 @@ class ChatService:
                 id=conversation_id, kb_id=request.kb_id, title=conversation_title(question),
                 owner_key=request.owner_key,
             )
+            keep = self._options.history_turns
+            history = list(request.history[-keep:]) if keep > 0 else []
         else:
             conversation_id = request.conversation_id
             history = await asyncio.to_thread(self._history, conversation_id, request.kb_id)

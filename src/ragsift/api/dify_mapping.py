@@ -1,0 +1,159 @@
+"""Dify's request and records in ragsift's terms: metadata conditions as search filters, hits as
+records with a normalised 0-1 score. Pure functions; the route (api/routes_dify.py) runs them.
+
+Metadata conditions: `is` / `=` (one value) and `in` (a list) on tenant_id, dataset_id,
+visibility, source, document_id and filename (alias document_name, Dify's name for it). Within
+one field the values are a set (`and`: the intersection, `or`: the union); across fields
+ragsift's filters are ANDed, so `or` across different fields has no filter and is refused, as
+is every other field and operator: a condition is never silently dropped.
+
+Normalised score (README, "Dify external knowledge API"): each hit is calibrated as its
+rerank score when rerank ran (squashed with the logistic function if the reranker answers
+outside 0-1), else its dense cosine similarity clipped to 0-1, else (a hit only BM25 found)
+`bm25 / (bm25 + BM25_HALF)`. A record then scores the highest calibrated score of itself and
+every record ragsift ranked below it: the scores never increase down ragsift's ranking, so
+Dify (which sorts by score) keeps ragsift's order, and a threshold cuts a tail of it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ragsift.api.schemas_dify import Condition, DifyRecord, MetadataCondition
+from ragsift.domain.errors import InvalidInput
+from ragsift.domain.results import RetrievalHit
+
+# BM25 score at which a BM25-only hit scores 0.5 (typical matches score 1-10 here)
+BM25_HALF = 5.0
+_FIELDS = {
+    "tenant_id": "tenant_ids", "dataset_id": "dataset_ids", "visibility": "visibilities",
+    "source": "sources", "document_id": "document_ids", "filename": "filenames",
+    "document_name": "filenames",
+}
+_ONE_VALUE = frozenset({"is", "="})
+_MANY_VALUES = frozenset({"in"})
+
+
+class UnsupportedCondition(InvalidInput):
+    """A metadata condition ragsift has no filter for (HTTP 400)."""
+
+    code = "unsupported_metadata_condition"
+
+
+@dataclass(frozen=True, slots=True)
+class DifyFilters:
+    """Accepted values per field (None: not filtered); an empty tuple accepts nothing."""
+
+    tenant_ids: tuple[str, ...] | None = None
+    dataset_ids: tuple[str, ...] | None = None
+    visibilities: tuple[str, ...] | None = None
+    sources: tuple[str, ...] | None = None
+    document_ids: tuple[str, ...] | None = None
+    filenames: tuple[str, ...] | None = None
+
+
+def _field(condition: Condition) -> str:
+    names = [condition.name] if isinstance(condition.name, str) else condition.name
+    if len(names) != 1:
+        raise UnsupportedCondition(
+            f"a metadata condition names one field; got {len(names)}: {names!r}")
+    name = names[0]
+    if name not in _FIELDS:
+        raise UnsupportedCondition(
+            f"metadata field {name!r} cannot be filtered on; use one of "
+            f"{', '.join(sorted(_FIELDS))}")
+    return name
+
+
+def _values(name: str, condition: Condition) -> tuple[str, ...]:
+    operator, value = condition.comparison_operator, condition.value
+    if operator in _ONE_VALUE:
+        if value is None or isinstance(value, list):
+            raise UnsupportedCondition(
+                f"{name!r} {operator!r} takes one value (use 'in' for a list)")
+        return (str(value),)
+    if operator in _MANY_VALUES:
+        if value is None:
+            raise UnsupportedCondition(f"{name!r} 'in' needs a list of values")
+        return tuple(value) if isinstance(value, list) else (str(value),)
+    raise UnsupportedCondition(
+        f"comparison operator {operator!r} (on {name!r}) has no ragsift filter; use 'is', "
+        "'=' or 'in'")
+
+
+def conditions_to_filters(condition: MetadataCondition | None) -> DifyFilters:
+    """Dify's metadata_condition as ragsift filters; UnsupportedCondition for what has none."""
+    if condition is None or not condition.conditions:
+        return DifyFilters()
+    grouped: dict[str, list[tuple[str, ...]]] = {}
+    names: set[str] = set()
+    for item in condition.conditions:
+        name = _field(item)
+        names.add(name)
+        grouped.setdefault(_FIELDS[name], []).append(_values(name, item))
+    combined: dict[str, tuple[str, ...]] = {}
+    if (condition.logical_operator or "and") == "or":
+        if len(grouped) > 1:
+            raise UnsupportedCondition(
+                "logical_operator 'or' is supported within one field only (ragsift's filters "
+                f"are ANDed across fields); got {', '.join(sorted(names))}")
+        for field, sets in grouped.items():
+            combined[field] = tuple(dict.fromkeys(v for values in sets for v in values))
+    else:
+        for field, sets in grouped.items():
+            kept = dict.fromkeys(sets[0])
+            for values in sets[1:]:
+                kept = {v: None for v in kept if v in values}
+            combined[field] = tuple(kept)
+    return DifyFilters(**combined)
+
+
+def _logistic(x: float) -> float:
+    return 1.0 / (1.0 + math.exp(-x)) if x >= 0 else math.exp(x) / (1.0 + math.exp(x))
+
+
+def calibrated_score(hit: RetrievalHit) -> float:
+    """One hit's 0-1 score on its own: rerank, else dense cosine, else saturated BM25."""
+    if hit.rerank_score is not None:
+        score = hit.rerank_score
+        return score if 0.0 <= score <= 1.0 else _logistic(score)
+    if hit.dense_score is not None:
+        return min(1.0, max(0.0, hit.dense_score))
+    if hit.sparse_score is not None and hit.sparse_score > 0:
+        return hit.sparse_score / (hit.sparse_score + BM25_HALF)
+    return 0.0
+
+
+def normalised_scores(hits: Sequence[RetrievalHit]) -> list[float]:
+    """Per hit (in rank order) the highest calibrated score of it and every hit below it."""
+    scores: list[float] = []
+    best_below = 0.0
+    for hit in reversed(hits):
+        best_below = max(best_below, calibrated_score(hit))
+        scores.append(round(best_below, 6))
+    return scores[::-1]
+
+
+def _metadata(hit: RetrievalHit) -> dict[str, Any]:
+    return {
+        "chunk_id": hit.chunk_id, "document_id": hit.document_id, "filename": hit.filename,
+        "heading_path": list(hit.heading_path),
+        "locator": hit.locator.model_dump(exclude_none=True),
+        "rank": hit.rank, "retrieval_sources": list(hit.retrieval_sources),
+        "fusion_score": hit.fusion_score, "dense_score": hit.dense_score,
+        "sparse_score": hit.sparse_score, "rerank_score": hit.rerank_score,
+    }
+
+
+def to_records(hits: Sequence[RetrievalHit], score_threshold: float) -> list[DifyRecord]:
+    """The hits at or over the threshold as Dify records (content: what a model should read,
+    the Small2Big context when there is one)."""
+    return [
+        DifyRecord(content=hit.context_text or hit.text, score=score, title=hit.filename,
+                   metadata=_metadata(hit))
+        for hit, score in zip(hits, normalised_scores(hits), strict=True)
+        if score >= score_threshold
+    ]
