@@ -34,6 +34,8 @@ from ragsift.cli_common import (
 from ragsift.cli_faq import faq_app
 from ragsift.cli_keys import audit, keys_app
 from ragsift.cli_maintenance import rebuild_sparse, reindex
+from ragsift.cli_mcp import mcp as mcp_command
+from ragsift.cli_remote import ApiKeyOpt, ServerOpt, remote_search
 from ragsift.cli_render import render_faq, render_hits, render_scores, render_trace
 from ragsift.cli_serve import serve
 from ragsift.cli_tune import tune_command
@@ -75,6 +77,7 @@ app.command()(serve)
 app.command("rebuild-sparse")(rebuild_sparse)
 app.command()(reindex)
 app.command()(worker)
+app.command("mcp")(mcp_command)
 
 def _files(paths: list[Path]) -> list[Path]:
     found: list[Path] = []
@@ -178,8 +181,11 @@ def _report_ingest(
     return tally
 
 
-def _search(data_dir: Path | None, kb: str, query: str, fields: dict[str, Any]) -> RetrievalResult:
+def _search(data_dir: Path | None, kb: str, query: str, fields: dict[str, Any],
+            server: str | None = None, api_key: str | None = None) -> RetrievalResult:
     """One retrieval; `fields` are SearchRequest overrides (None = the settings' default)."""
+    if server is not None:
+        return remote_search(server, api_key, kb, query, fields)
     with open_container(data_dir) as container:
         knowledge_base = kb_named(container, kb)
         values = {name: value for name, value in fields.items() if value is not None}
@@ -246,6 +252,8 @@ def search(
     visibility: VisibilityOpt = None,
     as_json: JsonFlag = False,
     data_dir: DataDir = None,
+    server: ServerOpt = None,
+    api_key: ApiKeyOpt = None,
 ) -> None:
     """Search a knowledge base and print the evidence (FAQ entries in their own block).
 
@@ -261,7 +269,7 @@ def search(
         "visibilities": visibility,
         # the plain JSON array has no place for FAQ entries: skip the search unless asked
         "run_faq": False if as_json and faq is None else faq,
-    })
+    }, server, api_key)
     if as_json:
         hits = [hit.model_dump(mode="json") for hit in result.hits]
         faq_hits = [hit.model_dump(mode="json") for hit in result.faq_hits]
@@ -294,6 +302,8 @@ def explain(
     visibility: VisibilityOpt = None,
     as_json: JsonFlag = False,
     data_dir: DataDir = None,
+    server: ServerOpt = None,
+    api_key: ApiKeyOpt = None,
 ) -> None:
     """Search and show how every stage chose the evidence (the trace)."""
     result = _search(data_dir, kb, query, {
@@ -303,7 +313,7 @@ def explain(
         "min_score": min_score, "run_faq": faq, "faq_top_k": faq_top_k,
         "kb_version": kb_version, "roles": role, "tenant_ids": tenant_id,
         "dataset_ids": dataset_id, "visibilities": visibility,
-    })
+    }, server, api_key)
     if as_json:
         payload: dict[str, Any] = {
             "results": [hit.model_dump(mode="json") for hit in result.hits],

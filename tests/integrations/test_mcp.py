@@ -1,0 +1,530 @@
+"""`ragsift mcp` driven by the official MCP SDK's own clients, over stdio and streamable HTTP,
+against a real data directory made with `ragsift ingest`."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio
+import httpx
+import httpx2
+import pytest
+from mcp import Client, ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+from mcp.types import CallToolResult, TextContent, TextResourceContents
+
+from ragsift.auth.keys import ApiKey, KeyScope, Role
+from ragsift.domain.models import Document, DocumentScope, DocumentStatus, Locator
+from ragsift.integrations.mcp_results import citation_label
+from ragsift.integrations.mcp_server import document_visible
+from support.serve import free_port, ragsift_command
+
+T = TypeVar("T")
+
+TRAVEL = """# Travel policy
+
+## Hotels
+
+The hotel limit is 180 EUR per night in capital cities and 120 EUR elsewhere.
+
+## Error codes
+
+E-104 means the booking tool could not reach the travel agency.
+"""
+
+# one long section: several passages (children) under one parent, to have neighbours
+LEAVE = """# Employee handbook
+
+## Annual leave
+
+Every employee gets fifteen days of annual leave per calendar year. Leave requests go to the
+line manager at least two weeks ahead. Up to five unused days can be carried over to the next
+year; carried-over days expire at the end of March. Part-time staff get leave in proportion to
+their contract. Leave cannot be paid out except when the contract ends. Public holidays that
+fall inside a leave period are not counted as leave days.
+
+## 年假
+
+员工每年享有十五天年假，未使用的年假最多可结转五天。
+"""
+
+OTHER = "# Secret plans\n\nThe launch date of project Falcon is the third of May.\n"
+
+
+def _ragsift(data_dir: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*ragsift_command(), *args, "--data-dir", str(data_dir)],
+                          capture_output=True, text=True, timeout=300, check=False,
+                          env={**os.environ, **env})
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    docs = tmp_path_factory.mktemp("docs")
+    (docs / "travel.md").write_text(TRAVEL, encoding="utf-8")
+    (docs / "leave.md").write_text(LEAVE, encoding="utf-8")
+    (docs / "other").mkdir()
+    (docs / "other" / "plans.md").write_text(OTHER, encoding="utf-8")
+    data = tmp_path_factory.mktemp("data")
+    small = {"RAGSIFT_CHUNK_TOKENS": "32", "RAGSIFT_CHUNK_OVERLAP_TOKENS": "0"}
+    done = _ragsift(data, "ingest", str(docs / "travel.md"), str(docs / "leave.md"),
+                    "--kb", "handbook", **small)
+    assert done.returncode == 0, done.stderr
+    done = _ragsift(data, "ingest", str(docs / "other"), "--kb", "other", **small)
+    assert done.returncode == 0, done.stderr
+    return data
+
+
+@pytest.fixture(scope="module")
+def handbook_key(data_dir: Path) -> str:
+    """A reader key that may reach only the handbook KB."""
+    done = _ragsift(data_dir, "keys", "create", "--name", "handbook-bot", "--role", "reader",
+                    "--kb", "handbook")
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+@pytest.fixture(scope="module")
+def reader_key(data_dir: Path) -> str:
+    """A reader key that may reach every KB."""
+    done = _ragsift(data_dir, "keys", "create", "--name", "reader-bot", "--role", "reader")
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def _run(fn: Callable[[], Awaitable[T]]) -> T:
+    return anyio.run(fn)
+
+
+@asynccontextmanager
+async def _stdio(data_dir: Path, errlog: Path, *args: str, **env: str
+                 ) -> AsyncIterator[ClientSession]:
+    command, *rest = ragsift_command()
+    params = StdioServerParameters(command=command, args=[*rest, "mcp", "--data-dir",
+                                                         str(data_dir), *args], env=env)
+    with errlog.open("a") as log:
+        async with stdio_client(params, errlog=log) as (read, write), \
+                ClientSession(read, write) as session:
+            await session.initialize()
+            yield session
+
+
+def _data(result: CallToolResult) -> dict[str, Any]:
+    assert not result.is_error, result.content
+    assert isinstance(result.structured_content, dict)
+    return dict(result.structured_content)
+
+
+def _error_text(result: CallToolResult) -> str:
+    assert result.is_error
+    block = result.content[0]
+    assert isinstance(block, TextContent)
+    return block.text
+
+
+def test_stdio_lists_the_tools_with_argument_and_result_schemas(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    async def check() -> None:
+        async with _stdio(data_dir, tmp_path / "err.log") as session:
+            tools = {tool.name: tool for tool in (await session.list_tools()).tools}
+            assert set(tools) == {"search", "explain", "list_knowledge_bases", "get_chunk"}
+            search = tools["search"].input_schema
+            assert search["required"] == ["query"]
+            assert {"kb", "top_k", "mode", "document_ids", "rerank"} <= set(search["properties"])
+            assert "ctx" not in search["properties"]
+            assert tools["get_chunk"].input_schema["required"] == ["chunk_id"]
+            for tool in tools.values():
+                assert tool.description and tool.output_schema is not None
+                assert tool.annotations is not None and tool.annotations.read_only_hint
+            assert "citation" in json.dumps(tools["search"].output_schema)
+            explain_schema = tools["explain"].output_schema
+            assert explain_schema is not None and "trace" in explain_schema["properties"]
+
+    _run(check)
+
+
+def test_stdio_search_returns_evidence_with_citations(data_dir: Path, tmp_path: Path) -> None:
+    async def check() -> dict[str, Any]:
+        async with _stdio(data_dir, tmp_path / "err.log") as session:
+            return _data(await session.call_tool(
+                "search", {"query": "hotel limit per night", "kb": "handbook", "top_k": 3}))
+
+    found = _run(check)
+    assert found["kb"] == "handbook" and found["query"] == "hotel limit per night"
+    best = found["results"][0]
+    assert "180 EUR" in best["text"] and best["rank"] == 1
+    citation = best["citation"]
+    assert citation["file"] == "travel.md"
+    assert citation["section"] == ["Travel policy", "Hotels"]
+    assert citation["chunk_id"] and citation["document_id"]
+    assert citation["label"] == "travel.md › Travel policy › Hotels"
+    assert set(citation["locator"]) == {"page", "sheet", "cell_range", "slide"}
+
+
+def test_stdio_explain_adds_every_score_and_a_trace_summary(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    async def check() -> dict[str, Any]:
+        async with _stdio(data_dir, tmp_path / "err.log") as session:
+            return _data(await session.call_tool(
+                "explain", {"query": "年假可以结转几天", "kb": "handbook", "top_k": 2}))
+
+    explained = _run(check)
+    best = explained["results"][0]
+    assert "结转" in best["text"] and best["citation"]["file"] == "leave.md"
+    assert best["dense_rank"] is not None and best["fusion_score"] == best["score"]
+    trace = explained["trace"]
+    assert trace["mode"] == "hybrid" and trace["returned_count"] == 2
+    assert {c["list_name"] for c in trace["channels"]} == {"dense:original", "sparse:original"}
+    assert trace["stages"]["rerank"]["status"] == "off" and trace["degradations"] == []
+    assert "total" in trace["timings_ms"]
+
+
+def test_stdio_lists_knowledge_bases_with_their_counts(data_dir: Path, tmp_path: Path) -> None:
+    async def check() -> dict[str, Any]:
+        async with _stdio(data_dir, tmp_path / "err.log") as session:
+            return _data(await session.call_tool("list_knowledge_bases", {}))
+
+    listed = {kb["name"]: kb for kb in _run(check)["knowledge_bases"]}
+    assert set(listed) == {"handbook", "other"}
+    assert listed["handbook"]["documents"] == 2 and listed["handbook"]["ready"] == 2
+    assert listed["handbook"]["uri"] == "ragsift://kb/handbook"
+
+
+def test_get_chunk_returns_the_chunk_with_its_section_and_neighbours(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    async def check() -> tuple[dict[str, Any], dict[str, Any]]:
+        async with _stdio(data_dir, tmp_path / "err.log") as session:
+            found = _data(await session.call_tool("search", {
+                "query": "carried over unused days expire", "kb": "handbook", "top_k": 1,
+                "mode": "sparse"}))
+            chunk_id = found["results"][0]["citation"]["chunk_id"]
+            return found, _data(await session.call_tool(
+                "get_chunk", {"chunk_id": chunk_id, "window": 2}))
+
+    found, context = _run(check)
+    chunk = context["chunk"]
+    assert chunk["chunk_id"] == found["results"][0]["citation"]["chunk_id"]
+    assert chunk["level"] == "passage" and chunk["citation"]["file"] == "leave.md"
+    assert context["kb"] == "handbook"
+    parent = context["parent"]
+    assert parent["level"] == "section" and chunk["text"].split()[0] in parent["text"]
+    neighbours = context["previous"] + context["next"]
+    assert neighbours, "the long section has several passages"
+    assert all(n["citation"]["section"] == chunk["citation"]["section"] for n in neighbours)
+    assert all(n["ordinal"] < chunk["ordinal"] for n in context["previous"])
+    assert all(n["ordinal"] > chunk["ordinal"] for n in context["next"])
+
+
+def test_kb_resource_describes_the_knowledge_base_and_its_documents(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    async def check() -> tuple[list[str], str]:
+        async with _stdio(data_dir, tmp_path / "err.log") as session:
+            templates = (await session.list_resource_templates()).resource_templates
+            read = await session.read_resource("ragsift://kb/handbook")
+            content = read.contents[0]
+            assert isinstance(content, TextResourceContents)
+            assert content.mime_type == "application/json"
+            return [t.uri_template for t in templates], content.text
+
+    templates, text = _run(check)
+    assert templates == ["ragsift://kb/{name}"]
+    described = json.loads(text)
+    assert described["name"] == "handbook" and described["embedding_dim"] > 0
+    assert {d["filename"]: d["status"] for d in described["documents"]} == {
+        "travel.md": "READY", "leave.md": "READY"}
+
+
+def test_bad_input_is_a_tool_error_saying_why_and_the_server_keeps_serving(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    async def check() -> dict[str, str]:
+        async with _stdio(data_dir, tmp_path / "err.log") as session:
+            calls: dict[str, tuple[str, dict[str, Any]]] = {
+                "empty": ("search", {"query": "  ", "kb": "handbook"}),
+                "punctuation": ("search", {"query": "？！", "kb": "handbook"}),
+                "too_long": ("search", {"query": "hotel " * 400, "kb": "handbook"}),
+                "unknown_kb": ("search", {"query": "hotel", "kb": "nope"}),
+                "no_kb": ("search", {"query": "hotel"}),
+                "top_k": ("search", {"query": "hotel", "kb": "handbook", "top_k": 0}),
+                "mode": ("explain", {"query": "hotel", "kb": "handbook", "mode": "fuzzy"}),
+                "version": ("search", {"query": "hotel", "kb": "handbook", "kb_version": 99}),
+                "chunk": ("get_chunk", {"chunk_id": "no-such-chunk"}),
+            }
+            errors = {name: _error_text(await session.call_tool(tool, arguments))
+                      for name, (tool, arguments) in calls.items()}
+            with pytest.raises(MCPError, match="unknown knowledge base 'nope'"):
+                await session.read_resource("ragsift://kb/nope")
+            # still serving
+            _data(await session.call_tool("search", {"query": "E-104", "kb": "handbook"}))
+            return errors
+
+    errors = _run(check)
+    assert "query is empty" in errors["empty"]
+    assert "no letters or digits" in errors["punctuation"]
+    assert "query" in errors["too_long"] and "1000" in errors["too_long"]
+    assert "unknown knowledge base 'nope' (known: handbook, other)" in errors["unknown_kb"]
+    assert "name a knowledge base (`kb`): handbook, other" in errors["no_kb"]
+    assert "top_k" in errors["top_k"] and "greater than or equal to 1" in errors["top_k"]
+    assert "mode" in errors["mode"]
+    assert "version 99" in errors["version"] and "not retained" in errors["version"]
+    assert "chunk 'no-such-chunk' does not exist" in errors["chunk"]
+
+
+def test_stdout_carries_only_protocol_messages(data_dir: Path) -> None:
+    """A dense search loads the embedding model: nothing it says may reach stdout."""
+    messages: list[dict[str, Any]] = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "search", "arguments": {"query": "hotel limit", "kb": "handbook"}}},
+    ]
+    process = subprocess.Popen([*ragsift_command(), "mcp", "--data-dir", str(data_dir)],
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    assert process.stdin is not None and process.stdout is not None
+    replies: list[dict[str, Any]] = []
+    try:
+        for message in messages:
+            process.stdin.write(json.dumps(message) + "\n")
+            process.stdin.flush()
+            if "id" in message:
+                replies.append(json.loads(process.stdout.readline()))
+        process.stdin.close()
+        rest = process.stdout.read()
+        assert process.wait(timeout=30) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert rest == ""
+    assert [reply["id"] for reply in replies] == [1, 2]
+    assert replies[0]["result"]["serverInfo"]["name"] == "ragsift"
+    assert replies[1]["result"]["structuredContent"]["results"][0]["citation"]["file"] \
+        == "travel.md"
+
+
+def test_stdio_api_key_scope_is_the_ceiling_of_every_call(
+    data_dir: Path, handbook_key: str, tmp_path: Path
+) -> None:
+    async def other_chunk() -> str:
+        async with _stdio(data_dir, tmp_path / "err.log") as session:
+            found = _data(await session.call_tool(
+                "search", {"query": "Falcon", "kb": "other", "mode": "sparse"}))
+            return str(found["results"][0]["citation"]["chunk_id"])
+
+    async def check(chunk_id: str) -> tuple[dict[str, Any], list[str], dict[str, Any]]:
+        async with _stdio(data_dir, tmp_path / "err.log",
+                          RAGSIFT_API_KEY=handbook_key) as session:
+            listed = _data(await session.call_tool("list_knowledge_bases", {}))
+            refused = [_error_text(await session.call_tool(tool, arguments)) for tool, arguments
+                       in (("search", {"query": "launch date of Falcon", "kb": "other"}),
+                           ("get_chunk", {"chunk_id": chunk_id}))]
+            with pytest.raises(MCPError, match="may not use knowledge base"):
+                await session.read_resource("ragsift://kb/other")
+            # the only KB the key reaches is the default
+            found = _data(await session.call_tool("search", {"query": "hotel limit"}))
+            return listed, refused, found
+
+    chunk_id = _run(other_chunk)
+    listed, refused, found = _run(lambda: check(chunk_id))
+    assert [kb["name"] for kb in listed["knowledge_bases"]] == ["handbook"]
+    for message in refused:
+        assert "forbidden" in message and "handbook-bot" in message, message
+    assert found["kb"] == "handbook"
+
+
+def test_a_keys_data_scope_decides_which_documents_it_sees() -> None:
+    now = datetime.now(UTC)
+
+    def key(**scope: tuple[str, ...]) -> ApiKey:
+        return ApiKey(id="k", name="k", role=Role.READER, scope=KeyScope(**scope), hint="rs_",
+                      created_at=now)
+
+    def document(**scope: Any) -> Document:
+        return Document(id="d", kb_id="kb", filename="a.md", media_type="text/markdown",
+                        sha256=None, size=1, status=DocumentStatus.READY,
+                        scope=DocumentScope(**scope))
+
+    acme = document(tenant_id="acme", allowed_roles=("hr",))
+    assert document_visible(acme, None) and document_visible(acme, key())
+    assert document_visible(acme, key(tenant_ids=("acme", "beta"), data_roles=("hr",)))
+    assert not document_visible(acme, key(tenant_ids=("beta",)))
+    assert not document_visible(acme, key(data_roles=("finance",)))
+    assert not document_visible(document(), key(dataset_ids=("d1",)))
+    assert document_visible(document(), key(data_roles=("finance",)))  # unrestricted document
+
+
+def test_a_citation_label_names_the_file_section_and_locator() -> None:
+    assert citation_label("a.md", [], Locator()) == "a.md"
+    assert citation_label("r.pdf", ["Intro", "Scope"], Locator(page=3)) \
+        == "r.pdf › Intro › Scope, p. 3"
+    assert citation_label("t.xlsx", [], Locator(sheet="Q1", cell_range="A1:C9")) \
+        == "t.xlsx, sheet Q1!A1:C9"
+    assert citation_label("s.pptx", ["Plan"], Locator(slide=2)) == "s.pptx › Plan, slide 2"
+
+
+def test_stdio_with_an_unknown_api_key_exits_2(data_dir: Path) -> None:
+    done = _ragsift(data_dir, "mcp", RAGSIFT_API_KEY="rs_" + "x" * 43)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "unknown, revoked or expired" in done.stderr
+    assert done.stdout == ""
+
+
+@contextmanager
+def _http_server(data_dir: Path, log: Path, *args: str, **env: str) -> Iterator[str]:
+    port = free_port()
+    with log.open("wb") as output:
+        process = subprocess.Popen(
+            [*ragsift_command(), "mcp", "--transport", "streamable-http", "--host", "127.0.0.1",
+             "--port", str(port), "--data-dir", str(data_dir), *args],
+            stdout=output, stderr=subprocess.STDOUT, env={**os.environ, **env})
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert process.poll() is None, log.read_text()
+            try:
+                if httpx.get(f"{base}/healthz", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.1)
+        yield f"{base}/mcp"
+    finally:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+@asynccontextmanager
+async def _http_session(url: str, key: str | None) -> AsyncIterator[ClientSession]:
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    async with httpx2.AsyncClient(headers=headers, timeout=60) as http, \
+            streamable_http_client(url, http_client=http) as (read, write), \
+            ClientSession(read, write) as session:
+        await session.initialize()
+        yield session
+
+
+INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-06-18", "capabilities": {},
+    "clientInfo": {"name": "t", "version": "0"}}}
+MCP_HEADERS = {"Accept": "application/json, text/event-stream"}
+
+
+def test_streamable_http_needs_a_key_and_applies_its_scope(
+    data_dir: Path, handbook_key: str, tmp_path: Path
+) -> None:
+    with _http_server(data_dir, tmp_path / "server.log", RAGSIFT_AUTH="true") as url:
+        missing = httpx.post(url, json=INITIALIZE, headers=MCP_HEADERS)
+        assert missing.status_code == 401
+        assert missing.headers["www-authenticate"] == "Bearer"
+        assert missing.json() == {"code": "unauthorized",
+                                  "message": "missing Authorization: Bearer header"}
+        wrong = httpx.post(url, json=INITIALIZE, headers={
+            **MCP_HEADERS, "Authorization": "Bearer rs_" + "y" * 43})
+        assert wrong.status_code == 401 and "unknown, revoked or expired" in wrong.text
+        in_url = httpx.post(f"{url}?api_key={handbook_key}", json=INITIALIZE, headers=MCP_HEADERS)
+        assert in_url.status_code == 401 and "never in the URL" in in_url.text
+        rebound = httpx.post(url, json=INITIALIZE, headers={
+            **MCP_HEADERS, "Authorization": f"Bearer {handbook_key}",
+            "Host": "attacker.example"})
+        assert rebound.status_code == 421  # a DNS-rebinding page names its own host
+        cross_site = httpx.post(url, json=INITIALIZE, headers={
+            **MCP_HEADERS, "Authorization": f"Bearer {handbook_key}",
+            "Origin": "http://attacker.example"})
+        assert cross_site.status_code == 403
+
+        async def without_key() -> None:
+            async with _http_session(url, None):
+                pass
+
+        with pytest.raises(BaseException) as refused:
+            _run(without_key)
+        assert refused.group_contains(MCPError) if isinstance(
+            refused.value, BaseExceptionGroup) else isinstance(refused.value, MCPError)
+
+        async def with_key() -> tuple[set[str], dict[str, Any], str, dict[str, Any]]:
+            async with _http_session(url, handbook_key) as session:
+                tools = {tool.name for tool in (await session.list_tools()).tools}
+                found = _data(await session.call_tool(
+                    "search", {"query": "E-104", "kb": "handbook", "mode": "sparse"}))
+                refused = _error_text(await session.call_tool(
+                    "search", {"query": "Falcon", "kb": "other", "mode": "sparse"}))
+                listed = _data(await session.call_tool("list_knowledge_bases", {}))
+                return tools, found, refused, listed
+
+        tools, found, refused_kb, listed = _run(with_key)
+        assert tools == {"search", "explain", "list_knowledge_bases", "get_chunk"}
+        assert found["results"][0]["citation"]["section"] == ["Travel policy", "Error codes"]
+        assert "forbidden" in refused_kb and "may not use knowledge base" in refused_kb
+        assert [kb["name"] for kb in listed["knowledge_bases"]] == ["handbook"]
+
+
+def test_streamable_http_scopes_the_newer_stateless_protocol_and_binds_sessions_to_keys(
+    data_dir: Path, handbook_key: str, reader_key: str, tmp_path: Path
+) -> None:
+    with _http_server(data_dir, tmp_path / "server.log", RAGSIFT_AUTH="true") as url:
+        async def stateless() -> tuple[str | None, dict[str, Any]]:
+            headers = {"Authorization": f"Bearer {handbook_key}"}
+            async with httpx2.AsyncClient(headers=headers, timeout=60) as http, \
+                    Client(streamable_http_client(url, http_client=http)) as client:
+                listed = _data(await client.call_tool("list_knowledge_bases", {}))
+                return client.session.protocol_version, listed
+
+        version, listed = _run(stateless)
+        assert version is not None and version >= "2026-07-28"  # no initialize handshake
+        assert [kb["name"] for kb in listed["knowledge_bases"]] == ["handbook"]
+
+        opened = httpx.post(url, json=INITIALIZE, headers={
+            **MCP_HEADERS, "Authorization": f"Bearer {handbook_key}"})
+        assert opened.status_code == 200, opened.text
+        session = opened.headers["mcp-session-id"]
+        listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+        other = httpx.post(url, json=listing, headers={
+            **MCP_HEADERS, "Authorization": f"Bearer {reader_key}", "Mcp-Session-Id": session})
+        assert other.status_code == 404  # another key's session is not there for it
+
+
+def test_streamable_http_without_keys_is_allowed_on_loopback_only(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    with _http_server(data_dir, tmp_path / "server.log", "--no-auth",
+                      RAGSIFT_AUTH="true") as url:
+        async def listed() -> dict[str, Any]:
+            async with _http_session(url, None) as session:
+                return _data(await session.call_tool("list_knowledge_bases", {}))
+
+        assert {kb["name"] for kb in _run(listed)["knowledge_bases"]} == {"handbook", "other"}
+        assert "API keys OFF" in (tmp_path / "server.log").read_text()
+    done = _ragsift(data_dir, "mcp", "--transport", "streamable-http", "--host", "0.0.0.0",
+                    "--port", str(free_port()), "--no-auth")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "refusing to serve MCP on 0.0.0.0 without API keys" in done.stderr
+
+
+def test_importing_the_cli_does_not_import_the_mcp_sdk() -> None:
+    code = ("import sys, ragsift.cli; "
+            "sys.exit(any(m == 'mcp' or m.startswith('mcp.') for m in sys.modules))")
+    assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
