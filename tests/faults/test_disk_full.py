@@ -47,14 +47,15 @@ def test_a_document_failing_on_a_full_disk_leaves_no_index_rows(
                            capture_output=True, text=True, check=False)
     assert first.returncode == 0, first.stderr
     big = tmp_path / "big.md"
-    big.write_text("\n\n".join(f"段落 {i}: term{i} " + "内容 " * 40 for i in range(4000)),
+    # ~900 chunks: their vectors alone (1.5 KiB each) outgrow the room left below
+    big.write_text("\n\n".join(f"段落 {i}: term{i} " + "内容 " * 40 for i in range(900)),
                    "utf-8")
     # leave less room than the big document's vectors and BM25 segments need
     filler = small_disk / "filler"
     free = shutil.disk_usage(small_disk).free
     with filler.open("wb") as handle:
         handle.truncate(0)
-        handle.write(b"\0" * max(0, free - 4 * 1024 * 1024 - big.stat().st_size))
+        handle.write(b"\0" * max(0, free - 512 * 1024 - big.stat().st_size))
     full = subprocess.run([*ingest, str(big), "--kb", "docs"], env=env, capture_output=True,
                           text=True, check=False)
     assert full.returncode == 2, full.stdout + full.stderr
