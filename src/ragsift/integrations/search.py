@@ -1,0 +1,182 @@
+"""What the LangChain and LlamaIndex retrievers share: where and how to search, and each hit as
+text plus flat metadata.
+
+`RagsiftSearch` holds the server, the key, the knowledge base and the search options (the
+fields of the API's SearchBody that make sense for a retriever), validated when it is made, and
+runs one search through `ragsift.client`. Nothing here imports LangChain or LlamaIndex.
+
+What a hit becomes (the same in both frameworks):
+- its text: the Small2Big context window (the chunk with its neighbours) when Small2Big ran
+  for that hit, else the chunk text; `content="chunk"` always gives the chunk text;
+- its metadata (`hit_metadata`): ids, file, locator, heading path, a citation label, every
+  stage's rank and score, the final score (rerank when it ran, else fused) and the context
+  window; `chunk_text` is always the chunk itself.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
+
+from ragsift.client import AsyncRagsiftClient, RagsiftClient, RetrievalHit
+from ragsift.client.calls import search_body
+from ragsift.client.connection import DEFAULT_TIMEOUT_S
+from ragsift.domain.requests import Fusion, Mode
+from ragsift.integrations.mcp_results import citation_label
+
+logger = logging.getLogger(__name__)
+
+API_KEY_ENV = "RAGSIFT_API_KEY"
+
+Content = Literal["context", "chunk"]
+
+# the SearchBody fields a retriever passes on (FAQ and doc-channel switches are left out: a
+# retriever returns document chunks)
+OPTION_FIELDS = (
+    "mode", "top_k", "candidate_k", "channel_k", "fusion", "rrf_k", "dense_weight",
+    "sparse_weight", "tuned_fusion", "rewrite", "rerank", "small2big", "auto_merge", "min_score",
+    "document_ids", "sources", "tenant_ids", "dataset_ids", "visibilities", "roles",
+    "kb_version",
+)
+
+# what LlamaIndex shows the chat model of each node besides its text
+LLM_METADATA_KEYS = frozenset({"citation"})
+
+
+def _key_from_env() -> SecretStr | None:
+    value = os.environ.get(API_KEY_ENV)
+    return SecretStr(value) if value else None
+
+
+class RagsiftSearch(BaseModel):
+    """A ragsift server, a key, one knowledge base and the search options to use on it.
+
+    Give `kb` (the name) or `kb_id`, not both. `api_key` defaults to $RAGSIFT_API_KEY; None
+    sends no key (a `--no-auth` server). Options left as None take the server's defaults; they
+    are checked against the API's request model when this is made (a ValidationError then),
+    so a typo or an out-of-range `top_k` fails before any query.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    base_url: str = Field(description="the server, e.g. http://127.0.0.1:8000")
+    api_key: SecretStr | None = Field(default_factory=_key_from_env,
+                                      description="a ragsift API key (rs_...)")
+    kb: str | None = Field(default=None, description="knowledge base name")
+    kb_id: str | None = Field(default=None, description="knowledge base id (instead of kb)")
+    content: Content = Field(
+        default="context",
+        description="text of each result: the Small2Big context window when there is one "
+                    "('context'), or always the chunk itself ('chunk')",
+    )
+    timeout: float = Field(default=DEFAULT_TIMEOUT_S, gt=0, description="seconds per request")
+    retries: int = Field(default=3, ge=0, description="retries of 429 and 503 answers")
+
+    # search options (SearchBody's; None = the server's default)
+    mode: Mode | None = None
+    top_k: int | None = None
+    candidate_k: int | None = None
+    channel_k: int | None = None
+    fusion: Fusion | None = None
+    rrf_k: int | None = None
+    dense_weight: float | None = None
+    sparse_weight: float | None = None
+    tuned_fusion: bool | None = None
+    rewrite: bool | None = None
+    rerank: bool | None = None
+    small2big: bool | None = None
+    auto_merge: bool | None = None
+    min_score: float | None = None
+    document_ids: list[str] | None = Field(default=None, description="a whitelist of documents")
+    sources: list[str] | None = None
+    tenant_ids: list[str] | None = None
+    dataset_ids: list[str] | None = None
+    visibilities: list[str] | None = None
+    roles: list[str] | None = Field(default=None, description="the caller's data roles")
+    kb_version: int | None = None
+
+    @model_validator(mode="after")
+    def _valid_search(self) -> RagsiftSearch:
+        try:
+            search_body("probe", self.kb, self.kb_id, self.search_options())
+        except ValidationError as exc:
+            problems = "; ".join(_problem(error["loc"], error["msg"]) for error in exc.errors())
+            raise ValueError(f"invalid ragsift search options: {problems}") from None
+        return self
+
+    def search_options(self) -> dict[str, Any]:
+        """The options that are set, as keywords of `RagsiftClient.search`."""
+        values = {name: getattr(self, name) for name in OPTION_FIELDS}
+        return {name: value for name, value in values.items() if value is not None}
+
+    def search_hits(self, query: str) -> list[RetrievalHit]:
+        """The hits for `query` (RagsiftApiError subclasses on error answers)."""
+        with RagsiftClient(self.base_url, api_key=self._secret(), timeout=self.timeout,
+                           retries=self.retries) as client:
+            hits = client.search(query, kb=self.kb, kb_id=self.kb_id, **self.search_options())
+        logger.debug("ragsift search in %s: %d hits", self.kb or self.kb_id, len(hits))
+        return hits
+
+    async def asearch_hits(self, query: str) -> list[RetrievalHit]:
+        """search_hits with the asyncio client (a fresh one per call: httpx's async client
+        belongs to the event loop it first ran on)."""
+        async with AsyncRagsiftClient(self.base_url, api_key=self._secret(),
+                                      timeout=self.timeout, retries=self.retries) as client:
+            hits = await client.search(query, kb=self.kb, kb_id=self.kb_id,
+                                       **self.search_options())
+        logger.debug("ragsift search in %s: %d hits", self.kb or self.kb_id, len(hits))
+        return hits
+
+    def hit_text(self, hit: RetrievalHit) -> str:
+        """The text a framework gets for a hit (see `content`)."""
+        return hit_text(hit, self.content)
+
+    def _secret(self) -> str | None:
+        return None if self.api_key is None else self.api_key.get_secret_value()
+
+
+def _problem(location: tuple[str | int, ...], message: str) -> str:
+    where = ".".join(str(part) for part in location)
+    return f"{where}: {message}" if where else message
+
+
+def final_score(hit: RetrievalHit) -> float:
+    """The score the hit was finally ordered by: rerank when it ran, else fused."""
+    return hit.rerank_score if hit.rerank_score is not None else hit.fusion_score
+
+
+def hit_text(hit: RetrievalHit, content: Content = "context") -> str:
+    """The Small2Big context window when it ran for the hit (and `content` wants it), else the
+    chunk text."""
+    if content == "context" and hit.context_text:
+        return hit.context_text
+    return hit.text
+
+
+def hit_metadata(hit: RetrievalHit) -> dict[str, Any]:
+    """Everything ragsift knows of a hit, as JSON values (lists, not tuples)."""
+    return {
+        "chunk_id": hit.chunk_id,
+        "document_id": hit.document_id,
+        "parent_id": hit.parent_id,
+        "filename": hit.filename,
+        "heading_path": list(hit.heading_path),
+        "locator": hit.locator.model_dump(exclude_none=True),
+        "citation": citation_label(hit.filename, hit.heading_path, hit.locator),
+        "rank": hit.rank,
+        "dense_rank": hit.dense_rank,
+        "dense_score": hit.dense_score,
+        "sparse_rank": hit.sparse_rank,
+        "sparse_score": hit.sparse_score,
+        "fusion_score": hit.fusion_score,
+        "rerank_score": hit.rerank_score,
+        "final_score": final_score(hit),
+        "retrieval_sources": list(hit.retrieval_sources),
+        "merged_from": list(hit.merged_from),
+        "chunk_text": hit.text,
+        "context_text": hit.context_text,
+        "context_chunk_ids": list(hit.context_chunk_ids),
+    }

@@ -1,0 +1,166 @@
+"""ragsift.integrations.langchain.RagsiftRetriever inside real LCEL chains (langchain-core),
+against a live `ragsift serve` with auth on."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from langchain_core.documents import Document
+from langchain_core.runnables import Runnable, RunnableLambda
+from pydantic import SecretStr, ValidationError
+
+from client.client_helpers import Handbook, Served
+from integrations.retriever_helpers import (
+    CARRY_OVER,
+    HOTEL_LIMIT,
+    METADATA_KEYS,
+    expected_metadata,
+    modules_loaded_by,
+)
+from ragsift.client import RagsiftClient, UnauthorizedError
+from ragsift.integrations.langchain import RagsiftRetriever
+
+
+def format_docs(docs: list[Document]) -> str:
+    return "\n\n".join(doc.page_content for doc in docs)
+
+
+def _retriever(served: Served, **options: object) -> RagsiftRetriever:
+    return RagsiftRetriever.model_validate(
+        {"base_url": served.url, "api_key": served.reader_key, "kb": "library", **options})
+
+
+def _chain(retriever: RagsiftRetriever) -> Runnable[str, str]:
+    return retriever | RunnableLambda(format_docs)
+
+
+def test_an_lcel_chain_joins_the_page_contents_of_ragsifts_hits(
+    retrieval_server: Served, library: Handbook, reader_client: RagsiftClient,
+) -> None:
+    retriever = _retriever(retrieval_server, top_k=3)
+
+    answer = _chain(retriever).invoke(HOTEL_LIMIT)
+    docs = retriever.invoke(HOTEL_LIMIT)
+    hits = reader_client.search(HOTEL_LIMIT, kb="library", top_k=3)
+
+    assert answer == "\n\n".join(hit.context_text or hit.text for hit in hits)
+    assert "220 dollars" in answer
+    assert [doc.id for doc in docs] == [hit.chunk_id for hit in hits]
+    assert docs[0].metadata["filename"] == "hotels.md"
+
+
+def test_documents_carry_ids_file_locator_headings_and_every_stages_scores(
+    retrieval_server: Served, library: Handbook, reader_client: RagsiftClient,
+) -> None:
+    docs = _retriever(retrieval_server, top_k=4).invoke(CARRY_OVER)
+    hits = reader_client.search(CARRY_OVER, kb="library", top_k=4)
+
+    assert len(docs) == len(hits) > 0
+    for doc, hit in zip(docs, hits, strict=True):
+        assert set(doc.metadata) == METADATA_KEYS
+        assert doc.metadata == expected_metadata(hit)
+    top = docs[0].metadata
+    assert (top["document_id"], top["filename"]) == (library.leave.id, "leave.md")
+    assert top["heading_path"] == ["Employee handbook", "Annual leave"]
+    assert top["citation"] == "leave.md › Employee handbook › Annual leave"
+    # the server reranks by default here: the final score is the rerank score
+    assert top["rerank_score"] is not None and top["final_score"] == top["rerank_score"]
+    assert top["dense_rank"] is not None or top["sparse_rank"] is not None
+
+
+def test_without_rerank_the_final_score_is_the_fused_score(
+    retrieval_server: Served, library: Handbook,
+) -> None:
+    docs = _retriever(retrieval_server, rerank=False).invoke(CARRY_OVER)
+
+    assert docs
+    assert all(d.metadata["rerank_score"] is None for d in docs)
+    assert all(d.metadata["final_score"] == d.metadata["fusion_score"] for d in docs)
+
+
+def test_page_content_is_the_small2big_window_and_the_chunk_stays_in_metadata(
+    retrieval_server: Served, library: Handbook,
+) -> None:
+    widened = _retriever(retrieval_server, small2big=True, top_k=1).invoke(CARRY_OVER)[0]
+    plain = _retriever(retrieval_server, small2big=False, top_k=1).invoke(CARRY_OVER)[0]
+    chunk_only = _retriever(retrieval_server, small2big=True, top_k=1,
+                            content="chunk").invoke(CARRY_OVER)[0]
+
+    chunk = widened.metadata["chunk_text"]
+    assert "carried over" in chunk
+    assert widened.page_content == widened.metadata["context_text"]
+    assert chunk in widened.page_content and len(widened.page_content) > len(chunk)
+    assert len(widened.metadata["context_chunk_ids"]) > 1
+    assert plain.page_content == plain.metadata["chunk_text"] == chunk
+    assert plain.metadata["context_text"] is None
+    assert chunk_only.page_content == chunk
+    assert chunk_only.metadata["context_text"] == widened.page_content
+
+
+def test_the_document_whitelist_and_tenant_scope_reach_the_search(
+    retrieval_server: Served, library: Handbook,
+) -> None:
+    only_hotels = _retriever(retrieval_server, document_ids=[library.hotels.id])
+    only_globex = _retriever(retrieval_server, tenant_ids=["globex"])
+
+    assert {d.metadata["filename"] for d in only_hotels.invoke(CARRY_OVER)} == {"hotels.md"}
+    assert {d.metadata["filename"] for d in only_globex.invoke(HOTEL_LIMIT)} == {"leave.md"}
+
+
+def test_ainvoke_runs_the_chain_with_the_async_client(
+    retrieval_server: Served, library: Handbook,
+) -> None:
+    retriever = _retriever(retrieval_server, top_k=3)
+
+    async def both() -> tuple[str, list[Document]]:
+        return await _chain(retriever).ainvoke(HOTEL_LIMIT), await retriever.ainvoke(HOTEL_LIMIT)
+
+    answer, docs = asyncio.run(both())
+
+    assert answer == _chain(retriever).invoke(HOTEL_LIMIT)
+    assert [d.id for d in docs] == [d.id for d in retriever.invoke(HOTEL_LIMIT)]
+    assert docs[0].metadata == retriever.invoke(HOTEL_LIMIT)[0].metadata
+
+
+def test_a_bad_key_raises_unauthorized_from_invoke_and_ainvoke(
+    retrieval_server: Served, library: Handbook,
+) -> None:
+    chain = _chain(_retriever(retrieval_server, api_key="rs_" + "x" * 43))
+
+    with pytest.raises(UnauthorizedError) as refused:
+        chain.invoke(HOTEL_LIMIT)
+    with pytest.raises(UnauthorizedError) as refused_async:
+        asyncio.run(chain.ainvoke(HOTEL_LIMIT))
+
+    for error in (refused.value, refused_async.value):
+        assert (error.status, error.code) == (401, "unauthorized")
+        assert str(error).startswith("HTTP 401 unauthorized: ")
+
+
+def test_the_key_is_a_secret_and_defaults_to_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("RAGSIFT_API_KEY", "rs_from_env")
+    retriever = RagsiftRetriever(base_url="http://127.0.0.1:1", kb="library")
+
+    assert isinstance(retriever.api_key, SecretStr)
+    assert retriever.api_key.get_secret_value() == "rs_from_env"
+    assert "rs_from_env" not in repr(retriever)
+
+
+@pytest.mark.parametrize("options", [
+    {"top_k": 0}, {"mode": "fuzzy"}, {"kb_id": "kb-1"}, {"topk": 3},
+], ids=["top_k-out-of-range", "unknown-mode", "kb-and-kb_id", "unknown-field"])
+def test_invalid_options_are_refused_when_the_retriever_is_made(options: dict[str, object]) -> None:
+    with pytest.raises(ValidationError):
+        RagsiftRetriever.model_validate({"base_url": "http://127.0.0.1:1", "kb": "library",
+                                         **options})
+
+
+def test_importing_ragsift_and_its_client_does_not_import_langchain() -> None:
+    loaded = modules_loaded_by("import ragsift, ragsift.client, ragsift.integrations.search")
+
+    assert "ragsift" in loaded
+    assert "langchain_core" not in loaded
+    assert "llama_index" not in loaded
