@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -12,36 +10,20 @@ from pathlib import Path
 import httpx
 
 from ragsift.cli_serve import is_loopback
-from support.serve import free_port, ragsift_command, wait_healthy
+from support.live_server import create_key, serving
+from support.serve import free_port, ragsift_command
 
 
 @contextmanager
 def _serving(tmp_path: Path, *args: str, **env: str) -> Iterator[tuple[httpx.Client, Path]]:
-    port = free_port()
-    log = tmp_path / "server.log"
-    command = [*ragsift_command(), "serve", "--host", "127.0.0.1", "--port", str(port),
-               "--data-dir", str(tmp_path / "data"), *args]
-    with log.open("wb") as output:
-        process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT,
-                                   env={**os.environ, **env})
-    try:
-        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10) as client:
-            wait_healthy(client, process, log, timeout_s=60)
-            yield client, log
-    finally:
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+    with serving(tmp_path / "data", tmp_path / "server.log", *args, **env) as server, \
+            httpx.Client(base_url=server.url, timeout=10) as client:
+        yield client, server.log
 
 
 def _keys_create(tmp_path: Path, *args: str) -> str:
-    done = subprocess.run([*ragsift_command(), "keys", "create", *args, "--data-dir",
-                           str(tmp_path / "data")], capture_output=True, text=True, check=False)
-    assert done.returncode == 0, done.stderr
-    return done.stdout.strip()
+    name, role = args[1], args[3]
+    return create_key(tmp_path / "data", name, role, *args[4:])
 
 
 def test_serve_requires_keys_by_default_and_accepts_one_made_with_the_cli(

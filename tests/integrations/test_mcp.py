@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from datetime import UTC, datetime
@@ -29,7 +27,7 @@ from ragsift.auth.keys import ApiKey, KeyScope, Role
 from ragsift.domain.models import Document, DocumentScope, DocumentStatus, Locator
 from ragsift.integrations.mcp_results import citation_label
 from ragsift.integrations.mcp_server import document_visible
-from support.serve import free_port, ragsift_command
+from support.serve import free_port, ragsift_command, running
 
 T = TypeVar("T")
 
@@ -390,31 +388,11 @@ def test_stdio_with_an_unknown_api_key_exits_2(data_dir: Path) -> None:
 @contextmanager
 def _http_server(data_dir: Path, log: Path, *args: str, **env: str) -> Iterator[str]:
     port = free_port()
-    with log.open("wb") as output:
-        process = subprocess.Popen(
-            [*ragsift_command(), "mcp", "--transport", "streamable-http", "--host", "127.0.0.1",
-             "--port", str(port), "--data-dir", str(data_dir), *args],
-            stdout=output, stderr=subprocess.STDOUT, env={**os.environ, **env})
+    command = [*ragsift_command(), "mcp", "--transport", "streamable-http", "--host",
+               "127.0.0.1", "--port", str(port), "--data-dir", str(data_dir), *args]
     base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert process.poll() is None, log.read_text()
-            try:
-                if httpx.get(f"{base}/healthz", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, log.read_text()
-            time.sleep(0.1)
+    with running(command, log, base, {**os.environ, **env}, timeout_s=60):
         yield f"{base}/mcp"
-    finally:
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 @asynccontextmanager

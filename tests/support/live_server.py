@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
-
-from support.serve import free_port, ragsift_command, wait_healthy
+from support.serve import free_port, ragsift_command, running
 
 
 @dataclass(frozen=True)
@@ -39,23 +36,12 @@ def create_key(data_dir: Path, name: str, role: str, *args: str) -> str:
 
 
 @contextmanager
-def serving(data_dir: Path, log: Path, **env: str) -> Iterator[LiveServer]:
-    """`ragsift serve` on a free loopback port with `env` added; stopped with SIGINT after."""
+def serving(data_dir: Path, log: Path, *args: str, **env: str) -> Iterator[LiveServer]:
+    """`ragsift serve ARGS` on a free loopback port with `env` added; stopped with SIGINT
+    after (killed if it does not stop)."""
     port = free_port()
     command = [*ragsift_command(), "serve", "--host", "127.0.0.1", "--port", str(port),
-               "--data-dir", str(data_dir)]
-    with log.open("wb") as output:
-        process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT,
-                                   env={**os.environ, **env})
+               "--data-dir", str(data_dir), *args]
     url = f"http://127.0.0.1:{port}"
-    try:
-        with httpx.Client(base_url=url, timeout=10) as probe:
-            wait_healthy(probe, process, log, timeout_s=90)
+    with running(command, log, url, {**os.environ, **env}):
         yield LiveServer(url=url, log=log, data_dir=data_dir)
-    finally:
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import signal
 import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -38,3 +40,24 @@ def wait_healthy(
                 return
         time.sleep(0.1)
     raise AssertionError(f"server never became healthy:\n{log.read_text()}")
+
+
+@contextlib.contextmanager
+def running(
+    command: list[str], log: Path, base_url: str, env: dict[str, str], timeout_s: float = 90
+) -> Iterator[subprocess.Popen[bytes]]:
+    """A server process, healthy at `base_url`/healthz, stopped with SIGINT afterwards (killed
+    if it does not stop); its output goes to `log`."""
+    with log.open("wb") as output:
+        process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT, env=env)
+    try:
+        with httpx.Client(base_url=base_url, timeout=10) as probe:
+            wait_healthy(probe, process, log, timeout_s)
+        yield process
+    finally:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
