@@ -110,3 +110,62 @@ def test_clear_removes_every_entry_of_the_knowledge_base(tmp_path: Path) -> None
     done = ragsift(data, "faq", "clear", "--kb", "k")
     assert done.returncode == 0 and "deleted 1 FAQ entries" in done.stdout
     assert json.loads(ragsift(data, "faq", "list", "--kb", "k", "--json").stdout) == []
+
+
+def test_import_scope_options_are_defaults_and_search_applies_the_requests_scope(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "faq.jsonl").write_text("\n".join(json.dumps(row) for row in [
+        {"question": QUESTION, "answer": "Two years."},
+        {"question": "Who repairs it?", "answer": "The service desk.", "tenant_id": "globex"},
+    ]), encoding="utf-8")
+    data = tmp_path / "data"
+    done = ragsift(data, "faq", "import", str(tmp_path / "faq.jsonl"), "--kb", "k",
+                   "--tenant-id", "acme", "--visibility", "internal", "--role", "support")
+    assert done.returncode == 0, done.stderr
+    entries = json.loads(ragsift(data, "faq", "list", "--kb", "k", "--json").stdout)
+    assert [(e["tenant_id"], e["visibility"], e["allowed_roles"]) for e in entries] == [
+        ("acme", "internal", ["support"]), ("globex", "internal", ["support"])]
+
+    def faq(*scope: str) -> list[str]:
+        found = ragsift(data, "search", "warranty repairs", "--kb", "k", "--faq", "--json",
+                        *scope)
+        assert found.returncode == 0, found.stderr
+        return [hit["question"] for hit in json.loads(found.stdout)["faq"]]
+
+    assert set(faq()) == {QUESTION, "Who repairs it?"}
+    assert faq("--tenant-id", "t2") == []
+    assert faq("--tenant-id", "acme", "--role", "support") == [QUESTION]
+    assert faq("--tenant-id", "acme", "--role", "sales") == []
+
+
+def test_get_update_and_delete_an_entry(tmp_path: Path) -> None:
+    (tmp_path / "faq.jsonl").write_text(FAQ_JSONL, encoding="utf-8")
+    data = tmp_path / "data"
+    assert ragsift(data, "faq", "import", str(tmp_path / "faq.jsonl"), "--kb", "k"
+                   ).returncode == 0
+    first = json.loads(ragsift(data, "faq", "list", "--kb", "k", "--limit", "1", "--json"
+                               ).stdout)
+    assert [e["question"] for e in first] == [QUESTION]
+    faq_id = first[0]["id"]
+    shown = ragsift(data, "faq", "get", faq_id, "--kb", "k")
+    assert shown.returncode == 0 and "Two years from the date of purchase." in shown.stdout
+
+    updated = ragsift(data, "faq", "update", faq_id, "--kb", "k", "--answer", "Three years.",
+                      "--tenant-id", "acme", "--source", "", "--json")
+    assert updated.returncode == 0, updated.stderr
+    new = json.loads(updated.stdout)
+    assert new["id"] != faq_id
+    assert (new["answer"], new["tenant_id"], new["source"]) == ("Three years.", "acme", None)
+    found = json.loads(ragsift(data, "search", QUESTION, "--kb", "k", "--faq", "--json").stdout)
+    assert found["faq"][0]["answer"] == "Three years."
+    again = ragsift(data, "faq", "update", new["id"], "--kb", "k", "--answer", "Three years.")
+    assert again.returncode == 0 and "unchanged" in again.stdout
+
+    done = ragsift(data, "faq", "delete", new["id"], "--kb", "k")
+    assert done.returncode == 0 and f"deleted FAQ entry {new['id']}" in done.stdout
+    left = json.loads(ragsift(data, "faq", "list", "--kb", "k", "--json").stdout)
+    assert [e["question"] for e in left] == ["E-104 是什么错误？"]
+    for args in (("get", faq_id), ("delete", new["id"]), ("update", left[0]["id"])):
+        failed = ragsift(data, "faq", *args, "--kb", "k")
+        assert failed.returncode == 2, (args, failed.stdout)

@@ -24,7 +24,7 @@ from ragsift.adapters.sql.job_queue import SqlJobQueue
 from ragsift.chat.service import ChatOptions, ChatService
 from ragsift.config import Settings
 from ragsift.ingestion.chunking import Chunker
-from ragsift.ingestion.faq_import import FaqImporter
+from ragsift.ingestion.faq_service import FaqService
 from ragsift.ingestion.maintenance import MaintenanceService
 from ragsift.ingestion.parsers.limits import ParseLimits
 from ragsift.ingestion.pipeline import IngestionService
@@ -56,7 +56,7 @@ class Container:
     ingestion: IngestionService
     retrieval: RetrievalService
     faq_index: SearchIndex
-    faq: FaqImporter
+    faq: FaqService
     conversations: SqlConversationStore
     chat: ChatService
     versions: VersionService
@@ -260,9 +260,11 @@ def build(settings: Settings, upgrade_sparse_layout: bool = False) -> Container:
         rewriter=build_rewriter(settings), reranker=build_reranker(settings), faq_index=faq_index,
         tuning=repository, versions=repository, observer=build_observer(settings),
     )
-    versions = VersionService(repository, index, retrieval, object_store, drafts, settings)
-    faq = FaqImporter(
-        repository, faq_index, embedder, max_file_bytes=settings.max_file_bytes,
+    versions = VersionService(repository, index, retrieval, object_store, drafts, settings,
+                              faq_index=faq_index)
+    # FAQ entries are written into the same drafts (versions) as documents
+    faq = FaqService(
+        repository, faq_index, embedder, drafts, max_file_bytes=settings.max_file_bytes,
         batch_size=settings.embedding_batch_size,
     )
     # the repository above migrated the schema already

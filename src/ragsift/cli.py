@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, get_args
 
@@ -32,6 +31,7 @@ from ragsift.cli_common import (
     out,
 )
 from ragsift.cli_faq import faq_app
+from ragsift.cli_files import ingest, sync
 from ragsift.cli_keys import audit, keys_app
 from ragsift.cli_maintenance import rebuild_sparse, reindex
 from ragsift.cli_mcp import mcp as mcp_command
@@ -49,7 +49,7 @@ from ragsift.cli_versions import (
 )
 from ragsift.cli_worker import worker
 from ragsift.domain.errors import InvalidInput, RagsiftError
-from ragsift.domain.models import DocumentScope, DocumentStatus
+from ragsift.domain.models import DocumentStatus
 from ragsift.domain.requests import Fusion, Mode, SearchRequest
 from ragsift.domain.results import RetrievalResult
 from ragsift.evaluation.datasets import load_beir_folder
@@ -58,9 +58,6 @@ from ragsift.evaluation.report import render_table as render_report
 from ragsift.evaluation.report import to_json as report_json
 from ragsift.evaluation.report import to_markdown as report_markdown
 from ragsift.evaluation.session import EvalOptions, evaluate
-from ragsift.faults import crash_point
-from ragsift.ingestion.parsers import SUPPORTED_EXTENSIONS
-from ragsift.ingestion.pipeline import IngestOutcome
 
 app = typer.Typer(help="ragsift: hybrid retrieval for RAG over Chinese and English documents.",
                   no_args_is_help=True, add_completion=False)
@@ -78,108 +75,8 @@ app.command("rebuild-sparse")(rebuild_sparse)
 app.command()(reindex)
 app.command()(worker)
 app.command("mcp")(mcp_command)
-
-def _files(paths: list[Path]) -> list[Path]:
-    found: list[Path] = []
-    for path in paths:
-        if not path.exists():
-            raise InvalidInput(f"no such file or directory: {path}")
-        if path.is_dir():
-            found.extend(p for p in sorted(path.rglob("*"))
-                         if p.is_file() and not p.name.startswith("."))
-        else:
-            found.append(path)
-    return found
-
-
-@app.command()
-def ingest(
-    paths: Annotated[list[Path], typer.Argument(help="Files or folders (folders recurse).")],
-    kb: KbName,
-    data_dir: DataDir = None,
-    source: Annotated[str | None, typer.Option(help="Source label for filters.")] = None,
-    tenant_id: Annotated[str | None, typer.Option(help="Tenant of the documents.")] = None,
-    dataset_id: Annotated[str | None, typer.Option(help="Dataset of the documents.")] = None,
-    visibility: Annotated[str | None, typer.Option(help="Visibility level.")] = None,
-    role: Annotated[list[str] | None, typer.Option(
-        "--role", help="A role allowed to see the documents (repeatable; default: everyone).")
-    ] = None,
-) -> None:
-    """Ingest files into a knowledge base (created if needed). Exit 2 if any document failed."""
-    files = _files(paths)
-    scope = DocumentScope(source=source, tenant_id=tenant_id, dataset_id=dataset_id,
-                          visibility=visibility, allowed_roles=tuple(role or ()))
-    with open_container(data_dir) as container:
-        knowledge_base = container.ingestion.ensure_kb(kb)
-        # documents of this KB that an interrupted run left unfinished are done first
-        resumed = container.ingestion.recover(knowledge_base.id)
-        columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                   TimeElapsedColumn())
-        with Progress(*columns, console=err, transient=True) as bar:
-            reading = bar.add_task("reading files", total=len(files))
-            accepted = []
-            for path in files:
-                accepted.append(container.ingestion.accept_path(knowledge_base, path, scope))
-                bar.advance(reading)
-            crash_point("registered")
-            todo = list(dict.fromkeys(resumed + [
-                o.document.id for o in accepted
-                if not (o.duplicate or o.busy) and o.document.status == DocumentStatus.PENDING
-            ]))
-            embedding = bar.add_task("chunks embedded", total=None)
-            processed = dict(zip(todo, container.ingestion.process_many(
-                todo, progress=lambda n: bar.advance(embedding, n)), strict=True))
-        tally = _report_ingest(files, accepted, processed)
-        others = len([i for i in resumed if i not in {o.document.id for o in accepted}])
-        if resumed:
-            out.print(f"resumed {len(resumed)} document(s) an interrupted run left unfinished"
-                      + (f" ({others} not among these files)" if others else ""))
-        versions = container.versions.state(knowledge_base)
-    out.print(f"{tally.ready} of {len(files)} documents ingested into {kb!r}")
-    if versions.mode == "staged":
-        out.print(f"{kb!r} is staged: the changes wait in draft version {versions.draft_seq} "
-                  f"(active: {versions.active_seq}) until `ragsift kb version new --kb {kb}` "
-                  "and `ragsift kb version activate`")
-    if tally.failed:
-        raise CliFailure(f"{tally.failed} document(s) failed; supported: "
-                         f"{', '.join(sorted(SUPPORTED_EXTENSIONS))}", 2)
-    if tally.busy:
-        raise CliFailure(f"{tally.busy} document(s) are being ingested by another process", 2)
-
-
-@dataclass
-class _Tally:
-    ready: int = 0
-    failed: int = 0
-    busy: int = 0
-
-
-def _report_ingest(
-    files: list[Path], accepted: list[IngestOutcome], processed: dict[str, IngestOutcome]
-) -> _Tally:
-    """One line per file; counts only what is READY now as ingested."""
-    tally = _Tally()
-    for path, first in zip(files, accepted, strict=True):
-        outcome = processed.get(first.document.id, first)
-        document = outcome.document
-        if document.status == DocumentStatus.FAILED:
-            tally.failed += 1
-            err.print(f"[red]FAILED[/] {path}: {document.error}")
-        elif outcome.busy:
-            tally.busy += 1
-            err.print(f"[yellow]in progress elsewhere[/] {path} (document {document.id} is "
-                      f"{document.status.value} in another live process)")
-        elif document.status != DocumentStatus.READY:
-            tally.failed += 1
-            err.print(f"[red]{document.status.value}[/] {path}: not searchable")
-        elif outcome.duplicate:
-            tally.ready += 1
-            out.print(f"[yellow]duplicate[/] {path} (same bytes as document {document.id})")
-        else:
-            tally.ready += 1
-            out.print(f"[green]READY[/] {path} -> {document.id} ({outcome.chunks} chunks)")
-    return tally
-
+app.command()(ingest)
+app.command()(sync)
 
 def _search(data_dir: Path | None, kb: str, query: str, fields: dict[str, Any],
             server: str | None = None, api_key: str | None = None) -> RetrievalResult:

@@ -17,11 +17,11 @@ from ragsift.domain.chat import (
     Turn,
     TurnOutcome,
 )
-from ragsift.domain.faq import FaqEntry
+from ragsift.domain.faq import FaqCommit, FaqCommitted, FaqEntry
 from ragsift.domain.filters import SearchFilter
 from ragsift.domain.index_records import IndexRecord
 from ragsift.domain.jobs import IngestJob, JobKind
-from ragsift.domain.models import Chunk, Document, DocumentStatus, KnowledgeBase
+from ragsift.domain.models import Chunk, Document, DocumentStatus, KnowledgeBase, Revision
 from ragsift.domain.results import ChannelHit
 from ragsift.domain.stages import RerankScore, RewriteProposal
 from ragsift.domain.tuning import TunedFusion
@@ -167,6 +167,26 @@ class Repository(Protocol):
 
     def document_owner(self, document_id: str) -> str | None: ...
 
+    def find_document_by_key(self, kb_id: str, key: str) -> Document | None: ...
+
+    def documents_by_key(self, kb_id: str) -> dict[str, Document]: ...
+
+    def claim_replace(self, document_id: str, stale: str | None, owner: str) -> bool:
+        """Start replacing a READY or FAILED document's content (atomic)."""
+        ...
+
+    def replacing_owner(self, document_id: str) -> str | None: ...
+
+    def replacements(self, kb_id: str | None = None) -> list[tuple[str, str]]:
+        """(document id, owner) of every replacement under way."""
+        ...
+
+    def set_source_mtime(self, document_id: str, source_mtime: float) -> None: ...
+
+    def finish_replace(
+        self, document_id: str, revision: Revision | None, error: str | None = None
+    ) -> None: ...
+
     def take_over(self, document_id: str, previous: str | None, owner: str) -> bool:
         """Become the owner of an unfinished document still owned by `previous` (atomic)."""
         ...
@@ -183,13 +203,27 @@ class Repository(Protocol):
         """Store the new entries, skipping pairs (by content hash) already held; how many added."""
         ...
 
-    def get_faq_entries(self, ids: Sequence[str]) -> list[FaqEntry]:
-        """The FAQ entries that exist among `ids`, in the order given."""
+    def commit_faq(
+        self, commit: FaqCommit, seal: bool = False, activate: bool = False,
+        note: str | None = None,
+    ) -> FaqCommitted:
+        """Store FAQ changes to a KB's draft in one transaction (and seal / activate it);
+        DraftMoved when the plan is outdated."""
         ...
 
-    def list_faq_entries(self, kb_id: str) -> list[FaqEntry]: ...
+    def get_faq_entries(self, ids: Sequence[str]) -> list[FaqEntry]:
+        """The FAQ entries that exist among `ids` (retired ones too), in the order given."""
+        ...
 
-    def count_faq_entries(self, kb_id: str) -> int: ...
+    def live_faq_keys(self, kb_id: str, keys: Sequence[str]) -> dict[str, str]:
+        """Content key -> id of the live FAQ entries of `kb_id` among `keys`."""
+        ...
+
+    def list_faq_entries(self, kb_id: str, live_only: bool = False) -> list[FaqEntry]: ...
+
+    def count_faq_entries(self, kb_id: str, version_seq: int | None = None) -> int:
+        """Live FAQ entries of `kb_id`, or those valid in `version_seq`."""
+        ...
 
     def delete_faq_entries(self, kb_id: str) -> int: ...
 

@@ -308,3 +308,26 @@ def test_a_cross_site_post_is_refused_even_with_auth_off(make_api: ApiFactory) -
     allowed = make_api(auth=False, cors_origins="https://app.example")
     ok = allowed.client.post("/api/kbs", json=form, headers={"Origin": "https://app.example"})
     assert ok.status_code == 201
+
+
+def test_a_scoped_key_writes_and_reaches_only_documents_within_its_scope(secured: Api) -> None:
+    admin = make_keys(secured).admin
+    kb_id = _ingest_scoped(secured, admin)  # t1.md in tenant t1, t2.md in tenant t2
+    editor = new_key(secured, "t1-editor", Role.EDITOR, tenant_ids=("t1",))
+    upload = [("files", ("more.md", b"# more\n\nhotel limits again\n", "text/markdown"))]
+    outside = as_key(secured, editor, "POST", f"/api/kbs/{kb_id}/documents", files=upload,
+                     data={"tenant_id": "t2"})
+    assert_error(outside, 403, "forbidden")
+    inside = as_key(secured, editor, "POST", f"/api/kbs/{kb_id}/documents", files=upload)
+    assert inside.status_code == 202, inside.text
+    document_id = inside.json()["documents"][0]["id"]
+    _wait_ready(secured, admin, document_id)
+    stored = as_key(secured, admin, "GET", f"/api/documents/{document_id}").json()
+    assert stored["scope"]["tenant_id"] == "t1"  # filled in from the key's one tenant
+    listed = as_key(secured, admin, "GET", f"/api/kbs/{kb_id}/documents").json()
+    theirs = next(d for d in listed if d["filename"] == "t2.md")
+    for method in ("GET", "DELETE"):
+        hidden = as_key(secured, editor, method, f"/api/documents/{theirs['id']}")
+        assert hidden.status_code == 404, (method, hidden.text)
+    seen = as_key(secured, editor, "GET", f"/api/kbs/{kb_id}/documents").json()
+    assert {d["filename"] for d in seen} == {"t1.md", "more.md"}

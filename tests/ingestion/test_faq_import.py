@@ -12,6 +12,7 @@ from ragsift.bootstrap import Container, build
 from ragsift.config import Settings
 from ragsift.domain.errors import InvalidInput
 from ragsift.domain.filters import SearchFilter
+from ragsift.domain.models import DocumentScope
 from ragsift.ingestion.faq_import import FaqRow, parse_faq_file
 
 ROWS: list[dict[str, str | None]] = [
@@ -69,6 +70,49 @@ def test_csv_with_a_bom_reads_columns_in_any_order_and_case() -> None:
         ("What does E-104 mean?", "manual", 5),  # the quoted answer above spans two lines
     ]
     assert rows[1].answer == "Hold the reset button,\nthen wait ten seconds."
+
+
+def test_rows_may_give_their_own_scope_in_jsonl() -> None:
+    data = jsonl([
+        {**ROWS[0], "tenant_id": " acme ", "dataset_id": "hr", "visibility": "internal",
+         "allowed_roles": ["hr", " finance", "hr", ""]},
+        {**ROWS[1], "allowed_roles": "hr, it"},
+        {**ROWS[2], "tenant_id": "", "allowed_roles": []},
+    ])
+    first, second, third = parse_faq_file("faq.jsonl", data)
+    assert (first.tenant_id, first.dataset_id, first.visibility, first.allowed_roles) == (
+        "acme", "hr", "internal", ("hr", "finance"))
+    assert second.allowed_roles == ("hr", "it") and second.tenant_id is None
+    assert (third.tenant_id, third.allowed_roles) == (None, None)  # empty: the defaults
+
+
+def test_rows_may_give_their_own_scope_in_csv() -> None:
+    text = ("question,answer,Tenant_ID,allowed_roles\n"
+            'Q1?,A1.,acme,"hr,finance"\n'
+            "Q2?,A2.,,\n")
+    first, second = parse_faq_file("faq.csv", text.encode("utf-8"))
+    assert (first.tenant_id, first.allowed_roles) == ("acme", ("hr", "finance"))
+    assert (second.tenant_id, second.allowed_roles) == (None, None)
+
+
+def test_scope_values_of_the_wrong_type_are_reported_by_line() -> None:
+    data = jsonl([{**ROWS[0], "tenant_id": 7}, {**ROWS[1], "allowed_roles": ["hr", 3]}])
+    with pytest.raises(InvalidInput) as info:
+        parse_faq_file("faq.jsonl", data)
+    assert "line 1: tenant_id must be a string, not int" in str(info.value)
+    assert "line 2: allowed_roles must be a list of strings" in str(info.value)
+
+
+def test_a_rows_own_scope_overrides_the_import_defaults_field_by_field() -> None:
+    defaults = DocumentScope(source="handbook", tenant_id="acme", dataset_id="hr",
+                             visibility="internal", allowed_roles=("hr",))
+    plain = FaqRow("Q?", "A.", None, 1).content(defaults)
+    assert plain.scope == defaults
+    own = FaqRow("Q?", "A.", "manual", 1, tenant_id="globex",
+                 allowed_roles=("it",)).content(defaults)
+    assert own.scope == DocumentScope(source="manual", tenant_id="globex", dataset_id="hr",
+                                      visibility="internal", allowed_roles=("it",))
+    assert FaqRow("Q?", "A.", None, 1).content().scope == DocumentScope()
 
 
 def test_csv_without_a_bom_and_without_a_source_column() -> None:

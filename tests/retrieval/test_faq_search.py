@@ -22,6 +22,7 @@ from ragsift.domain.models import KnowledgeBase
 from ragsift.domain.requests import SearchRequest
 from ragsift.domain.results import RetrievalResult
 from ragsift.ingestion.faq_import import FaqRow
+from ragsift.retrieval.faq import faq_records
 from ragsift.retrieval.service import RetrievalService
 
 HANDBOOK = """# Employee handbook
@@ -260,7 +261,7 @@ def test_an_index_entry_missing_from_the_facts_is_never_returned(
     assert result.trace.faq.detail["not_in_facts"] == 1
 
 
-def test_the_faq_is_kb_wide_and_ignores_the_document_whitelist(faq_stack: Container) -> None:
+def test_the_document_whitelist_does_not_restrict_the_faq(faq_stack: Container) -> None:
     result = search(faq_stack.retrieval, kb_of(faq_stack, "hr"), LEAVE_QUESTION,
                     document_ids=["not-a-document"])
     assert result.hits == () and result.trace.scope.empty_reason
@@ -278,3 +279,42 @@ def test_settings_can_turn_the_faq_off_by_default(faq_stack: Container) -> None:
     quiet = service(faq_stack, run_faq=False)
     assert search(quiet, hr, LEAVE_QUESTION).faq_hits == ()
     assert search(quiet, hr, LEAVE_QUESTION, run_faq=True).faq_hits
+
+
+def test_the_requests_scope_restricts_the_faq_too(faq_stack: Container) -> None:
+    kb = faq_stack.ingestion.ensure_kb("scoped-faq")
+    rows = [FaqRow(LEAVE_QUESTION, "Fifteen days.", None, 1, tenant_id="acme",
+                   allowed_roles=("hr",)),
+            FaqRow(LEAVE_QUESTION, "Twenty days.", None, 2, tenant_id="globex"),
+            FaqRow(LEAVE_QUESTION, "Ask HR.", None, 3, dataset_id="handbook")]
+    assert faq_stack.faq.import_rows(kb, rows).added == 3
+
+    def answers(**scope: Any) -> set[str]:
+        return {hit.answer for hit in search(faq_stack.retrieval, kb, LEAVE_QUESTION,
+                                             **scope).faq_hits}
+
+    assert answers() == {"Fifteen days.", "Twenty days.", "Ask HR."}
+    assert answers(tenant_ids=["t2"], roles=[]) == set()
+    assert answers(tenant_ids=["acme"]) == {"Fifteen days."}
+    assert answers(tenant_ids=["acme"], roles=[]) == set()
+    assert answers(roles=["eng"]) == {"Twenty days.", "Ask HR."}
+    assert answers(dataset_ids=["handbook"]) == {"Ask HR."}
+    # the document whitelist still does not apply to FAQ entries
+    assert answers(document_ids=["not-a-document"], tenant_ids=["globex"]) == {"Twenty days."}
+
+
+def test_an_index_row_whose_scope_disagrees_with_the_facts_is_never_returned(
+    faq_stack: Container,
+) -> None:
+    kb = faq_stack.ingestion.ensure_kb("stale-scope")
+    faq_stack.faq.import_rows(kb, [FaqRow(LEAVE_QUESTION, "Fifteen days.", None, 1,
+                                          tenant_id="acme")])
+    (entry,) = faq_stack.repository.list_faq_entries(kb.id)
+    stale = entry.model_copy(update={"tenant_id": "globex"})  # as if the index lagged behind
+    faq_stack.faq_index.upsert(faq_records([stale]),
+                               faq_stack.embedder.embed_passages([LEAVE_QUESTION]))
+    result = search(faq_stack.retrieval, kb, LEAVE_QUESTION, tenant_ids=["globex"])
+    assert result.faq_hits == ()
+    assert result.trace.faq.detail["not_in_facts"] == 1
+    found = search(faq_stack.retrieval, kb, LEAVE_QUESTION, tenant_ids=["acme"])
+    assert found.faq_hits == ()  # the index row says globex: filtered in the index

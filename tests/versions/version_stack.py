@@ -20,8 +20,10 @@ from ragsift.adapters.sql import SqlRepository
 from ragsift.config import Settings
 from ragsift.domain.models import DocumentScope, KnowledgeBase
 from ragsift.domain.requests import SearchRequest
-from ragsift.domain.results import RetrievalResult
+from ragsift.domain.results import FaqHit, RetrievalResult
 from ragsift.ingestion.chunking import Chunker
+from ragsift.ingestion.faq_import import FaqRow
+from ragsift.ingestion.faq_service import FaqService
 from ragsift.ingestion.pipeline import IngestionService
 from ragsift.ports import Vectors
 from ragsift.retrieval.service import RetrievalService
@@ -68,9 +70,12 @@ class Stack:
     ingestion: IngestionService
     retrieval: RetrievalService
     versions: VersionService
+    faq_index: EmbeddedIndex
+    faq: FaqService
 
     def close(self) -> None:
         self.index.close()
+        self.faq_index.close()
         self.repository.close()
 
     def kb(self, name: str = "kb", **policy: Any) -> KnowledgeBase:
@@ -95,6 +100,21 @@ class Stack:
     def chunk_ids(self, kb: KnowledgeBase, query: str, **fields: Any) -> list[str]:
         return [hit.chunk_id for hit in self.search(kb, query, **fields).hits]
 
+    def faq_hits(self, kb: KnowledgeBase, query: str, **fields: Any) -> list[FaqHit]:
+        """The FAQ hits of a FAQ-only search."""
+        found = self.search(kb, query, run_doc=False, run_faq=True, **fields).faq_hits
+        return list(found)
+
+    def add_faq(self, kb: KnowledgeBase, question: str, answer: str,
+                scope: DocumentScope | None = None) -> str:
+        """Import one entry; its id."""
+        outcome = self.faq.import_rows(kb, [FaqRow(question, answer, None, 1)], defaults=scope)
+        assert outcome.added == 1
+        (entry,) = [e for e in self.repository.list_faq_entries(kb.id, live_only=True)
+                    if (e.question, e.answer) == (question, answer)
+                    and (scope is None or e.tenant_id == scope.tenant_id)]
+        return entry.id
+
 
 def build_stack(root: Path, **overrides: Any) -> Stack:
     """Every service over stores under `root`; `overrides` are Settings values."""
@@ -116,6 +136,12 @@ def build_stack(root: Path, **overrides: Any) -> Stack:
                       parent_max_tokens=settings.parent_max_tokens)
     ingestion = IngestionService(repository, index, embedder, objects, chunker,
                                  max_file_bytes=settings.max_file_bytes, versions=drafts)
-    retrieval = RetrievalService(repository, index, embedder, settings, versions=repository)
-    versions = VersionService(repository, index, retrieval, objects, drafts, settings)
-    return Stack(settings, repository, index, embedder, ingestion, retrieval, versions)
+    faq_index = EmbeddedIndex(root / "faq_index", DIM)
+    retrieval = RetrievalService(repository, index, embedder, settings, versions=repository,
+                                 faq_index=faq_index)
+    versions = VersionService(repository, index, retrieval, objects, drafts, settings,
+                              faq_index=faq_index)
+    faq = FaqService(repository, faq_index, embedder, drafts,
+                     max_file_bytes=settings.max_file_bytes)
+    return Stack(settings, repository, index, embedder, ingestion, retrieval, versions,
+                 faq_index, faq)

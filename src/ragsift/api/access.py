@@ -35,8 +35,11 @@ RULES: tuple[Rule, ...] = (
     _rule("GET HEAD", r"/v1/models", Role.READER),  # OpenAI-compatible chat
     _rule("POST", r"/v1/chat/completions", Role.READER),
     _rule("GET HEAD", r"/api/kbs(/\{kb_id\})?", Role.READER),
-    _rule("GET HEAD", r"/api/kbs/\{kb_id\}/documents|/api/documents/\{document_id\}", Role.READER),
+    _rule("GET HEAD", r"/api/kbs/\{kb_id\}/documents|/api/documents/\{document_id\}(/chunks)?",
+          Role.READER),
     _rule("POST PUT DELETE", r"/api/kbs/\{kb_id\}/documents|/api/documents/.*", Role.EDITOR),
+    _rule("GET HEAD", r"/api/kbs/\{kb_id\}/faq(/\{faq_id\})?", Role.READER),
+    _rule("PATCH DELETE", r"/api/kbs/\{kb_id\}/faq/\{faq_id\}", Role.EDITOR),
     _rule("POST", r"/api/kbs/\{kb_id\}/(faq|reindex)", Role.EDITOR),
     _rule(_ANY, r"/api/kbs(/.*)?", Role.ADMIN),  # KBs, versions, rebuild-sparse
     _rule(_ANY, r"/api/(keys|audit)(/.*)?", Role.ADMIN),

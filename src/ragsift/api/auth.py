@@ -30,6 +30,7 @@ from ragsift.auth.keys import ApiKey, Role
 from ragsift.auth.records import AuditEntry
 from ragsift.auth.service import KeyService
 from ragsift.bootstrap import Container
+from ragsift.domain.models import DocumentScope
 
 logger = logging.getLogger(__name__)
 
@@ -70,6 +71,34 @@ class Principal:
 
     def allows_kb(self, kb_id: str) -> bool:
         return self.key is None or not self.key.scope.kb_ids or kb_id in self.key.scope.kb_ids
+
+    def sees(self, scope: DocumentScope) -> bool:
+        """Whether a document of `scope` lies within the key's tenants, datasets and levels."""
+        if self.key is None:
+            return True
+        ceiling = self.key.scope
+        return all(not allowed or value in allowed for value, allowed in (
+            (scope.tenant_id, ceiling.tenant_ids), (scope.dataset_id, ceiling.dataset_ids),
+            (scope.visibility, ceiling.visibilities)))
+
+    def written_scope(self, scope: DocumentScope) -> DocumentScope:
+        """The scope a key may give new documents: within its own (a dimension it restricts
+        to one value is filled in when not given); 403 outside it."""
+        if self.key is None:
+            return scope
+        ceiling = self.key.scope
+        values: dict[str, str | None] = {}
+        for field, allowed, what in (("tenant_id", ceiling.tenant_ids, "tenant"),
+                                     ("dataset_id", ceiling.dataset_ids, "dataset"),
+                                     ("visibility", ceiling.visibilities, "visibility")):
+            value = getattr(scope, field)
+            if allowed and value is None and len(allowed) == 1:
+                value = allowed[0]
+            if allowed and value not in allowed:
+                raise _forbidden(f"API key {self.key.name!r} may only write documents of "
+                                 f"{what} {', '.join(map(repr, allowed))}")
+            values[field] = value
+        return scope.model_copy(update=values)
 
     def narrow(
         self, what: str, requested: Sequence[str] | None, ceiling: Sequence[str]
@@ -222,6 +251,9 @@ class Authorizer:
             document = self._container.repository.get_document(str(params["document_id"]))
             if document is not None:
                 principal.check_kb(document.kb_id)
+                if not principal.sees(document.scope):  # outside the key's data: not there
+                    raise ApiError(404, "not_found",
+                                   f"document {params['document_id']!r} does not exist")
         if "conversation_id" in params and principal.key is not None:
             exists, owner = self._container.conversations.conversation_owner(
                 str(params["conversation_id"]))

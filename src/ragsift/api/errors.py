@@ -12,6 +12,7 @@ from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ragsift.domain.errors import (
+    DocumentBusy,
     DocumentRejected,
     EmbeddingModelMismatch,
     IndexUnavailable,
@@ -58,6 +59,8 @@ def status_for(exc: RagsiftError) -> int:
         return 404
     if isinstance(exc, DocumentRejected):
         return 422
+    if isinstance(exc, DocumentBusy):
+        return 409
     if isinstance(exc, EmbeddingModelMismatch):
         return 409  # the request is fine; the KB and the configured embedder disagree
     if isinstance(exc, InvalidInput):

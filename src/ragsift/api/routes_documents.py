@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
+import hashlib
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
+from ragsift.api.auth import CurrentPrincipal, Principal
 from ragsift.api.deps import AppState, State, require_document, require_kb
 from ragsift.api.errors import ERROR_RESPONSES, ApiError, ErrorBody
-from ragsift.api.schemas import UploadedDocument, UploadOut
+from ragsift.api.schemas import ChunkOut, ChunkPage, UploadedDocument, UploadOut
 from ragsift.api.uploads import UploadForm, UploadLimits, read_upload
+from ragsift.domain.keys import normalize_key
 from ragsift.domain.models import Document, DocumentScope, DocumentStatus, KnowledgeBase
 from ragsift.ingestion.parsers import SUPPORTED_EXTENSIONS
 
@@ -19,6 +22,9 @@ router = APIRouter(tags=["documents"], responses=ERROR_RESPONSES)
 MAX_FILES_PER_UPLOAD = 100
 # allowed_roles: comma-separated roles that may see the documents (none: everyone)
 SCOPE_FIELDS = ("source", "tenant_id", "dataset_id", "visibility", "allowed_roles")
+# key: the document's key, for a single file (default: its filename); replace: "true" lets a
+# file whose key exists with other bytes replace that document (else 409 key_exists)
+FORM_FIELDS = (*SCOPE_FIELDS, "key", "replace")
 # Anything else is being ingested, deleted or retired: a reindex would race it.
 REINDEXABLE = (DocumentStatus.READY, DocumentStatus.FAILED)
 
@@ -35,6 +41,11 @@ _UPLOAD_BODY: dict[str, Any] = {
                           "description": "one or more files: "
                           + ", ".join(sorted(SUPPORTED_EXTENSIONS))},
                 **{name: {"type": "string", "maxLength": 200} for name in SCOPE_FIELDS},
+                "key": {"type": "string", "maxLength": 1024,
+                        "description": "the document's key (one file only) [its filename]"},
+                "replace": {"type": "string", "enum": ["true", "false"],
+                            "description": "replace the document of an existing key "
+                            "[false: 409 key_exists]"},
             },
         }}},
     }
@@ -45,7 +56,9 @@ _UPLOAD_ERRORS: dict[int | str, dict[str, Any]] = {
 }
 
 
-def _accept_all(state: AppState, kb: KnowledgeBase, form: UploadForm) -> UploadOut:
+def _accept_all(
+    state: AppState, kb: KnowledgeBase, form: UploadForm, principal: Principal
+) -> UploadOut:
     fields = {name: value.strip() or None for name, value in form.fields.items()}
     roles = (fields.get("allowed_roles") or "").split(",")
     scope = DocumentScope(
@@ -53,20 +66,36 @@ def _accept_all(state: AppState, kb: KnowledgeBase, form: UploadForm) -> UploadO
         dataset_id=fields.get("dataset_id"), visibility=fields.get("visibility"),
         allowed_roles=tuple(dict.fromkeys(r.strip() for r in roles if r.strip())),
     )
+    scope = principal.written_scope(scope)  # a key writes only what it could read back
+    key = fields.get("key")
+    if key is not None and len(form.files) != 1:
+        raise ApiError(400, "invalid_input", "the key field names one file; upload one file")
+    replace = (fields.get("replace") or "false").lower() == "true"
     accepted: list[UploadedDocument] = []
     for uploaded in form.files:
-        outcome = state.worker.accept(kb, uploaded.filename, uploaded.read(), scope)
+        data = uploaded.read()
+        outcome = state.worker.accept(kb, uploaded.filename, data, scope, key=key,
+                                      replace=replace)
         document = outcome.document
+        if outcome.conflict:
+            raise ApiError(409, "key_exists", f"document {document.id!r} already has the key "
+                           f"{document.key!r} with other content; send replace=true to "
+                           "replace it")
+        if outcome.replacing:
+            state.worker.submit_replace(document.id, uploaded.filename, data)
         accepted.append(UploadedDocument(
             id=document.id, filename=uploaded.filename, status=document.status,
-            duplicate=outcome.duplicate, error=document.error,
+            duplicate=outcome.duplicate, error=document.error, key=document.key,
+            replacing=outcome.replacing,
         ))
     return UploadOut(documents=accepted)
 
 
 @router.post("/api/kbs/{kb_id}/documents", status_code=202, openapi_extra=_UPLOAD_BODY,
              responses=_UPLOAD_ERRORS)
-async def upload_documents(kb_id: str, request: Request, state: State) -> UploadOut:
+async def upload_documents(
+    kb_id: str, request: Request, state: State, principal: CurrentPrincipal
+) -> UploadOut:
     """Upload one or many files (multipart `files`); each becomes a PENDING document at once.
 
     Status then moves PENDING -> PARSING -> INDEXING -> READY | FAILED in the background.
@@ -75,22 +104,78 @@ async def upload_documents(kb_id: str, request: Request, state: State) -> Upload
     limits = UploadLimits(
         file_field="files", extensions=SUPPORTED_EXTENSIONS,
         max_file_bytes=state.container.settings.max_file_bytes,
-        max_files=MAX_FILES_PER_UPLOAD, text_fields=frozenset(SCOPE_FIELDS), max_field_bytes=200,
+        max_files=MAX_FILES_PER_UPLOAD, text_fields=frozenset(FORM_FIELDS),
+        max_field_bytes=1024,
     )
     form = await read_upload(request, limits)
     try:
-        return await run_in_threadpool(_accept_all, state, kb, form)
+        return await run_in_threadpool(_accept_all, state, kb, form, principal)
     finally:
         form.close()
 
 
 @router.get("/api/kbs/{kb_id}/documents")
 def list_documents(
-    kb_id: str, state: State, status: DocumentStatus | None = None
+    kb_id: str, state: State, principal: CurrentPrincipal,
+    status: DocumentStatus | None = None, key: str | None = None,
 ) -> list[Document]:
-    """Documents of a knowledge base, oldest first, optionally only those in `status`."""
+    """Documents of a knowledge base (those within the key's scope), oldest first,
+    optionally only those in `status` or the one with `key`."""
     kb = require_kb(state.container, kb_id)
-    return state.container.repository.list_documents(kb.id, status)
+    documents = [d for d in state.container.repository.list_documents(kb.id, status)
+                 if principal.sees(d.scope)]
+    if key is not None:
+        wanted = normalize_key(key)
+        documents = [d for d in documents if d.key == wanted]
+    return documents
+
+
+@router.get("/api/documents/{document_id}/chunks")
+def list_chunks(
+    document_id: str, state: State, offset: Annotated[int, Query(ge=0)] = 0,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+) -> ChunkPage:
+    """A page of the document's current chunks (sections first, then their pieces)."""
+    require_document(state.container, document_id)
+    rows = [c for c in state.container.repository.list_chunks(document_id)
+            if c.valid_to_seq == 0]
+    rows.sort(key=lambda c: (c.level, c.ordinal, c.id))
+    return ChunkPage(total=len(rows), offset=offset, chunks=[
+        ChunkOut(id=c.id, level=c.level, parent_id=c.parent_id, ordinal=c.ordinal,
+                 heading_path=tuple(c.heading_path), locator=c.locator,
+                 token_count=c.token_count, text=c.text)
+        for c in rows[offset:offset + limit]])
+
+
+@router.put("/api/documents/{document_id}/content", status_code=202,
+            openapi_extra={"requestBody": {"required": True, "content": {
+                "multipart/form-data": {"schema": {
+                    "type": "object", "required": ["file"], "additionalProperties": False,
+                    "properties": {"file": {"type": "string", "format": "binary"}}}}}}},
+            responses={409: {"model": ErrorBody, "description": "the document is busy"},
+                       **_UPLOAD_ERRORS})
+async def replace_content(document_id: str, request: Request, state: State) -> Document:
+    """Replace a document's bytes (multipart `file`): a new revision of the same document,
+    written in the background; the current content stays searchable until it is done."""
+    document = await run_in_threadpool(require_document, state.container, document_id)
+    kb = await run_in_threadpool(require_kb, state.container, document.kb_id)
+    limits = UploadLimits(
+        file_field="file", extensions=SUPPORTED_EXTENSIONS,
+        max_file_bytes=state.container.settings.max_file_bytes, max_files=1,
+        text_fields=frozenset(), max_field_bytes=1,
+    )
+    form = await read_upload(request, limits)
+    try:
+        [uploaded] = form.files
+        data = uploaded.read()
+    finally:
+        form.close()
+    del kb  # checked: the document's KB exists
+    if hashlib.sha256(data).hexdigest() == document.sha256:
+        return document  # the same bytes: nothing to do
+    await run_in_threadpool(state.container.ingestion.claim_replace, document_id)
+    state.worker.submit_replace(document_id, uploaded.filename, data)
+    return document.model_copy(update={"replacing": True})
 
 
 @router.get("/api/documents/{document_id}")

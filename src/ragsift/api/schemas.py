@@ -14,7 +14,7 @@ from pydantic import (
     model_validator,
 )
 
-from ragsift.domain.models import DocumentStatus
+from ragsift.domain.models import DocumentStatus, Locator
 from ragsift.domain.requests import Fusion, Mode, SearchRequest
 from ragsift.domain.results import FaqHit, RetrievalHit
 from ragsift.domain.trace import RetrievalTrace
@@ -71,6 +71,28 @@ class UploadedDocument(BaseModel):
     status: DocumentStatus
     duplicate: bool
     error: str | None = None
+    key: str | None = None
+    # the file replaces the document of its key (the old content stays searchable meanwhile)
+    replacing: bool = False
+
+
+class ChunkOut(BaseModel):
+    """One chunk of a document, as stored."""
+
+    id: str
+    level: int
+    parent_id: str | None
+    ordinal: int
+    heading_path: tuple[str, ...]
+    locator: Locator
+    token_count: int
+    text: str
+
+
+class ChunkPage(BaseModel):
+    total: int
+    offset: int
+    chunks: list[ChunkOut]
 
 
 class UploadOut(BaseModel):

@@ -64,14 +64,33 @@ class IngestionWorker:
                 self._closed = False
 
     def accept(
-        self, kb: KnowledgeBase, filename: str, data: bytes, scope: DocumentScope
+        self, kb: KnowledgeBase, filename: str, data: bytes, scope: DocumentScope,
+        key: str | None = None, replace: bool = False,
     ) -> IngestOutcome:
-        """Store the original, create the document PENDING and queue it; duplicates are not."""
+        """Store the original, create the document PENDING and queue it; duplicates are not.
+
+        A file whose key exists with other bytes is claimed for a replacement (`replacing`:
+        the caller submits it with `submit_replace`), or a `conflict` without `replace`.
+        """
         with self._accept_lock:
-            outcome = self._ingestion.accept(kb, filename, data, scope)
-        if not outcome.duplicate and outcome.document.status == DocumentStatus.PENDING:
+            outcome = self._ingestion.accept(kb, filename, data, scope, key=key,
+                                             replace=replace)
+        waiting = not (outcome.duplicate or outcome.busy or outcome.conflict
+                       or outcome.replacing)
+        if waiting and outcome.document.status == DocumentStatus.PENDING:
             self.submit(outcome.document.id)
         return outcome
+
+    def submit_replace(self, document_id: str, filename: str, data: bytes) -> None:
+        """Write a claimed replacement in this process's pool (also with a job queue: the
+        bytes are only here). A restart before it ends keeps the old content; see
+        IngestionService.recover."""
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("the ingestion worker is shut down")
+            future = self._pool.submit(self._replace, document_id, filename, data)
+            self._futures[future] = document_id
+        future.add_done_callback(self._forget)
 
     def submit(self, document_id: str, reindex: bool = False) -> None:
         """Queue a PENDING document (or a reindex from its stored original)."""
@@ -148,6 +167,15 @@ class IngestionWorker:
             self._fail_if_present(document_id, f"{type(exc).__name__}: {exc}")
             return
         logger.info("document %s is %s", document_id, outcome.document.status.value)
+        if self._on_finished is not None:
+            self._on_finished(outcome.document)
+
+    def _replace(self, document_id: str, filename: str, data: bytes) -> None:
+        try:
+            outcome = self._ingestion.replace(document_id, filename, data)
+        except Exception:
+            logger.exception("replacing the content of %s failed", document_id)
+            return
         if self._on_finished is not None:
             self._on_finished(outcome.document)
 

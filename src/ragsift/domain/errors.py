@@ -36,6 +36,12 @@ class EmbeddingModelMismatch(InvalidInput):
     code = "embedding_model_mismatch"
 
 
+class DocumentBusy(InvalidInput):
+    """The document is being ingested, reindexed or replaced (CLI exit 2, HTTP 409)."""
+
+    code = "document_busy"
+
+
 class RetrievalUnavailable(RagsiftError):
     """Every requested retrieval channel failed: an error, never an empty result."""
 

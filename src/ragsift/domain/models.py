@@ -59,6 +59,23 @@ class Document(Frozen):
     metadata: dict[str, Any] = Field(default_factory=dict)
     created_at: datetime | None = None
     updated_at: datetime | None = None
+    # the document's stable name in its KB (a path relative to the ingested folder, the
+    # upload's filename, or one given): the same key again replaces it (0009)
+    key: str | None = None
+    # the source file's modification time when ingested or synced (sync compares it first)
+    source_mtime: float | None = None
+    # a new content is being written into it (the current one stays searchable meanwhile)
+    replacing: bool = False
+
+
+class Revision(Frozen):
+    """The facts of a document's content that a replacement changes together."""
+
+    sha256: str
+    size: int
+    filename: str
+    media_type: str
+    source_mtime: float | None = None
 
 
 class Locator(Frozen):

@@ -136,11 +136,13 @@ class VersionDiff(Frozen):
 
 
 class Collected(Frozen):
-    """What garbage collection removed: versions, retired chunks, retired documents."""
+    """What garbage collection removed: versions, retired chunks, retired documents and
+    retired FAQ entries."""
 
     versions: tuple[int, ...] = ()
     chunk_ids: tuple[str, ...] = ()
     document_ids: tuple[str, ...] = ()
+    faq_ids: tuple[str, ...] = ()
 
 
 class DraftMoved(RagsiftError):

@@ -1,52 +1,61 @@
-"""FAQ import: JSONL or CSV files of question/answer pairs into the facts and the FAQ index.
+"""FAQ files: JSONL or CSV question/answer pairs, with an optional data scope per row.
 
 JSONL: one object per line, {"question": ..., "answer": ..., "source": ...?}; blank lines are
 skipped and other keys ignored. CSV: a header naming question and answer (and optionally
-source) columns, in any order and case. Files are UTF-8 with or without a BOM (UTF-16 with a BOM
-and GB18030 are accepted too). A malformed row fails the whole import, with every bad line named,
-before anything is stored.
+source) columns, in any order and case. Both may also give a row's scope: `tenant_id`,
+`dataset_id`, `visibility` and `allowed_roles` (a JSON list of strings, or the roles
+comma-separated, as in CSV); a value a row gives overrides the import's default for that
+field, and a field the row leaves out or empty takes the default. Files are UTF-8 with or
+without a BOM (UTF-16 with a BOM and GB18030 are accepted too). A malformed row fails the whole
+import, with every bad line named, before anything is stored.
 """
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import io
 import json
-import logging
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from ragsift.domain.errors import InvalidInput
-from ragsift.domain.faq import FaqEntry, faq_entry_id
-from ragsift.domain.models import KnowledgeBase
-from ragsift.faults import crash_point
-from ragsift.ingestion.embedding import Progress, embed_in_batches
+from ragsift.domain.faq import FaqContent, clean_roles, clean_text
+from ragsift.domain.models import DocumentScope
 from ragsift.ingestion.parsers.decoding import decode_text
-from ragsift.ports import Embedder, Repository, SearchIndex
-from ragsift.retrieval.faq import faq_records
-
-logger = logging.getLogger(__name__)
-
-"""Called with the number of questions just embedded."""
 
 MAX_REPORTED_ERRORS = 20
+SCOPE_TEXT_FIELDS = ("tenant_id", "dataset_id", "visibility")
+SCOPE_ROLES = "allowed_roles"
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
 CSV_SUFFIXES = (".csv",)
 
 
 @dataclass(frozen=True, slots=True)
 class FaqRow:
-    """One question/answer pair as read from a file, with the line it starts on."""
+    """One question/answer pair as read from a file, with the line it starts on and the
+    scope it gives (None: the import's default)."""
 
     question: str
     answer: str
     source: str | None
     line: int
+    tenant_id: str | None = None
+    dataset_id: str | None = None
+    visibility: str | None = None
+    allowed_roles: tuple[str, ...] | None = None
+
+    def content(self, defaults: DocumentScope | None = None) -> FaqContent:
+        """The entry this row becomes: its own values, the defaults where it gives none."""
+        base = defaults or DocumentScope()
+        return FaqContent(
+            question=self.question, answer=self.answer,
+            source=self.source or clean_text(base.source),
+            tenant_id=self.tenant_id or clean_text(base.tenant_id),
+            dataset_id=self.dataset_id or clean_text(base.dataset_id),
+            visibility=self.visibility or clean_text(base.visibility),
+            allowed_roles=self.allowed_roles or clean_roles(base.allowed_roles),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,16 +80,33 @@ def _field(record: dict[str, Any], name: str, required: bool) -> tuple[str | Non
     return value.strip(), None
 
 
+def _roles(record: dict[str, Any]) -> tuple[tuple[str, ...] | None, str | None]:
+    """(roles, problem): allowed_roles as a list of strings or comma-separated; None if none."""
+    value = record.get(SCOPE_ROLES)
+    if isinstance(value, str):
+        value = value.split(",")
+    if value is None:
+        return None, None
+    if not isinstance(value, list) or not all(isinstance(r, str) for r in value):
+        return None, f"{SCOPE_ROLES} must be a list of strings or comma-separated roles"
+    return clean_roles(value) or None, None
+
+
 def _row(record: dict[str, Any], line: int, problems: list[str]) -> FaqRow | None:
     question, q_problem = _field(record, "question", required=True)
     answer, a_problem = _field(record, "answer", required=True)
     source, s_problem = _field(record, "source", required=False)
-    found = [p for p in (q_problem, a_problem, s_problem) if p]
+    scope = {name: _field(record, name, required=False) for name in SCOPE_TEXT_FIELDS}
+    roles, r_problem = _roles(record)
+    found = [p for p in (q_problem, a_problem, s_problem,
+                         *(problem for _, problem in scope.values()), r_problem) if p]
     if found:
         problems.append(f"line {line}: {', '.join(found)}")
         return None
     assert question is not None and answer is not None
-    return FaqRow(question, answer, source, line)
+    return FaqRow(question, answer, source, line, tenant_id=scope["tenant_id"][0],
+                  dataset_id=scope["dataset_id"][0], visibility=scope["visibility"][0],
+                  allowed_roles=roles)
 
 
 def parse_jsonl(text: str) -> tuple[list[FaqRow], list[str]]:
@@ -151,76 +177,3 @@ def parse_faq_file(name: str, data: bytes) -> list[FaqRow]:
     if not rows:
         raise InvalidInput(f"{name}: no question/answer rows")
     return rows
-
-
-class FaqImporter:
-    """Stores FAQ entries in the facts and their vectors in the FAQ index, skipping known pairs."""
-
-    def __init__(
-        self, repository: Repository, index: SearchIndex, embedder: Embedder,
-        max_file_bytes: int, batch_size: int = 16,
-    ) -> None:
-        if max_file_bytes < 1 or batch_size < 1:
-            raise ValueError("max_file_bytes and batch_size must be positive")
-        self._repository = repository
-        self._index = index
-        self._embedder = embedder
-        self._max_bytes = max_file_bytes
-        self._batch = batch_size
-
-    def read(self, path: Path) -> list[FaqRow]:
-        """The rows of one JSONL or CSV file; its size is checked before it is read."""
-        if not path.is_file():
-            raise InvalidInput(f"no such file: {path}")
-        size = path.stat().st_size
-        if size > self._max_bytes:
-            raise InvalidInput(f"{path.name}: {size} bytes, over the limit of {self._max_bytes}")
-        return parse_faq_file(path.name, path.read_bytes())
-
-    def import_path(
-        self, kb: KnowledgeBase, path: Path, progress: Progress | None = None
-    ) -> FaqImportOutcome:
-        """Import one JSONL or CSV file: every row is valid or nothing is stored."""
-        return self.import_rows(kb, self.read(path), progress)
-
-    def import_rows(
-        self, kb: KnowledgeBase, rows: Sequence[FaqRow], progress: Progress | None = None
-    ) -> FaqImportOutcome:
-        """Embed the questions of new pairs, index them, then store them as facts."""
-        entries: dict[str, FaqEntry] = {}
-        for row in rows:
-            faq_id = faq_entry_id(kb.id, row.question, row.answer)
-            entries.setdefault(faq_id, FaqEntry(
-                id=faq_id, kb_id=kb.id, question=row.question, answer=row.answer,
-                source=row.source,
-            ))
-        known = {e.id for e in self._repository.get_faq_entries(list(entries))}
-        fresh = [entry for faq_id, entry in entries.items() if faq_id not in known]
-        if fresh:
-            # Index first, facts last: an entry is searchable only once it is in the facts.
-            # Entry ids derive from their content, so a re-run after a kill in between
-            # rewrites the same rows; a failed write removes its rows at once.
-            vectors = self._embed(fresh, progress)
-            try:
-                self._index.upsert(faq_records(fresh), vectors)
-                crash_point("index_written")
-                added = self._repository.add_faq_entries(fresh)
-            except BaseException:
-                with contextlib.suppress(Exception):
-                    self._index.delete_chunks([entry.id for entry in fresh])
-                raise
-        else:
-            added = 0
-        logger.info("FAQ import into %s: %d rows, %d added", kb.name, len(rows), added)
-        return FaqImportOutcome(rows=len(rows), added=added)
-
-    def delete_all(self, kb: KnowledgeBase) -> int:
-        """Remove every FAQ entry of `kb` from the index and the facts; how many there were."""
-        ids = [entry.id for entry in self._repository.list_faq_entries(kb.id)]
-        self._index.delete_chunks(ids)
-        return self._repository.delete_faq_entries(kb.id)
-
-    def _embed(self, entries: Sequence[FaqEntry], progress: Progress | None) -> np.ndarray:
-        # Dense vectors embed the question only; BM25 gets question and answer.
-        questions = [entry.question for entry in entries]
-        return embed_in_batches(self._embedder, questions, self._batch, progress)

@@ -19,3 +19,10 @@ class IngestOutcome:
     chunks: int = 0
     busy: bool = False
     resumed: bool = False
+    # under an existing key with other bytes: `conflict` when replacing was not asked for,
+    # `replacing` accepted for a replacement (the caller runs it), `replaced` done,
+    # `replace_failed` the new content was refused (the old one is kept)
+    conflict: bool = False
+    replacing: bool = False
+    replaced: bool = False
+    replace_failed: bool = False

@@ -11,6 +11,7 @@ Every unfinished document names its owner, the process working on it (ragsift/pr
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import logging
 import re
@@ -20,7 +21,8 @@ from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path, PurePath
 
-from ragsift.domain.errors import DocumentRejected, InvalidInput, NotFound
+from ragsift.domain.errors import DocumentBusy, DocumentRejected, InvalidInput, NotFound
+from ragsift.domain.keys import normalize_key
 from ragsift.domain.models import (
     CHILD_LEVEL,
     Document,
@@ -49,6 +51,7 @@ from ragsift.ingestion.preparation import (
     prepare_in_pool,
 )
 from ragsift.ingestion.recovery import Recovery
+from ragsift.ingestion.revisions import Replacer
 from ragsift.ports import (
     Embedder,
     ObjectStore,
@@ -56,7 +59,7 @@ from ragsift.ports import (
     SearchIndex,
     SparsePreAnalyzable,
 )
-from ragsift.processes import this_process
+from ragsift.processes import is_dead, this_process
 from ragsift.versions.writer import DraftWriter
 
 __all__ = ["IngestOutcome", "IngestionService"]
@@ -105,6 +108,8 @@ class IngestionService:
         self._pool: PreparationPool | None = None
         self._pool_lock = threading.Lock()
         self._recovery = Recovery(repository, index, object_store)
+        self._replacer = Replacer(repository, index, object_store, versions, self._prepare,
+                                  _object_key)
         self._writer = BatchWriter(repository, index, versions, self._fail_existing,
                                    self._reload)
 
@@ -164,14 +169,17 @@ class IngestionService:
         return self.process(accepted.document.id, progress)
 
     def accept_path(
-        self, kb: KnowledgeBase, path: Path, scope: DocumentScope | None = None
+        self, kb: KnowledgeBase, path: Path, scope: DocumentScope | None = None,
+        key: str | None = None, source_mtime: float | None = None,
     ) -> IngestOutcome:
         """accept() for a file on disk; an oversized file is rejected before it is read."""
         size = path.stat().st_size
         if size > self._max_bytes:
             reason = f"file is {size} bytes, over the limit of {self._max_bytes} bytes"
-            return IngestOutcome(self._failed(kb, path.name, None, size, reason, scope))
-        return self.accept(kb, path.name, path.read_bytes(), scope)
+            return IngestOutcome(self._failed(kb, path.name, None, size, reason, scope,
+                                              normalize_key(key or path.name)))
+        return self.accept(kb, path.name, path.read_bytes(), scope, key=key,
+                           source_mtime=source_mtime)
 
     def ingest_bytes(
         self, kb: KnowledgeBase, filename: str, data: bytes, scope: DocumentScope | None = None,
@@ -184,17 +192,35 @@ class IngestionService:
         return self.process(accepted.document.id, progress)
 
     def accept(
-        self, kb: KnowledgeBase, filename: str, data: bytes, scope: DocumentScope | None = None
+        self, kb: KnowledgeBase, filename: str, data: bytes, scope: DocumentScope | None = None,
+        key: str | None = None, source_mtime: float | None = None, replace: bool = True,
     ) -> IngestOutcome:
         """Store the original and create the document PENDING (FAILED if unusable); no parsing.
 
-        A duplicate of a live document (same sha256 in the KB) is returned as it is.
+        The document's `key` (default: the filename) names it in the KB. The same bytes under
+        the same key change nothing (`duplicate`); other bytes under an existing key are
+        claimed for a replacement (`replacing`: the caller then runs `replace`), or refused
+        as a `conflict` without `replace`. A duplicate of a live document under another key
+        (same sha256 in the KB) is returned as it is.
         """
+        key = normalize_key(key or filename)
         if len(data) > self._max_bytes:
             reason = f"file is {len(data)} bytes, over the limit of {self._max_bytes} bytes"
-            return IngestOutcome(self._failed(kb, filename, None, len(data), reason, scope))
+            return IngestOutcome(self._failed(kb, filename, None, len(data), reason, scope, key))
         sha = hashlib.sha256(data).hexdigest()
-        existing = self._repository.find_document_by_sha256(kb.id, sha)
+        keyed = self._repository.find_document_by_key(kb.id, key)
+        if keyed is not None and keyed.sha256 != sha and keyed.status not in UNFINISHED:
+            if not replace:
+                return IngestOutcome(keyed, conflict=True)
+            self._replacer.claim(keyed)
+            return IngestOutcome(keyed, replacing=True)
+        if keyed is not None and keyed.sha256 != sha:  # still being ingested
+            if not is_dead(self._repository.document_owner(keyed.id)):
+                raise DocumentBusy(f"document {keyed.id!r} ({keyed.key}) is being ingested; "
+                                   "replace it once it is READY or FAILED")
+            self.delete_document(keyed.id)  # abandoned, never searchable: start over
+            keyed = None
+        existing = keyed or self._repository.find_document_by_sha256(kb.id, sha)
         if existing is not None and existing.status in UNFINISHED:
             return self._recovery.resume_or_busy(existing)
         if existing is not None and existing.status != DocumentStatus.FAILED:
@@ -204,12 +230,13 @@ class IngestionService:
         try:
             media_type = media_type_for(filename)
         except DocumentRejected as exc:
-            return IngestOutcome(self._failed(kb, filename, sha, len(data), str(exc), scope))
+            return IngestOutcome(self._failed(kb, filename, sha, len(data), str(exc), scope, key))
         document = self._repository.add_document(
             Document(
                 id=uuid.uuid4().hex, kb_id=kb.id, filename=filename, media_type=media_type,
                 sha256=sha, size=len(data), status=DocumentStatus.PENDING,
-                scope=scope or DocumentScope(), created_at=datetime.now(UTC),
+                scope=scope or DocumentScope(), created_at=datetime.now(UTC), key=key,
+                source_mtime=source_mtime,
             ),
             owner=this_process().token(),
         )
@@ -219,6 +246,30 @@ class IngestionService:
             logger.exception("storing the original of %s failed", filename)
             return IngestOutcome(self._fail_existing(document, f"{type(exc).__name__}: {exc}"))
         return IngestOutcome(document)
+
+    def claim_replace(self, document_id: str) -> None:
+        """Take a READY or FAILED document for a replacement, or DocumentBusy (atomic)."""
+        document = self._reload(document_id)
+        if document.status not in (DocumentStatus.READY, DocumentStatus.FAILED):
+            raise DocumentBusy(f"document {document_id!r} is {document.status.value}; "
+                               "replace it once it is READY or FAILED")
+        self._replacer.claim(document)
+
+    def replace(
+        self, document_id: str, filename: str, data: bytes, source_mtime: float | None = None,
+        progress: Progress | None = None,
+    ) -> IngestOutcome:
+        """Write `data` as the new content of a document `accept` claimed (`replacing`).
+
+        See ingestion/revisions.py: the old content stays searchable until the new one is
+        committed, and stays when the new one fails.
+        """
+        document = self._reload(document_id)
+        sha = hashlib.sha256(data).hexdigest()
+        outcome = self._replacer.replace(document, filename, data, sha, source_mtime, progress)
+        if outcome.document.status == DocumentStatus.PENDING:  # it had FAILED: ingest anew
+            return dataclasses.replace(self.process(document_id, progress), replaced=True)
+        return outcome
 
     def process(self, document_id: str, progress: Progress | None = None) -> IngestOutcome:
         """Parse, chunk, embed and index an accepted document from its stored original.
@@ -282,32 +333,39 @@ class IngestionService:
         return len(prepared.records)
 
     def _prepare(
-        self, document: Document, data: bytes, progress: Progress | None
+        self, document: Document, data: bytes, progress: Progress | None, mark: bool = True
     ) -> Prepared:
-        """Parse, chunk and embed: everything before the index and the facts are written."""
-        self._repository.set_status(document.id, DocumentStatus.PARSING)
+        """Parse, chunk and embed: everything before the index and the facts are written.
+
+        `mark`: move the document through PARSING and INDEXING (a replacement does not: its
+        old content stays READY and searchable until the new one is committed).
+        """
+        if mark:
+            self._repository.set_status(document.id, DocumentStatus.PARSING)
         pool = self._preparer()
         if pool is None:
             chunks = chunk_document(
                 self._chunker, document.id, document.kb_id, document.filename, data,
                 self._limits.parse,
             )
-            return self._embed(document, Chunked(chunks, {}), progress)
+            return self._embed(document, Chunked(chunks, {}), progress, mark)
         job = Job(document, data, self._sparse_analyzer(document.kb_id))
         result = pool.result(pool.submit(job))
         if isinstance(result, Failed):
             if not result.rejected:
                 logger.error("ingesting %s failed: %s", document.filename, result.detail)
             raise DocumentRejected(result.reason)
-        return self._embed(document, result, progress)
+        return self._embed(document, result, progress, mark)
 
     def _embed(
-        self, document: Document, chunked: Chunked, progress: Progress | None
+        self, document: Document, chunked: Chunked, progress: Progress | None,
+        mark: bool = True,
     ) -> Prepared:
         """Embed the children of a chunked document that need a vector."""
         crash_point("parsed")
         chunks = chunked.chunks
-        self._repository.set_status(document.id, DocumentStatus.INDEXING)
+        if mark:
+            self._repository.set_status(document.id, DocumentStatus.INDEXING)
         if self._versions is not None:  # only chunks no version shares need a vector
             children = self._versions.to_embed(document, chunks)
         else:
@@ -411,7 +469,7 @@ class IngestionService:
 
     def _failed(
         self, kb: KnowledgeBase, filename: str, sha: str | None, size: int, reason: str,
-        scope: DocumentScope | None,
+        scope: DocumentScope | None, key: str | None = None,
     ) -> Document:
         media_type = "application/octet-stream"
         with contextlib.suppress(DocumentRejected):
@@ -421,8 +479,15 @@ class IngestionService:
                 id=uuid.uuid4().hex, kb_id=kb.id, filename=filename, media_type=media_type,
                 sha256=sha, size=size, status=DocumentStatus.FAILED, error=reason,
                 scope=scope or DocumentScope(), created_at=datetime.now(UTC),
+                key=self._free_key(kb, key),
             )
         )
+
+    def _free_key(self, kb: KnowledgeBase, key: str | None) -> str | None:
+        """`key`, unless another document holds it (a rejected replacement keeps none)."""
+        if key is None or self._repository.find_document_by_key(kb.id, key) is not None:
+            return None
+        return key
 
     def _fail_existing(self, document: Document, reason: str) -> Document:
         try:

@@ -47,6 +47,11 @@ class Recovery:
             discard_unstored(self._repository, self._index, document)
             self._repository.set_status(document.id, DocumentStatus.PENDING)
             resumed.append(document.id)
+        for document_id, replacing in self._repository.replacements(kb_id):
+            if is_dead(replacing):  # the old content stayed searchable; say what was lost
+                self._repository.finish_replace(
+                    document_id, None, "replacement interrupted (the process writing it "
+                    "stopped); the previous content is kept: send the file again")
         if kb_id is not None:
             # a failure whose index cleanup failed too (a full disk) is finished here
             for failed in self._repository.list_documents(kb_id, DocumentStatus.FAILED):

@@ -6,9 +6,12 @@ direct-answer threshold), while BM25 indexes question AND answer (so a query nam
 only the answer contains, an error code say, still finds the entry).
 
 FAQ search differs from document search on purpose: it runs on the original query only (no
-rewrite, no rerank, no minimum score, no context expansion), and it is KB-wide: the document
-whitelist and the scope filters restrict documents, not FAQ entries. Every candidate is re-checked
-against the relational store, so an entry deleted from the facts never reaches a caller.
+rewrite, no rerank, no minimum score, no context expansion), and the document whitelist does not
+apply to it. The data scope does: an entry carries source, tenant, dataset, visibility, allowed
+roles and its KB-version window like a chunk, the request's scope and version are pushed down to
+the FAQ index as the same typed filter, and every candidate is re-checked against the relational
+store (scope and version included), so an entry deleted, retired or out of scope never reaches
+a caller.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ragsift.domain.faq import FaqEntry
+from ragsift.domain.faq import FaqEntry, faq_visible
 from ragsift.domain.filters import SearchFilter
 from ragsift.domain.index_records import IndexRecord
 from ragsift.domain.results import FaqHit, FusedHit
@@ -38,9 +41,15 @@ def faq_index_text(entry: FaqEntry) -> str:
 
 
 def faq_records(entries: Sequence[FaqEntry]) -> list[IndexRecord]:
-    """Index records of FAQ entries: the entry id stands for both chunk and document id."""
+    """Index records of FAQ entries: the entry id stands for both chunk and document id; the
+    scope fields and the version window are the entry's, filtered on as for chunks."""
     return [
-        IndexRecord(chunk_id=e.id, document_id=e.id, kb_id=e.kb_id, text=faq_index_text(e))
+        IndexRecord(
+            chunk_id=e.id, document_id=e.id, kb_id=e.kb_id, text=faq_index_text(e),
+            source=e.source, tenant_id=e.tenant_id, dataset_id=e.dataset_id,
+            visibility=e.visibility, allowed_roles=e.allowed_roles,
+            valid_from_seq=e.valid_from_seq, valid_to_seq=e.valid_to_seq,
+        )
         for e in entries
     ]
 
@@ -77,23 +86,31 @@ class FaqSearcher:
         self._channels = ChannelRunner(index, embedder)
         self._threshold = direct_answer_threshold
 
-    async def search(self, kb_id: str, query: str, options: Options, top_k: int) -> FaqOutcome:
-        """Never raises but on cancellation: a failure becomes a failed stage and a degradation."""
+    async def search(
+        self, search_filter: SearchFilter, query: str, options: Options, top_k: int
+    ) -> FaqOutcome:
+        """The FAQ entries within `search_filter` (KB, scope, version; its document whitelist
+        is ignored). Never raises but on cancellation: a failure becomes a failed stage and a
+        degradation."""
         started = time.perf_counter()
+        scoped = search_filter.model_copy(update={"document_ids": None})
         try:
-            outcome = await self._search(kb_id, query, options, top_k)
+            outcome = await self._search(scoped, query, options, top_k)
         except Exception as exc:
             outcome = _failed(f"{type(exc).__name__}: {exc}")
         latency = round((time.perf_counter() - started) * 1000, 3)
         return FaqOutcome(outcome.hits, outcome.trace, outcome.degradations, latency)
 
-    async def _search(self, kb_id: str, query: str, options: Options, top_k: int) -> FaqOutcome:
-        entries = await asyncio.to_thread(self._repository.count_faq_entries, kb_id)
+    async def _search(
+        self, search_filter: SearchFilter, query: str, options: Options, top_k: int
+    ) -> FaqOutcome:
+        kb_id = search_filter.kb_id
+        entries = await asyncio.to_thread(
+            self._repository.count_faq_entries, kb_id, search_filter.version_seq)
         if not entries:
             return FaqOutcome((), StageTrace(status="skipped", reason="no FAQ entries in the KB"))
         channels = await self._channels.run(
-            [("original", query)], SearchFilter(kb_id=kb_id), options.mode,
-            max(options.channel_k, top_k),
+            [("original", query)], search_filter, options.mode, max(options.channel_k, top_k),
         )
         degradations = tuple(
             Degradation(code="faq_retrieval_failed", reason=f"faq {d.reason}")
@@ -106,7 +123,8 @@ class FaqSearcher:
         stored = await asyncio.to_thread(
             self._repository.get_faq_entries, [hit.chunk_id for hit in candidates]
         )
-        found = {entry.id: entry for entry in stored if entry.kb_id == kb_id}
+        # the facts decide: an entry deleted, retired at this version or out of scope is dropped
+        found = {entry.id: entry for entry in stored if faq_visible(entry, search_filter)}
         live = [hit for hit in candidates if hit.chunk_id in found]
         final = live[:top_k]
         top_dense = final[0].channel_score("dense") if final else None

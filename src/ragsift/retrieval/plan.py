@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from ragsift.config import Settings
 from ragsift.domain.errors import InvalidInput, NotFound
+from ragsift.domain.filters import SearchFilter
 from ragsift.domain.requests import SearchRequest
 from ragsift.domain.results import RetrievalResult
 from ragsift.domain.trace import QueryVariant, RetrievalTrace, StageTrace
@@ -17,8 +18,12 @@ from ragsift.ports import Repository
 from ragsift.retrieval.faq import FaqOutcome, FaqSearcher
 from ragsift.retrieval.options import Options, resolve_options
 from ragsift.retrieval.query import validate_query
+from ragsift.retrieval.scope import compile_filter
 
-DocumentSearch = Callable[[SearchRequest], Awaitable[RetrievalResult]]
+DocumentSearch = Callable[[SearchRequest, int | None], Awaitable[RetrievalResult]]
+"""The document search of a request at a KB version (None: no versions)."""
+VersionOf = Callable[[SearchRequest], Awaitable[int | None]]
+"""The KB version a request searches (NotFound for an unknown KB or version)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,22 +49,26 @@ def resolve_plan(request: SearchRequest, settings: Settings) -> RetrievalPlan:
 
 async def run_plan(
     request: SearchRequest, settings: Settings, repository: Repository,
-    search_documents: DocumentSearch, faq: FaqSearcher | None,
+    search_documents: DocumentSearch, faq: FaqSearcher | None, version_of: VersionOf,
 ) -> RetrievalResult:
     """Documents (when run_doc) and FAQ (when run_faq) concurrently, merged into one result.
 
-    A FAQ failure is a degradation; a document failure fails the request as before.
+    The KB version is read once, before both start, so documents and FAQ entries come from
+    the same version; both searches apply the request's scope. A FAQ failure is a
+    degradation; a document failure fails the request as before.
     """
     started = time.perf_counter()
     query = validate_query(request.query, settings.max_query_chars)
     plan = resolve_plan(request, settings)
     options = resolve_options(request, settings)
-    faq_task = asyncio.create_task(_search_faq(faq, plan, request.kb_id, query, options))
+    version = await version_of(request)
+    faq_filter = compile_filter(request, None, version)
+    faq_task = asyncio.create_task(_search_faq(faq, plan, faq_filter, query, options))
     try:
         if plan.run_doc:
-            result = await search_documents(request)
+            result = await search_documents(request, version)
         else:
-            result = await _no_documents(repository, request.kb_id, query, options)
+            result = await _no_documents(repository, request.kb_id, query, options, version)
     except BaseException:
         faq_task.cancel()
         raise
@@ -77,17 +86,18 @@ async def run_plan(
 
 
 async def _search_faq(
-    faq: FaqSearcher | None, plan: RetrievalPlan, kb_id: str, query: str, options: Options
+    faq: FaqSearcher | None, plan: RetrievalPlan, search_filter: SearchFilter, query: str,
+    options: Options,
 ) -> FaqOutcome:
     if not plan.run_faq:
         return FaqOutcome((), StageTrace(status="off", reason="not requested"))
     if faq is None:
         return FaqOutcome((), StageTrace(status="off", reason="no FAQ index configured"))
-    return await faq.search(kb_id, query, options, plan.faq_top_k)
+    return await faq.search(search_filter, query, options, plan.faq_top_k)
 
 
 async def _no_documents(
-    repository: Repository, kb_id: str, query: str, options: Options
+    repository: Repository, kb_id: str, query: str, options: Options, version: int | None
 ) -> RetrievalResult:
     """The empty document side of a FAQ-only plan, with a trace that says so."""
     if await asyncio.to_thread(repository.get_kb, kb_id) is None:
@@ -98,5 +108,6 @@ async def _no_documents(
         fusion=options.fusion, switches_requested=options.switches,
         variants=(QueryVariant(text=query, method="original"),),
         rewrite=off, auto_merge=off, rerank=off, threshold=off, small2big=off,
+        kb_version=version,
     )
     return RetrievalResult(hits=(), trace=trace)

@@ -119,7 +119,8 @@ class RetrievalService:
         await self._check_embedder(request)
         started_ns = time.time_ns()
         result = await run_plan(
-            request, self._settings, self._repository, self._search_documents, self._faq
+            request, self._settings, self._repository, self._search_documents, self._faq,
+            self._version,
         )
         if self._observer is not None:
             try:
@@ -147,8 +148,11 @@ class RetrievalService:
                 "or search it in mode sparse (BM25 needs no embedding)."
             )
 
-    async def _search_documents(self, request: SearchRequest) -> RetrievalResult:
-        """The document search of a plan: chunks only, every stage in the trace."""
+    async def _search_documents(
+        self, request: SearchRequest, version: int | None
+    ) -> RetrievalResult:
+        """The document search of a plan at `version` (read once by the plan, see _version):
+        chunks only, every stage in the trace."""
         started = time.perf_counter()
         settings = self._settings
         query = validate_query(request.query, settings.max_query_chars)
@@ -170,11 +174,6 @@ class RetrievalService:
         )
 
         stage = time.perf_counter()
-        if await asyncio.to_thread(self._repository.get_kb, request.kb_id) is None:
-            raise NotFound(f"knowledge base {request.kb_id!r} does not exist")
-        # The version is read once, here, and everything below searches that one version,
-        # so an activation meanwhile never mixes two versions into one answer.
-        version = await self._version(request)
         ready: set[str] = set()
         if requested_ids is not None:
             ready = await asyncio.to_thread(
@@ -312,7 +311,14 @@ class RetrievalService:
         return RetrievalResult(hits=hits, trace=trace)
 
     async def _version(self, request: SearchRequest) -> int | None:
-        """The KB version this request searches: the active one, or the one it pins."""
+        """The KB version this request searches: the active one, or the one it pins.
+
+        Read once, at the start of the plan: the documents and the FAQ search that one
+        version, so an activation meanwhile never mixes two versions into one answer.
+        NotFound for an unknown KB.
+        """
+        if await asyncio.to_thread(self._repository.get_kb, request.kb_id) is None:
+            raise NotFound(f"knowledge base {request.kb_id!r} does not exist")
         if self._versions is None:
             if request.kb_version is not None:
                 raise InvalidInput("this service keeps no knowledge-base versions")

@@ -43,9 +43,11 @@ class VersionService:
     def __init__(
         self, store: VersionStore, index: SearchIndex, retrieval: RetrievalService,
         objects: ObjectStore, writer: DraftWriter, settings: Settings,
+        faq_index: SearchIndex | None = None,
     ) -> None:
         self._store = store
         self._index = index
+        self._faq_index = faq_index  # where collected FAQ entries are removed from
         self._retrieval = retrieval
         self._objects = objects
         self._writer = writer
@@ -178,6 +180,8 @@ class VersionService:
         # re-check of hits, and the next collection does not see them again
         if collected.chunk_ids:
             self._index.delete_chunks(collected.chunk_ids)
+        if collected.faq_ids and self._faq_index is not None:
+            self._faq_index.delete_chunks(collected.faq_ids)
         for document_id in collected.document_ids:
             self._index.delete_document(document_id)
             self._objects.delete_prefix(f"{kb_id}/{document_id}")

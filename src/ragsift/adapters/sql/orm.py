@@ -12,6 +12,7 @@ from sqlalchemy import (
     Boolean,
     DateTime,
     Engine,
+    Float,
     ForeignKey,
     Index,
     Integer,
@@ -75,6 +76,8 @@ class DocumentRow(Base):
     __table_args__ = (
         # NULL sha256 (rejected before being read) never collides: NULLs are distinct in both DBs.
         UniqueConstraint("kb_id", "sha256", name="uq_documents_kb_id_sha256"),
+        # NULL keys (documents from before 0009) never collide, as with sha256
+        Index("uq_documents_kb_id_doc_key", "kb_id", "doc_key", unique=True),
         Index("ix_documents_kb_id_status", "kb_id", "status"),
     )
 
@@ -99,6 +102,10 @@ class DocumentRow(Base):
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     # The process working on an unfinished document (0007; ragsift.processes).
     owner: Mapped[str | None] = mapped_column(String(512))
+    # Its key in the KB, the source's mtime, and the process replacing its content (0009).
+    doc_key: Mapped[str | None] = mapped_column(String(1024))
+    source_mtime: Mapped[float | None] = mapped_column(Float)
+    replacing_owner: Mapped[str | None] = mapped_column(String(512))
 
 
 class ChunkRow(Base):
@@ -129,16 +136,26 @@ class ChunkRow(Base):
 
 class FaqEntryRow(Base):
     __tablename__ = "faq_entries"
-    # kb_id leads the unique constraint, so listing a KB's entries uses its index.
-    __table_args__ = (UniqueConstraint("kb_id", "sha256", name="uq_faq_entries_kb_id_sha256"),)
+    # kb_id leads the index, so listing a KB's entries uses it. Not unique since 0010: a
+    # retired row (kept for older versions) and a live one may share a key; writers hold
+    # the KB's version state row lock and keep one live row per key.
+    __table_args__ = (Index("ix_faq_entries_kb_id_sha256", "kb_id", "sha256"),)
 
     id: Mapped[str] = mapped_column(ID, primary_key=True)
     kb_id: Mapped[str] = mapped_column(ID, ForeignKey("knowledge_bases.id", ondelete="CASCADE"))
     question: Mapped[str] = mapped_column(Text)
     answer: Mapped[str] = mapped_column(Text)
     source: Mapped[str | None] = mapped_column(Text)
+    # content key: question, answer and access scope (domain/faq.py faq_key)
     sha256: Mapped[str] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    # data scope and KB-version window, as for documents and chunks (0010)
+    tenant_id: Mapped[str | None] = mapped_column(Text)
+    dataset_id: Mapped[str | None] = mapped_column(Text)
+    visibility: Mapped[str | None] = mapped_column(Text)
+    allowed_roles: Mapped[list[str] | None] = mapped_column(JSON)
+    valid_from_seq: Mapped[int] = mapped_column(Integer, server_default=sql_text("0"))
+    valid_to_seq: Mapped[int] = mapped_column(Integer, server_default=sql_text("0"))
 
 
 class KbFusionTuningRow(Base):
@@ -332,6 +349,9 @@ def document_from_row(row: DocumentRow) -> Document:
         metadata=dict(row.meta),
         created_at=to_utc(row.created_at),
         updated_at=to_utc(row.updated_at),
+        key=row.doc_key,
+        source_mtime=row.source_mtime,
+        replacing=row.replacing_owner is not None,
     )
 
 
@@ -355,6 +375,8 @@ def document_row(document: Document, created_at: datetime, updated_at: datetime)
         meta=dict(document.metadata),
         created_at=created_at,
         updated_at=updated_at,
+        doc_key=document.key,
+        source_mtime=document.source_mtime,
     )
 
 
@@ -366,6 +388,12 @@ def faq_from_row(row: FaqEntryRow) -> FaqEntry:
         question=row.question,
         answer=row.answer,
         source=row.source,
+        tenant_id=row.tenant_id,
+        dataset_id=row.dataset_id,
+        visibility=row.visibility,
+        allowed_roles=tuple(row.allowed_roles or ()),
+        valid_from_seq=row.valid_from_seq,
+        valid_to_seq=row.valid_to_seq,
         created_at=to_utc(row.created_at),
     )
 

@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from ragsift.adapters.sql.orm import (
     CHUNK_TABLE,
     DocumentRow,
+    FaqEntryRow,
     KbActivationRow,
     KbVersionRow,
     KbVersionStateRow,
@@ -167,11 +168,12 @@ class VersionCommitMixin:
             )))
             for batch in batches(empty):
                 session.execute(delete(DocumentRow).where(DocumentRow.id.in_(batch)))
-        if dropped or gone or empty:
-            logger.info("knowledge base %s: collected versions %s, %d chunks, %d documents",
-                        kb_id, dropped, len(gone), len(empty))
+            faq_gone = _collect_faq(session, kb_id, retained)
+        if dropped or gone or empty or faq_gone:
+            logger.info("knowledge base %s: collected versions %s, %d chunks, %d documents, "
+                        "%d FAQ entries", kb_id, dropped, len(gone), len(empty), len(faq_gone))
         return Collected(versions=tuple(dropped), chunk_ids=tuple(gone),
-                         document_ids=tuple(empty))
+                         document_ids=tuple(empty), faq_ids=tuple(faq_gone))
 
     def ensure_version_state(self, kb_id: str, mode: str, retention: int) -> None:
         """Create the KB's version state with these defaults unless it exists."""
@@ -188,6 +190,18 @@ class VersionCommitMixin:
                 if session.get(KbVersionStateRow, kb_id) is not None:
                     return  # created by a concurrent writer
             raise NotFound(f"knowledge base {kb_id!r} does not exist") from exc
+
+
+def _collect_faq(session: Session, kb_id: str, retained: set[int]) -> list[str]:
+    """Delete the retired FAQ entries of `kb_id` that no retained version holds; their ids."""
+    table = FaqEntryRow.__table__.c
+    retired = session.execute(select(table.id, table.valid_from_seq, table.valid_to_seq)
+                              .where(table.kb_id == kb_id, table.valid_to_seq != 0))
+    gone = [row.id for row in retired
+            if not any(valid_at(row.valid_from_seq, row.valid_to_seq, s) for s in retained)]
+    for batch in batches(gone):
+        session.execute(delete(FaqEntryRow).where(FaqEntryRow.id.in_(batch)))
+    return gone
 
 
 def _apply(session: Session, commit: DraftCommit) -> None:

@@ -1,0 +1,184 @@
+"""`ragsift ingest` (files and folders under their keys) and `ragsift sync` (a folder kept
+in step with a knowledge base: add, replace, and with --prune delete)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from ragsift.bootstrap import Container
+from ragsift.cli_common import CliFailure, DataDir, KbName, err, open_container, out
+from ragsift.domain.models import DocumentScope, DocumentStatus, KnowledgeBase
+from ragsift.ingestion.files import (
+    FileResult,
+    SourceFile,
+    SyncPlan,
+    find_files,
+    ingest_files,
+    plan_sync,
+)
+from ragsift.ingestion.parsers import SUPPORTED_EXTENSIONS
+
+Globs = Annotated[list[str] | None, typer.Option(help="Glob on the path inside the folder.")]
+
+
+@dataclass
+class Tally:
+    ready: int = 0
+    failed: int = 0
+    busy: int = 0
+
+
+def ingest(
+    paths: Annotated[list[Path], typer.Argument(help="Files or folders (folders recurse).")],
+    kb: KbName,
+    data_dir: DataDir = None,
+    key: Annotated[str | None, typer.Option(
+        help="The document's key, for one file [its path in the folder, or its name].")] = None,
+    source: Annotated[str | None, typer.Option(help="Source label for filters.")] = None,
+    tenant_id: Annotated[str | None, typer.Option(help="Tenant of the documents.")] = None,
+    dataset_id: Annotated[str | None, typer.Option(help="Dataset of the documents.")] = None,
+    visibility: Annotated[str | None, typer.Option(help="Visibility level.")] = None,
+    role: Annotated[list[str] | None, typer.Option(
+        "--role", help="A role allowed to see the documents (repeatable; default: everyone).")
+    ] = None,
+) -> None:
+    """Ingest files into a knowledge base (created if needed); a file whose key exists with
+    other bytes replaces that document. Exit 2 if any document failed."""
+    found = find_files(paths, key=key)
+    for path, why in found.skipped:
+        err.print(f"[yellow]skipped[/] {escape(str(path))}: {why}")
+    scope = DocumentScope(source=source, tenant_id=tenant_id, dataset_id=dataset_id,
+                          visibility=visibility, allowed_roles=tuple(role or ()))
+    with open_container(data_dir) as container:
+        knowledge_base = container.ingestion.ensure_kb(kb)
+        tally = _run(container, knowledge_base, found.files, scope)
+    out.print(f"{tally.ready} of {len(found.files)} documents ingested into {kb!r}")
+    _finish(container, knowledge_base, tally)
+
+
+def sync(
+    folder: Annotated[Path, typer.Argument(help="The folder the KB mirrors.")],
+    kb: KbName,
+    data_dir: DataDir = None,
+    prune: Annotated[bool, typer.Option(
+        "--prune", help="Delete documents whose files are gone from the folder.")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan only.")] = False,
+    include: Globs = None,
+    exclude: Globs = None,
+) -> None:
+    """Make a KB match a folder: new files added, changed ones replaced (size + mtime, then
+    sha256), with --prune deleted ones removed. Idempotent; a re-run resumes a killed one."""
+    if not folder.is_dir():
+        raise CliFailure(f"not a folder: {folder}", 2)
+    found = find_files([folder], include or (), exclude or ())
+    with open_container(data_dir) as container:
+        knowledge_base = container.ingestion.ensure_kb(kb)
+        documents = container.repository.documents_by_key(knowledge_base.id)
+        plan = plan_sync(found, documents, prune, include or (), exclude or ())
+        _print_plan(plan)
+        if dry_run:
+            out.print("dry run: nothing changed")
+            return
+        for source, document in plan.touched:
+            container.repository.set_source_mtime(document.id, source.path.stat().st_mtime)
+        todo = plan.add + [source for source, _ in plan.replace]
+        tally = _run(container, knowledge_base, todo, None) if todo else Tally()
+        for document in plan.delete:
+            container.ingestion.delete_document(document.id)
+            out.print(f"[red]deleted[/] {escape(document.key or document.filename)}")
+        tally.failed += sum(len(group) for group in plan.conflicts.values())
+    out.print(f"synced {folder} into {kb!r}: {len(plan.add)} added, {len(plan.replace)} "
+              f"replaced, {len(plan.delete)} deleted, "
+              f"{len(plan.unchanged) + len(plan.touched)} unchanged")
+    _finish(container, knowledge_base, tally)
+
+
+def _print_plan(plan: SyncPlan) -> None:
+    for path, why in plan.skipped:
+        err.print(f"[yellow]skipped[/] {escape(str(path))}: {why}")
+    for key, sources in plan.conflicts.items():
+        for source in sources:
+            err.print(f"[red]FAILED[/] {escape(str(source.path))}: key {key!r} is given by "
+                      f"{len(sources)} files; nothing is synced for it")
+    out.print(f"plan: {len(plan.add)} to add, {len(plan.replace)} to replace, "
+              f"{len(plan.delete)} to delete, {len(plan.unchanged) + len(plan.touched)} "
+              f"unchanged, {len(plan.skipped)} skipped")
+    for label, keys in (("add", [s.key for s in plan.add]),
+                        ("replace", [s.key for s, _ in plan.replace]),
+                        ("delete", [d.key or d.filename for d in plan.delete])):
+        for key in keys:
+            out.print(f"  {label} {escape(key)}")
+
+
+def _run(
+    container: Container, kb: KnowledgeBase, files: list[SourceFile],
+    scope: DocumentScope | None,
+) -> Tally:
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+               TimeElapsedColumn())
+    with Progress(*columns, console=err, transient=True) as bar:
+        embedding = bar.add_task("chunks embedded", total=None)
+        results, resumed = ingest_files(container.ingestion, kb, files, scope,
+                                        lambda n: bar.advance(embedding, n))
+    tally = _report(results)
+    listed = {r.outcome.document.id for r in results if r.outcome is not None}
+    if resumed:
+        others = len([i for i in resumed if i not in listed])
+        out.print(f"resumed {len(resumed)} document(s) an interrupted run left unfinished"
+                  + (f" ({others} not among these files)" if others else ""))
+    return tally
+
+
+def _report(results: list[FileResult]) -> Tally:
+    """One line per file; counts only what is READY now as ingested."""
+    tally = Tally()
+    for result in results:
+        path = escape(str(result.source.path))
+        outcome = result.outcome
+        if outcome is None:
+            tally.failed += 1
+            err.print(f"[red]FAILED[/] {path}: {escape(result.error or '')}")
+            continue
+        document = outcome.document
+        if outcome.replace_failed:
+            tally.failed += 1
+            err.print(f"[red]NOT REPLACED[/] {path}: {escape(document.error or '')}")
+        elif document.status == DocumentStatus.FAILED:
+            tally.failed += 1
+            err.print(f"[red]FAILED[/] {path}: {escape(document.error or '')}")
+        elif outcome.busy:
+            tally.busy += 1
+            err.print(f"[yellow]in progress elsewhere[/] {path} (document {document.id} is "
+                      f"{document.status.value} in another live process)")
+        elif document.status != DocumentStatus.READY:
+            tally.failed += 1
+            err.print(f"[red]{document.status.value}[/] {path}: not searchable")
+        elif outcome.duplicate:
+            tally.ready += 1
+            same_key = document.key == result.source.key
+            label = "unchanged" if same_key else "duplicate"
+            out.print(f"[yellow]{label}[/] {path} (same bytes as document {document.id})")
+        else:
+            tally.ready += 1
+            label = "REPLACED" if outcome.replaced else "READY"
+            out.print(f"[green]{label}[/] {path} -> {document.id} ({outcome.chunks} chunks)")
+    return tally
+
+
+def _finish(container: Container, kb: KnowledgeBase, tally: Tally) -> None:
+    versions = container.versions.state(kb)
+    if versions.mode == "staged":
+        out.print(f"{kb.name!r} is staged: the changes wait in draft version "
+                  f"{versions.draft_seq} (active: {versions.active_seq}) until `ragsift kb "
+                  f"version new --kb {kb.name}` and `ragsift kb version activate`")
+    if tally.failed:
+        raise CliFailure(f"{tally.failed} document(s) failed; supported: "
+                         f"{', '.join(sorted(SUPPORTED_EXTENSIONS))}", 2)
+    if tally.busy:
+        raise CliFailure(f"{tally.busy} document(s) are being ingested by another process", 2)
