@@ -15,9 +15,11 @@ from ragsift.config import Settings
 from ragsift.web.routes import CONTENT_SECURITY_POLICY, PAGES_DIR, STATIC_DIR, static_assets
 
 EXPECTED_ASSETS = {
-    "app.css", "js/api.js", "js/auth.js", "js/chat.js", "js/conversations.js", "js/debug.js",
-    "js/docpicker.js", "js/dom.js", "js/evidence.js", "js/markdown.js", "js/sse.js",
-    "js/trace.js", "js/turn.js", "js/upload.js", "vendor/marked.esm.js", "vendor/purify.min.js",
+    "app.css", "js/api.js", "js/auth.js", "js/chat.js", "js/chunks.js", "js/conversations.js",
+    "js/debug.js", "js/dialog.js", "js/docpicker.js", "js/documents.js", "js/dom.js",
+    "js/evidence.js", "js/faq.js", "js/faqapi.js", "js/format.js", "js/kbs.js",
+    "js/markdown.js", "js/sse.js", "js/trace.js", "js/turn.js", "js/upload.js",
+    "vendor/marked.esm.js", "vendor/purify.min.js",
     "vendor/LICENSE-marked.txt", "vendor/LICENSE-dompurify.txt",
     "vendor/LICENSE-dompurify-MPL.txt",
 }
@@ -50,7 +52,10 @@ def test_static_assets_skip_unknown_types_and_directories(tmp_path: Path) -> Non
     }
 
 
-@pytest.mark.parametrize("page", ["debug", "chat"])
+PAGE_NAMES = ["debug", "chat", "documents", "faq"]
+
+
+@pytest.mark.parametrize("page", PAGE_NAMES)
 def test_pages_are_html_with_a_strict_content_security_policy(
     client: TestClient, page: str
 ) -> None:
@@ -101,11 +106,27 @@ def test_web_routes_stay_out_of_the_openapi_document(client: TestClient) -> None
 
 def test_every_script_and_stylesheet_a_page_names_is_served() -> None:
     assets = static_assets()
-    for page in ("debug.html", "chat.html"):
+    for page in (f"{name}.html" for name in PAGE_NAMES):
         html = (PAGES_DIR / page).read_text(encoding="utf-8")
         referenced = re.findall(r'(?:src|href)="/web/static/([^"]+)"', html)
         assert referenced, page
         assert [name for name in referenced if name not in assets] == [], page
+
+
+def test_every_page_links_to_every_other_page() -> None:
+    for name in PAGE_NAMES:
+        html = (PAGES_DIR / f"{name}.html").read_text(encoding="utf-8")
+        links = set(re.findall(r'<a href="/web/([a-z]+)"', html))
+        assert links == set(PAGE_NAMES), name
+        assert re.findall(r'href="/web/([a-z]+)"[^>]*aria-current="page"', html) == [name]
+
+
+def test_pages_have_no_inline_script_or_style() -> None:
+    for name in PAGE_NAMES:
+        html = (PAGES_DIR / f"{name}.html").read_text(encoding="utf-8")
+        assert re.findall(r"<script(?![^>]*\bsrc=)[^>]*>", html) == [], name
+        assert "<style" not in html and " style=" not in html, name
+        assert re.findall(r"\son[a-z]+=", html) == [], name  # no inline event handlers
 
 
 def test_every_module_import_resolves_to_a_served_file() -> None:

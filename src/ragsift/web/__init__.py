@@ -1,4 +1,5 @@
-"""The web pages (retrieval debug, chat) served by the API itself: static HTML, CSS and JS."""
+"""The web pages (retrieval debug, chat, documents, FAQ) served by the API itself: static HTML,
+CSS and JS."""
 
 from ragsift.web.routes import install_web
 

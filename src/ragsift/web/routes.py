@@ -1,4 +1,4 @@
-"""Serve the two pages and their static assets from the package (no build step, no CDN).
+"""Serve the pages and their static assets from the package (no build step, no CDN).
 
 Assets are served from a whitelist built at start-up, each with an explicit content type:
 module scripts must be `text/javascript` whatever the host's mimetypes table says, and a path
@@ -25,7 +25,8 @@ CONTENT_TYPES = {
     ".svg": "image/svg+xml",
     ".txt": "text/plain; charset=utf-8",
 }
-PAGES = {"debug": "debug.html", "chat": "chat.html"}
+PAGES = {"debug": "debug.html", "chat": "chat.html", "documents": "documents.html",
+         "faq": "faq.html"}
 
 # Defence in depth: rendered Markdown is sanitised by DOMPurify, and even if something slipped
 # through, no inline or foreign script, style, frame or image source would run or load.
@@ -66,7 +67,8 @@ def build_router(assets: dict[str, tuple[Path, str]]) -> APIRouter:
     def page(page: str) -> FileResponse:
         filename = PAGES.get(page)
         if filename is None:
-            raise ApiError(404, "not_found", f"no page {page!r}; try /web/debug or /web/chat")
+            raise ApiError(404, "not_found", f"no page {page!r}; try /web/debug, /web/chat, "
+                           "/web/documents or /web/faq")
         return FileResponse(PAGES_DIR / filename, media_type=CONTENT_TYPES[".html"],
                             headers=_PAGE_HEADERS)
 

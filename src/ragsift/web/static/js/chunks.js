@@ -1,0 +1,114 @@
+// The chunk viewer of the documents page: GET /api/documents/{id}/chunks, a page at a time
+// (sections first, then their pieces, as the server orders them).
+import { api, describe } from "./api.js";
+import { h, locatorParts, say } from "./dom.js";
+import { plural } from "./format.js";
+
+export const CHUNK_PAGE = 20;
+
+function chunkItem(chunk) {
+  const where = locatorParts(chunk.locator, chunk.heading_path)
+    .map(([label, value]) => `${label} ${value}`);
+  const kind = chunk.level === 0 ? "section" : "piece";
+  return h("li", { class: "chunk", dataset: { chunkId: chunk.id, level: String(chunk.level) } },
+    h("div", { class: "chunk-meta small muted" },
+      h("span", { class: `badge level-${chunk.level}` }, kind),
+      h("span", {}, `#${chunk.ordinal}`),
+      h("span", {}, plural(chunk.token_count, "token")),
+      where.map((part) => h("span", {}, part)),
+      chunk.level === 0 ? h("span", { title: `section ${chunk.id}` },
+        "id ", h("span", { class: "mono" }, `${chunk.id.slice(0, 8)}…`)) : null,
+      chunk.parent_id ? h("span", { title: `parent section ${chunk.parent_id}` },
+        "in section ", h("span", { class: "mono" }, `${chunk.parent_id.slice(0, 8)}…`)) : null),
+    h("div", { class: "chunk-text", dataset: { part: "text" } }, chunk.text));
+}
+
+export class ChunkViewer {
+  /** `onTotal(documentId, total)` runs whenever a page says how many chunks there are. */
+  constructor({ panel, title, summary, error, list, prev, next, range, close, onTotal }) {
+    Object.assign(this, { panel, title, summary, error, list, prev, next, range, onTotal });
+    this.document = null;
+    this.offset = 0;
+    this.total = 0;
+    this.loading = null;
+    prev.addEventListener("click", () => {
+      if (!this.loading) this.show(Math.max(0, this.offset - CHUNK_PAGE));
+    });
+    next.addEventListener("click", () => {
+      if (!this.loading) this.show(this.offset + CHUNK_PAGE);
+    });
+    close.addEventListener("click", () => this.close());
+    panel.addEventListener("keydown", (event) => {
+      if (event.key === "Escape") this.close();
+    });
+  }
+
+  /** Open the chunks of `doc` at the first page, and move the focus to the panel. */
+  async open(doc, returnFocus = null) {
+    this.document = doc;
+    this.returnFocus = returnFocus;
+    this.panel.hidden = false;
+    this.panel.dataset.documentId = doc.id;
+    this.title.textContent = `Chunks of ${doc.filename}`;
+    await this.show(0);
+    this.title.focus();
+  }
+
+  close() {
+    if (this.panel.hidden) return;
+    this.panel.hidden = true;
+    this.document = null;
+    this.list.replaceChildren();
+    delete this.panel.dataset.documentId;
+    if (this.returnFocus && this.returnFocus.isConnected) this.returnFocus.focus();
+  }
+
+  /** The document `id` is gone (deleted, its KB deleted): close if it is the one shown. */
+  forget(id) {
+    if (this.document && this.document.id === id) this.close();
+  }
+
+  async show(offset) {
+    if (!this.document) return;
+    const doc = this.document;
+    this.loading = true;
+    this.panel.setAttribute("aria-busy", "true");
+    say(this.error, "");
+    try {
+      const page = await api(`/api/documents/${encodeURIComponent(doc.id)}/chunks`
+        + `?offset=${offset}&limit=${CHUNK_PAGE}`);
+      if (this.document !== doc) return; // another document was opened meanwhile
+      this.offset = page.offset;
+      this.total = page.total;
+      this.onTotal(doc.id, page.total);
+      this.list.replaceChildren(...page.chunks.map(chunkItem));
+      this.list.start = page.offset + 1;
+      const first = page.chunks.length ? page.offset + 1 : 0;
+      const last = page.offset + page.chunks.length;
+      this.range.textContent = page.total
+        ? `${first}–${last} of ${page.total}` : "no chunks";
+      say(this.summary, `${plural(page.total, "chunk")} (sections and the pieces that are `
+        + "searched); showing " + (page.total ? `${first}–${last}` : "none") + ".");
+      this.prev.disabled = page.offset === 0;
+      this.next.disabled = last >= page.total;
+    } catch (failure) {
+      if (this.document !== doc) return;
+      say(this.error, `Could not load the chunks: ${describe(failure)}`);
+      this.prev.disabled = offset === 0;
+      this.next.disabled = false;
+    } finally {
+      this.loading = false;
+      this.panel.removeAttribute("aria-busy");
+      this.keepFocus();
+    }
+  }
+
+  /** A pager button that has just been disabled (first or last page) hands the focus on. */
+  keepFocus() {
+    const focused = document.activeElement;
+    if ((focused === this.prev || focused === this.next) && focused.disabled) {
+      const other = focused === this.prev ? this.next : this.prev;
+      (other.disabled ? this.title : other).focus();
+    }
+  }
+}

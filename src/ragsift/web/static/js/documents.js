@@ -1,0 +1,485 @@
+// The documents page: per knowledge base every document with its status (and the server's
+// reason when it FAILED or a replacement failed), chunk count, size, update time and key;
+// delete, reindex, replace the file, open the chunks; upload; create and delete KBs.
+//
+// Chunk counts: a document carries no count, so each READY row asks the chunks endpoint for
+// one chunk (`limit=1`) and shows its `total`, lazily: only for rows scrolled into view, two
+// requests at a time, remembered until the document changes. Opening the chunks shows the
+// same total.
+import { api, describe } from "./api.js";
+import { initKeyControl } from "./auth.js";
+import { ChunkViewer } from "./chunks.js";
+import { openDialog } from "./dialog.js";
+import { h, say } from "./dom.js";
+import { bytes, plural, timeNode } from "./format.js";
+import { confirmDeleteKb, createKb, KbPicker, keepKbInLinks } from "./kbs.js";
+
+const $ = (id) => document.getElementById(id);
+const POLL_MS = 700;
+const SETTLED = new Set(["READY", "FAILED", "RETIRED"]);
+const ACTIONABLE = new Set(["READY", "FAILED"]); // what the server reindexes or replaces
+const COUNT_AT_ONCE = 2;
+const ACCEPT = ".txt,.md,.markdown,.html,.htm,.pdf,.docx";
+
+const body = $("documents-body");
+const documents = new Map(); // id -> document, in the server's order (oldest first)
+const rows = new Map(); // id -> <tr>
+const counts = new Map(); // id -> {stamp, total}: the chunk count of that version of it
+let generation = 0; // bumped per KB load: late answers for another KB are dropped
+
+const picker = new KbPicker({
+  select: $("kb"), empty: $("kb-empty"), error: $("kb-error"),
+  onChange: () => showKb(),
+});
+const viewer = new ChunkViewer({
+  panel: $("chunks-panel"), title: $("chunks-title"), summary: $("chunks-summary"),
+  error: $("chunks-error"), list: $("chunks-list"), prev: $("chunks-prev"),
+  next: $("chunks-next"), range: $("chunks-range"), close: $("chunks-close"),
+  onTotal: (id, total) => {
+    const doc = documents.get(id);
+    if (doc) {
+      counts.set(id, { stamp: stamp(doc), total });
+      updateCount(id);
+    }
+  },
+});
+
+const settled = (doc) => SETTLED.has(doc.status) && !doc.replacing;
+const stamp = (doc) => `${doc.status}|${doc.updated_at}|${doc.sha256}`;
+const docUrl = (id) => `/api/documents/${encodeURIComponent(id)}`;
+
+function announce(message) {
+  say($("documents-notice"), message);
+}
+
+// ---------- lazy chunk counts ----------
+
+const queue = [];
+let counting = 0;
+
+const observer = "IntersectionObserver" in window ? new IntersectionObserver((entries) => {
+  for (const entry of entries) {
+    if (!entry.isIntersecting) continue;
+    observer.unobserve(entry.target);
+    wantCount(entry.target.dataset.documentId);
+  }
+}) : null;
+
+function countKnown(doc) {
+  const known = counts.get(doc.id);
+  return known && known.stamp === stamp(doc) ? known.total : null;
+}
+
+function wantCount(id) {
+  const doc = documents.get(id);
+  if (!doc || doc.status !== "READY" || countKnown(doc) !== null || queue.includes(id)) return;
+  queue.push(id);
+  pump();
+}
+
+async function pump() {
+  while (counting < COUNT_AT_ONCE && queue.length) {
+    const id = queue.shift();
+    const doc = documents.get(id);
+    if (!doc || doc.status !== "READY" || countKnown(doc) !== null) continue;
+    counting += 1;
+    const seen = stamp(doc);
+    api(`${docUrl(id)}/chunks?offset=0&limit=1`)
+      .then((page) => counts.set(id, { stamp: seen, total: page.total }))
+      .catch((failure) => counts.set(id, { stamp: seen, total: null, error: describe(failure) }))
+      .finally(() => {
+        counting -= 1;
+        updateCount(id);
+        pump();
+      });
+  }
+}
+
+function countCell(doc) {
+  const known = counts.get(doc.id);
+  if (doc.status !== "READY") return h("span", { class: "muted" }, "–");
+  if (!known || known.stamp !== stamp(doc)) return h("span", { class: "muted" }, "…");
+  if (known.total === null) {
+    return h("span", { class: "muted", title: `could not count: ${known.error}` }, "?");
+  }
+  return String(known.total);
+}
+
+function updateCount(id) {
+  const row = rows.get(id);
+  const doc = documents.get(id);
+  if (!row || !doc) return;
+  row.querySelector('td[data-col="chunks"] .cell').replaceChildren(countCell(doc));
+}
+
+// ---------- the table ----------
+
+function actionButton(action, text, label, disabled, onclick) {
+  return h("button", { type: "button", class: action === "delete" ? "danger" : "secondary",
+    dataset: { action }, "aria-label": label, disabled, onclick }, text);
+}
+
+function statusCell(doc) {
+  const failedReplacement = doc.status !== "FAILED" && doc.error;
+  return [
+    h("span", { class: `badge status-${doc.status}`, dataset: { part: "status" } }, doc.status),
+    doc.replacing ? h("span", { class: "badge status-replacing", dataset: { part: "replacing" } },
+      "replacing…") : null,
+    doc.error ? h("p", { class: `reason ${failedReplacement ? "warn" : "bad"}`,
+      dataset: { part: "reason" } }, doc.error) : null,
+    doc.status === "RETIRED" ? h("p", { class: "reason small muted" },
+      "deleted; kept for older versions until they are collected") : null,
+  ];
+}
+
+function renderRow(doc) {
+  const name = doc.filename;
+  const busy = !ACTIONABLE.has(doc.status) || doc.replacing;
+  const gone = doc.status === "DELETING" || doc.status === "RETIRED";
+  const cell = (col, label, content, extra = {}) =>
+    h("td", { dataset: { col, label }, ...extra }, h("div", { class: "cell" }, content));
+  const row = h("tr", { dataset: { documentId: doc.id, filename: name, status: doc.status,
+    replacing: doc.replacing ? "true" : "false" } },
+  cell("file", "File", h("span", { class: "filename" }, name)),
+  cell("status", "Status", statusCell(doc)),
+  cell("chunks", "Chunks", countCell(doc), { class: "num" }),
+  cell("size", "Size", bytes(doc.size), { class: "num", title: `${doc.size} bytes` }),
+  cell("updated", "Updated", timeNode(doc.updated_at || doc.created_at)),
+  cell("key", "Key", doc.key ? h("span", { class: "mono" }, doc.key) : "–"),
+  cell("actions", "Actions", h("div", { class: "actions" },
+    actionButton("chunks", "Chunks", `Open the chunks of ${name}`, doc.status !== "READY",
+      (event) => viewer.open(documents.get(doc.id) || doc, event.currentTarget)),
+    actionButton("reindex", "Reindex", `Reindex ${name}`, busy, () => reindex(doc.id)),
+    actionButton("replace", "Replace…", `Replace the file of ${name}`, busy,
+      () => replace(doc.id)),
+    actionButton("delete", "Delete", `Delete ${name}`, gone, () => remove(doc.id)))));
+  return row;
+}
+
+/** Put `doc` in the table (a new row, or its row redrawn, keeping the focus on the action). */
+function setRow(doc, { filter = true } = {}) {
+  documents.set(doc.id, doc);
+  const old = rows.get(doc.id);
+  const row = renderRow(doc);
+  rows.set(doc.id, row);
+  if (old) {
+    const focused = old.contains(document.activeElement)
+      ? document.activeElement.dataset.action : null;
+    if (observer) observer.unobserve(old);
+    old.replaceWith(row);
+    if (focused) {
+      const again = row.querySelector(`[data-action="${focused}"]`);
+      (again && !again.disabled ? again : $("documents-title")).focus();
+    }
+  } else {
+    body.append(row);
+  }
+  if (observer && doc.status === "READY" && countKnown(doc) === null) observer.observe(row);
+  if (filter) applyFilter();
+  if (!settled(doc)) poll();
+}
+
+function dropRow(id) {
+  const row = rows.get(id);
+  const hadFocus = row && row.contains(document.activeElement);
+  if (row) row.remove();
+  rows.delete(id);
+  documents.delete(id);
+  counts.delete(id);
+  viewer.forget(id);
+  if (hadFocus) $("documents-title").focus();
+  applyFilter();
+}
+
+function applyFilter() {
+  const wanted = $("documents-filter").value.trim().toLowerCase();
+  let shown = 0;
+  for (const [id, row] of rows) {
+    const doc = documents.get(id);
+    const text = `${doc.filename} ${doc.key || ""} ${doc.status}`.toLowerCase();
+    row.hidden = Boolean(wanted) && !text.includes(wanted);
+    if (!row.hidden) shown += 1;
+  }
+  const total = rows.size;
+  $("documents-count").textContent = shown === total ? plural(total, "document")
+    : `${shown} of ${total}`;
+  const listFailed = $("documents-error").textContent.startsWith("Could not list");
+  $("documents-empty").hidden = total > 0 || !picker.current() || listFailed;
+}
+
+async function loadDocuments() {
+  const kb = picker.current();
+  generation += 1;
+  const mine = generation;
+  queue.length = 0;
+  rows.clear();
+  documents.clear();
+  body.replaceChildren();
+  if (observer) observer.disconnect();
+  say($("documents-error"), "");
+  if (!kb) {
+    $("documents-title").textContent = "Documents";
+    applyFilter();
+    return;
+  }
+  $("documents-title").textContent = `Documents of ${kb.name}`;
+  const table = $("documents-table");
+  table.setAttribute("aria-busy", "true");
+  try {
+    const list = await api(`/api/kbs/${encodeURIComponent(kb.id)}/documents`);
+    if (mine !== generation) return;
+    for (const doc of list) setRow(doc, { filter: false });
+  } catch (failure) {
+    if (mine === generation) {
+      say($("documents-error"), `Could not list documents: ${describe(failure)}`);
+    }
+  } finally {
+    if (mine === generation) table.removeAttribute("aria-busy");
+    applyFilter();
+  }
+}
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+let pollingFor = null; // the generation whose documents are being polled
+
+/** A changed document: redraw its row, and say so when it has just settled. */
+function changed(before, doc) {
+  if (JSON.stringify(before) === JSON.stringify(doc)) return false;
+  setRow(doc);
+  if (!settled(before) && settled(doc)) settledMessage(before, doc);
+  return true;
+}
+
+/**
+ * Poll while documents are not settled (being ingested, reindexed, replaced or deleted): a
+ * few by GET /api/documents/{id}, more by listing the KB once per round (one request).
+ */
+async function poll() {
+  if (pollingFor === generation) return;
+  const mine = generation;
+  pollingFor = mine;
+  const kb = picker.current();
+  try {
+    for (;;) {
+      const waiting = [...documents.values()].filter((doc) => !settled(doc));
+      if (!waiting.length || !kb) return;
+      await sleep(POLL_MS);
+      if (mine !== generation) return;
+      let settledSome = false;
+      try {
+        if (waiting.length <= 4) {
+          for (const before of waiting) {
+            let doc = null;
+            try {
+              doc = await api(docUrl(before.id));
+            } catch (failure) {
+              if (failure.status !== 404) throw failure;
+            }
+            if (mine !== generation) return;
+            if (!documents.has(before.id)) continue;
+            if (doc === null) {
+              dropRow(before.id);
+              announce(`${before.filename}: deleted.`);
+              settledSome = true;
+            } else {
+              settledSome = changed(documents.get(before.id), doc) && settled(doc)
+                || settledSome;
+            }
+          }
+        } else {
+          const list = await api(`/api/kbs/${encodeURIComponent(kb.id)}/documents`);
+          if (mine !== generation) return;
+          const listed = new Set(list.map((doc) => doc.id));
+          for (const id of [...documents.keys()]) if (!listed.has(id)) dropRow(id);
+          for (const doc of list) {
+            const before = documents.get(doc.id);
+            if (!before) setRow(doc);
+            else settledSome = changed(before, doc) && settled(doc) || settledSome;
+          }
+        }
+      } catch (failure) {
+        if (mine !== generation) return;
+        announce(`Status unknown (${describe(failure)}); retrying.`);
+        await sleep(POLL_MS * 3);
+      }
+      if (settledSome) picker.load(); // the KB list's READY counts
+    }
+  } finally {
+    if (pollingFor === mine) pollingFor = null;
+  }
+}
+
+function settledMessage(before, doc) {
+  if (before.replacing) {
+    announce(doc.error ? `${doc.filename}: ${doc.error}` : `${doc.filename}: replaced.`);
+  } else if (doc.status === "FAILED") {
+    announce(`${doc.filename}: FAILED: ${doc.error || "no reason given"}`);
+  } else {
+    announce(`${doc.filename}: ${doc.status}.`);
+  }
+}
+
+// ---------- actions ----------
+
+async function reindex(id) {
+  const doc = documents.get(id);
+  if (!doc) return;
+  say($("documents-error"), "");
+  try {
+    const accepted = await api(`${docUrl(id)}/reindex`, { method: "POST" });
+    announce(`${doc.filename}: reindexing.`);
+    setRow(accepted);
+  } catch (failure) {
+    say($("documents-error"), `Not reindexed: ${describe(failure)}`);
+  }
+}
+
+async function replace(id) {
+  const doc = documents.get(id);
+  if (!doc) return;
+  const input = h("input", { id: "replace-file", type: "file", accept: ACCEPT, required: true });
+  const accepted = await openDialog({
+    name: "replace",
+    title: `Replace the file of “${doc.filename}”`,
+    description: "The new file becomes the content of this document (same id, same key). "
+      + "The current content stays searchable until the new one is indexed, and is kept if "
+      + "the new file cannot be used.",
+    fields: [h("label", { for: "replace-file" }, "New file", input)],
+    submitLabel: "Replace",
+    ready: () => input.files.length === 1,
+    submit: async () => {
+      const form = new FormData();
+      form.append("file", input.files[0], input.files[0].name);
+      return api(`${docUrl(id)}/content`, { method: "PUT", body: form });
+    },
+  });
+  if (!accepted) {
+    refocus(id, "replace");
+    return;
+  }
+  announce(accepted.replacing ? `${doc.filename}: replacing with ${accepted.filename}…`
+    : `${doc.filename}: the file is the same; nothing to replace.`);
+  if (documents.has(id)) setRow(accepted);
+  refocus(id, "replace");
+}
+
+/** After a dialog whose opener was redrawn meanwhile: the focus back on that action of the
+ * row (or the row's first enabled action, or the table's title). */
+function refocus(id, action) {
+  const active = document.activeElement;
+  if (active && active !== document.body && active.isConnected) return;
+  const row = rows.get(id);
+  const buttons = row ? [...row.querySelectorAll("button[data-action]")] : [];
+  const target = buttons.find((b) => b.dataset.action === action && !b.disabled)
+    || buttons.find((b) => !b.disabled) || $("documents-title");
+  target.focus();
+}
+
+async function remove(id) {
+  const doc = documents.get(id);
+  if (!doc) return;
+  if (!window.confirm(`Delete the document “${doc.filename}”? Its original, chunks and `
+    + "index entries are removed.")) return;
+  say($("documents-error"), "");
+  try {
+    await api(docUrl(id), { method: "DELETE" });
+  } catch (failure) {
+    if (failure.status !== 404) {
+      say($("documents-error"), `Not deleted: ${describe(failure)}`);
+      return;
+    }
+  }
+  let after = null;
+  try {
+    after = await api(docUrl(id)); // a KB keeping older versions keeps it RETIRED
+  } catch {
+    // gone, as wanted
+  }
+  if (after && documents.has(id)) setRow(after);
+  else dropRow(id);
+  announce(`${doc.filename}: deleted.`);
+  picker.load();
+}
+
+async function upload(event) {
+  event.preventDefault();
+  const kb = picker.current();
+  const input = $("upload-files");
+  const error = $("upload-error");
+  const files = [...input.files];
+  if (!kb) return say(error, "Choose or create a knowledge base first.");
+  if (!files.length) return say(error, "Choose at least one file.");
+  say(error, "");
+  const form = new FormData();
+  for (const file of files) form.append("files", file, file.name);
+  const button = $("upload-button");
+  button.disabled = true;
+  try {
+    const out = await api(`/api/kbs/${encodeURIComponent(kb.id)}/documents`,
+      { method: "POST", body: form });
+    input.value = "";
+    const held = out.documents.filter((d) => d.duplicate).map((d) => d.filename);
+    say($("upload-notice"), `${plural(out.documents.length, "file")} accepted`
+      + (held.length ? `; already held: ${held.join(", ")}` : "") + ".");
+    if (kb.id === picker.current()?.id) {
+      for (const accepted of out.documents) {
+        const doc = await api(docUrl(accepted.id)).catch(() => null);
+        if (doc && kb.id === picker.current()?.id) setRow(doc);
+      }
+    }
+  } catch (failure) {
+    say(error, `Upload failed: ${describe(failure)}`);
+  } finally {
+    button.disabled = false;
+  }
+}
+
+// ---------- knowledge bases ----------
+
+async function showKb() {
+  keepKbInLinks(picker.current());
+  $("kb-delete").disabled = !picker.current();
+  viewer.close();
+  await loadDocuments();
+}
+
+async function newKb(event) {
+  event.preventDefault();
+  const error = $("kb-error");
+  const name = $("kb-name").value.trim();
+  if (!name) {
+    say(error, "Type a name for the new knowledge base.");
+    $("kb-name").focus();
+    return;
+  }
+  try {
+    const kb = await createKb(name);
+    say(error, "");
+    $("kb-name").value = "";
+    await picker.load(kb.id);
+    announce(`Knowledge base ${kb.name} created.`);
+    await showKb();
+  } catch (failure) {
+    say(error, `Not created: ${describe(failure)}`);
+  }
+}
+
+async function deleteKb() {
+  const kb = picker.current();
+  if (!kb) return;
+  say($("kb-error"), "");
+  if (!(await confirmDeleteKb(kb))) return;
+  picker.select.value = "";
+  await picker.load();
+  announce(`Knowledge base ${kb.name} deleted.`);
+  await showKb();
+  $("kb").focus();
+}
+
+initKeyControl($("key-control"), { onKeyEntered: () => picker.load().then(showKb) });
+$("kb-form").addEventListener("submit", newKb);
+$("kb-delete").addEventListener("click", deleteKb);
+$("upload-form").addEventListener("submit", upload);
+$("documents-filter").addEventListener("input", applyFilter);
+$("documents-refresh").addEventListener("click", () => picker.load().then(showKb));
+picker.load().then(showKb).then(() => document.body.setAttribute("data-ready", "true"));
