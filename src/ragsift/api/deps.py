@@ -38,6 +38,17 @@ def require_kb(container: Container, kb_id: str) -> KnowledgeBase:
     return kb
 
 
+def kb_id_of(container: Container, kb_id: str | None, name: str | None) -> str:
+    """The id a request names a knowledge base by: its id, or its name (NotFound: 404)."""
+    if kb_id is not None:
+        return kb_id
+    assert name is not None  # the request bodies require one of them
+    kb = container.repository.get_kb_by_name(name)
+    if kb is None:
+        raise NotFound(f"knowledge base {name!r} does not exist")
+    return kb.id
+
+
 def require_document(container: Container, document_id: str) -> Document:
     """The document with this id, or NotFound (404)."""
     document = container.repository.get_document(document_id)

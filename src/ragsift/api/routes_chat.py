@@ -12,7 +12,7 @@ from fastapi import APIRouter
 from starlette.concurrency import run_in_threadpool
 
 from ragsift.api.auth import CurrentPrincipal, Principal
-from ragsift.api.deps import AppState, State
+from ragsift.api.deps import AppState, State, kb_id_of
 from ragsift.api.errors import ERROR_RESPONSES, ApiError, ErrorBody
 from ragsift.api.schemas_chat import (
     ChatBody,
@@ -48,18 +48,8 @@ _STREAM_DOC: dict[int | str, dict[str, Any]] = {
 router = APIRouter(prefix="/api/chat", tags=["chat"], responses=_CHAT_ERRORS)
 
 
-def _kb_id(container: Container, body: ChatBody) -> str:
-    if body.kb_id is not None:
-        return body.kb_id
-    assert body.kb is not None  # ChatBody requires one of them
-    kb = container.repository.get_kb_by_name(body.kb)
-    if kb is None:
-        raise NotFound(f"knowledge base {body.kb!r} does not exist")
-    return kb.id
-
-
 async def _prepare(state: AppState, body: ChatBody, principal: Principal) -> PreparedTurn:
-    kb_id = await run_in_threadpool(_kb_id, state.container, body)
+    kb_id = await run_in_threadpool(kb_id_of, state.container, body.kb_id, body.kb)
     principal.check_kb(kb_id)
     if body.conversation_id is not None and principal.key is not None:
         exists, owner = await run_in_threadpool(

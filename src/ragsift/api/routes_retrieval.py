@@ -6,10 +6,9 @@ from fastapi import APIRouter
 from starlette.concurrency import run_in_threadpool
 
 from ragsift.api.auth import CurrentPrincipal, Principal
-from ragsift.api.deps import AppState, State
+from ragsift.api.deps import AppState, State, kb_id_of
 from ragsift.api.errors import ERROR_RESPONSES, ErrorBody
 from ragsift.api.schemas import ExplainOut, SearchBody
-from ragsift.domain.errors import NotFound
 from ragsift.domain.results import RetrievalHit, RetrievalResult
 
 router = APIRouter(prefix="/api/retrieval", tags=["retrieval"], responses={
@@ -20,18 +19,8 @@ router = APIRouter(prefix="/api/retrieval", tags=["retrieval"], responses={
 })
 
 
-def _kb_id(state: AppState, body: SearchBody) -> str:
-    if body.kb_id is not None:
-        return body.kb_id
-    assert body.kb is not None  # SearchBody requires one of them
-    kb = state.container.repository.get_kb_by_name(body.kb)
-    if kb is None:
-        raise NotFound(f"knowledge base {body.kb!r} does not exist")
-    return kb.id
-
-
 async def _search(state: AppState, body: SearchBody, principal: Principal) -> RetrievalResult:
-    kb_id = await run_in_threadpool(_kb_id, state, body)
+    kb_id = await run_in_threadpool(kb_id_of, state.container, body.kb_id, body.kb)
     principal.check_kb(kb_id)
     request = body.to_request(kb_id)
     # the key's scope is the ceiling: a request may narrow it, never widen it
