@@ -8,13 +8,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from ragsift.config import Settings
-from ragsift.domain.errors import InvalidInput, NotFound
+from ragsift.domain.errors import InvalidInput
 from ragsift.domain.filters import SearchFilter
 from ragsift.domain.requests import SearchRequest
 from ragsift.domain.results import RetrievalResult
 from ragsift.domain.trace import QueryVariant, RetrievalTrace, StageTrace
 from ragsift.observability.context import current_request_id
-from ragsift.ports import Repository
 from ragsift.retrieval.faq import FaqOutcome, FaqSearcher
 from ragsift.retrieval.options import Options, resolve_options
 from ragsift.retrieval.query import validate_query
@@ -48,8 +47,8 @@ def resolve_plan(request: SearchRequest, settings: Settings) -> RetrievalPlan:
 
 
 async def run_plan(
-    request: SearchRequest, settings: Settings, repository: Repository,
-    search_documents: DocumentSearch, faq: FaqSearcher | None, version_of: VersionOf,
+    request: SearchRequest, settings: Settings, search_documents: DocumentSearch,
+    faq: FaqSearcher | None, version_of: VersionOf,
 ) -> RetrievalResult:
     """Documents (when run_doc) and FAQ (when run_faq) concurrently, merged into one result.
 
@@ -68,7 +67,7 @@ async def run_plan(
         if plan.run_doc:
             result = await search_documents(request, version)
         else:
-            result = await _no_documents(repository, request.kb_id, query, options, version)
+            result = _no_documents(request.kb_id, query, options, version)
     except BaseException:
         faq_task.cancel()
         raise
@@ -96,12 +95,11 @@ async def _search_faq(
     return await faq.search(search_filter, query, options, plan.faq_top_k)
 
 
-async def _no_documents(
-    repository: Repository, kb_id: str, query: str, options: Options, version: int | None
+def _no_documents(
+    kb_id: str, query: str, options: Options, version: int | None
 ) -> RetrievalResult:
-    """The empty document side of a FAQ-only plan, with a trace that says so."""
-    if await asyncio.to_thread(repository.get_kb, kb_id) is None:
-        raise NotFound(f"knowledge base {kb_id!r} does not exist")
+    """The empty document side of a FAQ-only plan (the KB is known: version_of checked it),
+    with a trace that says so."""
     off = StageTrace(status="off", reason="documents not searched (run_doc=false)")
     trace = RetrievalTrace(
         request_id=current_request_id(), kb_id=kb_id, query=query, mode=options.mode,

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -17,7 +18,7 @@ from ragsift.domain.errors import (
     RetrievalUnavailable,
 )
 from ragsift.domain.filters import valid_at
-from ragsift.domain.models import Chunk
+from ragsift.domain.models import Chunk, KnowledgeBase
 from ragsift.domain.requests import SearchRequest
 from ragsift.domain.results import FusedHit, RetrievalHit, RetrievalResult
 from ragsift.domain.trace import (
@@ -116,11 +117,13 @@ class RetrievalService:
     async def search(self, request: SearchRequest) -> RetrievalResult:
         """Documents and FAQ side by side; raises InvalidInput, NotFound, RetrievalUnavailable
         and EmbeddingModelMismatch (an InvalidInput)."""
-        await self._check_embedder(request)
+        # the KB is read once per search: for the embedder check here, and for the version
+        kb = await asyncio.to_thread(self._repository.get_kb, request.kb_id)
+        self._check_embedder(request, kb)
         started_ns = time.time_ns()
         result = await run_plan(
-            request, self._settings, self._repository, self._search_documents, self._faq,
-            self._version,
+            request, self._settings, self._search_documents, self._faq,
+            functools.partial(self._version, kb=kb),
         )
         if self._observer is not None:
             try:
@@ -129,7 +132,7 @@ class RetrievalService:
                 logger.exception("the retrieval observer failed (the search did not)")
         return result
 
-    async def _check_embedder(self, request: SearchRequest) -> None:
+    def _check_embedder(self, request: SearchRequest, kb: KnowledgeBase | None) -> None:
         """Refuse a dense search whose query vector would come from another model than the
         KB's vectors: their cosines mean nothing, and fusing them would do so silently.
 
@@ -138,7 +141,6 @@ class RetrievalService:
         """
         if (request.mode or self._settings.mode) == "sparse":
             return
-        kb = await asyncio.to_thread(self._repository.get_kb, request.kb_id)
         model = self._embedder.model_id
         if kb is not None and kb.embedding_model != model:
             raise EmbeddingModelMismatch(
@@ -310,14 +312,14 @@ class RetrievalService:
         })
         return RetrievalResult(hits=hits, trace=trace)
 
-    async def _version(self, request: SearchRequest) -> int | None:
+    async def _version(self, request: SearchRequest, kb: KnowledgeBase | None) -> int | None:
         """The KB version this request searches: the active one, or the one it pins.
 
         Read once, at the start of the plan: the documents and the FAQ search that one
         version, so an activation meanwhile never mixes two versions into one answer.
-        NotFound for an unknown KB.
+        NotFound for an unknown KB (`kb`: the KB as search() read it).
         """
-        if await asyncio.to_thread(self._repository.get_kb, request.kb_id) is None:
+        if kb is None:
             raise NotFound(f"knowledge base {request.kb_id!r} does not exist")
         if self._versions is None:
             if request.kb_version is not None:
