@@ -21,7 +21,6 @@ from ragsift.ports import JobQueue, Repository
 
 logger = logging.getLogger(__name__)
 
-UNFINISHED = (DocumentStatus.PENDING, DocumentStatus.PARSING, DocumentStatus.INDEXING)
 
 
 class IngestionWorker:

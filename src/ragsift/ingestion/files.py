@@ -10,7 +10,7 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,11 +18,10 @@ from ragsift.domain.errors import InvalidInput
 from ragsift.domain.keys import normalize_key
 from ragsift.domain.models import Document, DocumentScope, DocumentStatus, KnowledgeBase
 from ragsift.faults import crash_point
+from ragsift.ingestion.embedding import Progress
 from ragsift.ingestion.outcomes import IngestOutcome
 from ragsift.ingestion.parsers import SUPPORTED_EXTENSIONS
 from ragsift.ingestion.pipeline import IngestionService
-
-Progress = Callable[[int], None]
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,7 @@ from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path, PurePath
 
-from ragsift.domain.errors import DocumentBusy, DocumentRejected, InvalidInput, NotFound
+from ragsift.domain.errors import DocumentBusy, DocumentRejected, InvalidInput
 from ragsift.domain.keys import normalize_key
 from ragsift.domain.models import (
     CHILD_LEVEL,
@@ -50,7 +50,7 @@ from ragsift.ingestion.preparation import (
     picklable,
     prepare_in_pool,
 )
-from ragsift.ingestion.recovery import Recovery
+from ragsift.ingestion.recovery import Recovery, load_document
 from ragsift.ingestion.revisions import Replacer
 from ragsift.ports import (
     Embedder,
@@ -501,10 +501,7 @@ class IngestionService:
         return self._reload(document.id)
 
     def _reload(self, document_id: str) -> Document:
-        document = self._repository.get_document(document_id)
-        if document is None:
-            raise NotFound(f"document {document_id!r} does not exist")
-        return document
+        return load_document(self._repository, document_id)
 
 
 def _object_key(document: Document) -> str:

@@ -69,7 +69,7 @@ class Recovery:
             if owner != me:
                 discard_unstored(self._repository, self._index, document)
                 self._repository.set_status(document.id, DocumentStatus.PENDING)
-            return IngestOutcome(self._reload(document.id), resumed=True)
+            return IngestOutcome(load_document(self._repository, document.id), resumed=True)
         return IngestOutcome(document, busy=True)
 
     def finish_delete(self, document: Document) -> None:
@@ -78,8 +78,10 @@ class Recovery:
         self._objects.delete_prefix(f"{document.kb_id}/{document.id}")
         self._repository.delete_document(document.id)
 
-    def _reload(self, document_id: str) -> Document:
-        document = self._repository.get_document(document_id)
-        if document is None:
-            raise NotFound(f"document {document_id!r} does not exist")
-        return document
+
+def load_document(repository: Repository, document_id: str) -> Document:
+    """The document as stored now; NotFound when it is gone (deleted meanwhile)."""
+    document = repository.get_document(document_id)
+    if document is None:
+        raise NotFound(f"document {document_id!r} does not exist")
+    return document

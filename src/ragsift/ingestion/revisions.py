@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import Any
 
 from ragsift.domain.errors import DocumentBusy, DocumentRejected
 from ragsift.domain.models import Document, DocumentStatus, Revision
@@ -23,6 +24,7 @@ from ragsift.ingestion.embedding import Progress
 from ragsift.ingestion.outcomes import IngestOutcome
 from ragsift.ingestion.parsers import media_type_for
 from ragsift.ingestion.preparation import Prepared
+from ragsift.ingestion.recovery import load_document
 from ragsift.ports import ObjectStore, Repository, SearchIndex
 from ragsift.processes import is_dead, this_process
 from ragsift.versions.writer import DraftWriter
@@ -71,7 +73,7 @@ class Replacer:
                                 media_type=media_type_for(filename), source_mtime=source_mtime)
         except DocumentRejected as exc:
             self._repository.finish_replace(document.id, None, f"replacement refused: {exc}")
-            return IngestOutcome(self._reload(document.id), replace_failed=True)
+            return self._outcome(document.id, replace_failed=True)
         new = document.model_copy(update={"filename": filename,
                                           "media_type": revision.media_type})
         if document.status == DocumentStatus.FAILED or self._versions is None:
@@ -85,7 +87,7 @@ class Replacer:
             logger.info("replacing %s failed: %s", document.filename, reason)
             self._repository.finish_replace(
                 document.id, None, f"replacement failed, the previous content is kept: {reason}")
-            return IngestOutcome(self._reload(document.id), replace_failed=True)
+            return self._outcome(document.id, replace_failed=True)
         try:
             # the original first: a crash before the commit leaves the old chunks with the
             # new original, which the next replacement of the same bytes makes whole again
@@ -99,9 +101,9 @@ class Replacer:
             self._repository.finish_replace(
                 document.id, None, f"replacement failed, the previous content is kept: "
                 f"{type(exc).__name__}: {exc}")
-            return IngestOutcome(self._reload(document.id), replace_failed=True)
+            return self._outcome(document.id, replace_failed=True)
         self._repository.finish_replace(document.id, revision)
-        return IngestOutcome(self._reload(document.id), chunks=chunks, replaced=True)
+        return self._outcome(document.id, chunks=chunks, replaced=True)
 
     def _restart(self, new: Document, revision: Revision, data: bytes) -> IngestOutcome:
         """A FAILED document (nothing of it searchable) takes the new content as a fresh
@@ -111,9 +113,8 @@ class Replacer:
         self._repository.finish_replace(new.id, revision)
         self._repository.set_status(new.id, DocumentStatus.PENDING)
         self._repository.set_owner(new.id, this_process().token())
-        return IngestOutcome(self._reload(new.id), replaced=True)
+        return self._outcome(new.id, replaced=True)
 
-    def _reload(self, document_id: str) -> Document:
-        document = self._repository.get_document(document_id)
-        assert document is not None
-        return document
+    def _outcome(self, document_id: str, **flags: Any) -> IngestOutcome:
+        """The document as it is now, with what became of the replacement."""
+        return IngestOutcome(load_document(self._repository, document_id), **flags)

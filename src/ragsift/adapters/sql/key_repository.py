@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 
 from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
@@ -94,7 +94,3 @@ class KeyRepositoryMixin:
                                    .order_by(AuditRow.at, AuditRow.id))
             return [AuditEntry(at=to_utc(r.at), key_name=r.key_name, method=r.method,
                                route=r.route, target=r.target, status=r.status) for r in rows]
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
