@@ -94,8 +94,10 @@ def pipeline_ingest_rate(documents: Sequence[str], workers: int = 1) -> tuple[in
 def load_facts(repository: SqlRepository, records: Sequence[IndexRecord], kbs: int) -> None:
     """READY documents and their chunks for records already in the index."""
     for k in range(kbs):
+        # the model id of the embedder the service searches with (search checks they match)
         repository.create_kb(KnowledgeBase(id=f"kb-{k}", name=f"kb-{k}",
-                                           embedding_model="bench", embedding_dim=DIMENSION))
+                                           embedding_model=RandomVectorEmbedder.model_id,
+                                           embedding_dim=DIMENSION))
     by_doc: dict[str, list[IndexRecord]] = {}
     for record in records:
         by_doc.setdefault(record.document_id, []).append(record)
