@@ -137,6 +137,40 @@ class Settings(BaseSettings):
     max_document_chars: int = Field(
         default=20_000_000, ge=1, description="characters of text extracted from one file"
     )
+    max_sheet_rows: int = Field(
+        default=100_000, ge=1, description="rows read of one sheet (xlsx, csv); cut with a warning"
+    )
+    max_sheet_columns: int = Field(
+        default=200, ge=1, description="columns read of one sheet; cut with a warning"
+    )
+    max_sheet_cells: int = Field(
+        default=2_000_000, ge=1, description="cells of all sheets of a file; over it, FAILED"
+    )
+    max_slides: int = Field(default=2_000, ge=1, description="slides of a deck; over it, FAILED")
+    max_image_pixels: int = Field(
+        default=40_000_000, ge=1,
+        description="pixels of one image (Pillow's decompression-bomb limit is set to it)",
+    )
+    min_asset_pixels: int = Field(
+        default=10_000, ge=1, description="smaller embedded images (icons, rules) are not kept"
+    )
+    max_assets: int = Field(default=500, ge=1, description="embedded images kept per document")
+    ocr: Literal["auto", "off"] = Field(
+        default="auto",
+        description="OCR of scanned PDF pages and image files (needs the `ocr` extra)",
+    )
+    ocr_min_chars: int = Field(
+        default=20, ge=1, description="a PDF page with less text-layer text than this is OCRed"
+    )
+    ocr_timeout_s: float = Field(
+        default=120.0, gt=0, description="OCR time per document; later pages skipped, warned"
+    )
+    ocr_render_dpi: int = Field(
+        default=150, ge=50, le=600, description="resolution of PDF pages rendered for OCR"
+    )
+    page_preview_max_width: int = Field(
+        default=2000, ge=64, le=8000, description="widest PDF page preview the API renders"
+    )
     chunk_tokens: int = Field(default=256, ge=16, le=512)
     chunk_overlap_tokens: int = Field(default=32, ge=0)
     parent_max_tokens: int = Field(default=1024, ge=16)

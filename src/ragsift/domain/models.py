@@ -66,6 +66,8 @@ class Document(Frozen):
     source_mtime: float | None = None
     # a new content is being written into it (the current one stays searchable meanwhile)
     replacing: bool = False
+    # what parsing skipped or cut without failing the document (a corrupt image, a cut sheet)
+    warnings: tuple[str, ...] = ()
 
 
 class Revision(Frozen):
@@ -78,13 +80,22 @@ class Revision(Frozen):
     source_mtime: float | None = None
 
 
+Box = tuple[float, float, float, float]
+"""A rectangle on a page: x0, y0, x1, y1 in PDF points (1/72 inch), origin at the top left."""
+
+
 class Locator(Frozen):
-    """Where a chunk sits in its original: a page, a sheet range or a slide."""
+    """Where a chunk sits in its original: a page (and its lines' boxes), a sheet range, a
+    slide, or a record of a JSON file."""
 
     page: int | None = None
     sheet: str | None = None
-    cell_range: str | None = None
+    cell_range: str | None = None  # A1 notation, "A1:D9"
     slide: int | None = None
+    # the boxes of the chunk's lines on `page`, so a citation can be highlighted there
+    boxes: tuple[Box, ...] = ()
+    record: int | None = None  # a JSON / JSONL record's index, from 0
+    pointer: str | None = None  # its JSON pointer (RFC 6901), "/items/3"
 
 
 class Chunk(Frozen):
@@ -100,6 +111,8 @@ class Chunk(Frozen):
     locator: Locator = Field(default_factory=Locator)
     text: str
     token_count: int
+    # the images (assets) this chunk's text belongs with
+    asset_ids: tuple[str, ...] = ()
     # KB versions the chunk belongs to (valid_to 0 = still valid; 0/0 = every version).
     valid_from_seq: int = 0
     valid_to_seq: int = 0

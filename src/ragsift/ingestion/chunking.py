@@ -6,6 +6,10 @@ Children are packed from whole sentences; a sentence longer than the budget is c
 words (jieba words, which keep English words whole), so no word is ever split. Only a single
 "word" longer than the whole budget (a URL, a hash) is cut by characters. The overlap
 repeats the trailing whole sentences of the previous child that fit in the overlap budget.
+
+Sections made of blocks (sheet rows, records, located PDF paragraphs) are packed block by block
+instead (blocks.py): a block that fits a child is never cut, and each chunk is located by the
+blocks it holds.
 """
 
 from __future__ import annotations
@@ -17,7 +21,8 @@ from dataclasses import dataclass
 
 import rjieba
 
-from ragsift.domain.models import CHILD_LEVEL, PARENT_LEVEL, Chunk, chunk_id
+from ragsift.domain.models import CHILD_LEVEL, PARENT_LEVEL, Chunk, Locator, chunk_id
+from ragsift.ingestion.blocks import BlockPacker
 from ragsift.ingestion.parsers.base import ParsedDocument, Section
 from ragsift.ports import Tokenizer
 
@@ -51,6 +56,25 @@ def estimate_tokens(text: str) -> int:
 
 
 @dataclass(frozen=True, slots=True)
+class ChildOrigin:
+    """Where a child chunk came from: its section (an index into the parsed sections) and
+    the blocks of that section it holds (empty for a section chunked by sentences)."""
+
+    chunk_id: str
+    section: int
+    blocks: tuple[int, ...]
+    locator: Locator
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkedDocument:
+    """A document's chunks (all parents, then all children) and each child's origin."""
+
+    chunks: list[Chunk]
+    origins: tuple[ChildOrigin, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class _Unit:
     text: str
     tokens: int  # estimated; children are verified with the real tokenizer
@@ -79,9 +103,21 @@ class Chunker:
 
     def chunk(self, document_id: str, kb_id: str, parsed: ParsedDocument) -> list[Chunk]:
         """All parents, then all children; children's ordinals run across the document."""
+        return self.chunk_document(document_id, kb_id, parsed).chunks
+
+    def chunk_document(
+        self, document_id: str, kb_id: str, parsed: ParsedDocument
+    ) -> ChunkedDocument:
+        """chunk(), and where each child came from (to link the document's assets)."""
         parents: list[Chunk] = []
         children: list[Chunk] = []
-        for section in parsed.sections:
+        origins: list[ChildOrigin] = []
+        packer = BlockPacker(self, document_id, kb_id)
+        for index, section in enumerate(parsed.sections):
+            if section.blocks:
+                for child, blocks in packer.pack(section, parents, children):
+                    origins.append(ChildOrigin(child.id, index, blocks, child.locator))
+                continue
             for group in self._parent_groups(section.text):
                 parent_text = "".join(unit.text for unit in group).strip()
                 if not parent_text:
@@ -92,18 +128,18 @@ class Chunker:
                 )
                 parents.append(parent)
                 for text, tokens in self._children(group):
-                    children.append(
-                        self._make(
-                            document_id, kb_id, parent.id, CHILD_LEVEL, len(children), section,
-                            text, tokens,
-                        )
+                    child = self._make(
+                        document_id, kb_id, parent.id, CHILD_LEVEL, len(children), section,
+                        text, tokens,
                     )
-        return parents + children
+                    children.append(child)
+                    origins.append(ChildOrigin(child.id, index, (), child.locator))
+        return ChunkedDocument(parents + children, tuple(origins))
 
     @staticmethod
     def _make(
         document_id: str, kb_id: str, parent_id: str | None, level: int, ordinal: int,
-        section: Section, text: str, tokens: int,
+        section: Section, text: str, tokens: int, locator: Locator | None = None,
     ) -> Chunk:
         return Chunk(
             id=chunk_id(document_id, level, ordinal, text),
@@ -113,13 +149,39 @@ class Chunker:
             level=level,
             ordinal=ordinal,
             heading_path=section.heading_path,
-            locator=section.locator,
+            locator=section.locator if locator is None else locator,
             text=text,
             token_count=tokens,
         )
 
-    def _count(self, text: str) -> int:
+    @property
+    def child_tokens(self) -> int:
+        return self._budget
+
+    @property
+    def overlap_tokens(self) -> int:
+        return self._overlap
+
+    estimate = staticmethod(estimate_tokens)
+
+    @property
+    def parent_tokens(self) -> int:
+        return self._parent_budget
+
+    def count(self, text: str) -> int:
+        """The exact token count of `text` (the embedder's tokenizer)."""
         return self._tokenizer.count_tokens(text)
+
+    _count = count
+
+    def sentence_pieces(self, text: str, budget: int) -> list[tuple[str, int]]:
+        """`text` cut into sentences (words when one exceeds `budget`), with token estimates."""
+        saved, self._budget = self._budget, budget
+        try:
+            return [(unit.text, unit.tokens) for sentence in _SENTENCE.findall(text)
+                    for unit in self._fit(sentence)]
+        finally:
+            self._budget = saved
 
     def _units(self, text: str) -> list[_Unit]:
         """Sentences (words when a sentence alone exceeds the budget), paragraph breaks kept.

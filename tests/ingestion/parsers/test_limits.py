@@ -24,16 +24,26 @@ def test_settings_defaults_are_the_parse_limits_defaults() -> None:
     assert ParseLimits.from_settings(Settings()) == ParseLimits()
 
 
+# numeric limits; `ocr` (auto/off) is a switch, tested on its own
+NUMERIC = [field.name for field in dataclasses.fields(ParseLimits) if field.name != "ocr"]
+
+
 def test_every_limit_but_the_ratio_grace_is_a_setting(monkeypatch: pytest.MonkeyPatch) -> None:
-    names = [field.name for field in dataclasses.fields(ParseLimits)]
-    names.remove("ratio_grace_bytes")
-    for number, name in enumerate(names, start=2):
+    names = [name for name in NUMERIC if name != "ratio_grace_bytes"]
+    for number, name in enumerate(names, start=60):  # 60+: over the render dpi's minimum
         monkeypatch.setenv(f"RAGSIFT_{name.upper()}", str(number))
+    monkeypatch.setenv("RAGSIFT_OCR", "off")
     limits = ParseLimits.from_settings(Settings())
-    assert [getattr(limits, name) for name in names] == list(range(2, len(names) + 2))
+    assert [getattr(limits, name) for name in names] == list(range(60, len(names) + 60))
+    assert limits.ocr == "off"
 
 
-@pytest.mark.parametrize("field", [field.name for field in dataclasses.fields(ParseLimits)])
+def test_ocr_is_auto_or_off() -> None:
+    with pytest.raises(ValueError, match="ocr"):
+        ParseLimits(ocr="on")
+
+
+@pytest.mark.parametrize("field", NUMERIC)
 def test_a_limit_that_is_not_positive_is_refused(field: str) -> None:
     with pytest.raises(ValueError, match=field):
         ParseLimits(**{field: 0})

@@ -9,7 +9,8 @@ apply NFKC, so full-width punctuation (，。：) stays as written.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 from ragsift.domain.models import Locator
 from ragsift.ingestion.parsers.limits import TextBudget
@@ -26,20 +27,77 @@ _CJK_LINE_BREAK = re.compile(rf"(?<=[{CJK_CHARS}])[ \t\r\f]*\n[ \t\r\f]*(?=[{CJK
 
 
 @dataclass(frozen=True, slots=True)
+class Block:
+    """A piece of a section with its own place in the original: a sheet row, a record, a PDF
+    paragraph (with its lines' boxes). The chunker never cuts a block that fits a child and
+    gives each child the locator of the blocks it holds (locators.merge_locators)."""
+
+    text: str
+    locator: Locator = field(default_factory=Locator)
+
+
+@dataclass(frozen=True, slots=True)
 class Section:
-    """A run of body text under one heading path (for PDF: one page)."""
+    """A run of body text under one heading path (for PDF: one page).
+
+    With `blocks`, the chunker packs the blocks (not the text's sentences) into children and
+    `text` is their text joined by `separator`, for readers of the whole section. A `header`
+    (a table's header row and its rule) starts every parent and child of the section, so each
+    chunk of a table stands alone; such sections get no overlap between children.
+    """
 
     heading_path: tuple[str, ...]
     text: str
     locator: Locator
+    blocks: tuple[Block, ...] = ()
+    header: str = ""
+    separator: str = "\n\n"  # between blocks in a chunk's text
+
+    @classmethod
+    def of_blocks(
+        cls, heading_path: tuple[str, ...], locator: Locator, blocks: Sequence[Block],
+        header: str = "", separator: str = "\n\n",
+    ) -> Section:
+        """A section made of blocks (empty blocks dropped); `text` is their joined text."""
+        kept = tuple(block for block in blocks if block.text.strip())
+        text = separator.join(block.text for block in kept)
+        return cls(heading_path, text, locator, kept, header, separator)
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedAsset:
+    """An image found in a document (or the document itself, for an image file).
+
+    `section` / `block` name where it sits (an index into ParsedDocument.sections and into
+    that section's blocks): the chunks holding that block are linked to it. Without a block,
+    the section's child nearest to the image's box on its page is (or the section's first).
+    `ocr_text` is what OCR read in the image; a parser that runs OCR also adds that text to
+    the section as a block of its own (so it is searchable) and names that block here.
+    """
+
+    data: bytes
+    media_type: str  # image/png, image/jpeg, ...
+    width: int
+    height: int
+    locator: Locator  # page or slide, and the image's box on the page when known
+    caption: str = ""  # caption, alt text or the nearest heading
+    ocr_text: str = ""
+    section: int | None = None
+    block: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class ParsedDocument:
-    """The sections of one document, in reading order; never empty once returned."""
+    """The sections of one document, in reading order; never empty once returned.
+
+    `warnings` are what was skipped or cut without failing the document (a corrupt image, a
+    sheet cut at its row limit, OCR over its time budget); they are kept with the document.
+    """
 
     media_type: str
     sections: tuple[Section, ...]
+    assets: tuple[ParsedAsset, ...] = ()
+    warnings: tuple[str, ...] = ()
 
 
 def normalize_text(text: str) -> str:
@@ -96,6 +154,10 @@ class SectionBuilder:
             if self._budget is not None:
                 self._budget.add_chars(len(text))
             self._blocks.append(text)
+
+    def position(self) -> tuple[int, int]:
+        """(index the section being built will have, index its next block will have)."""
+        return len(self._sections), len(self._blocks)
 
     def sections(self) -> tuple[Section, ...]:
         """Close the current section and return every non-empty section."""

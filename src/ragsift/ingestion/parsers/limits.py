@@ -39,6 +39,19 @@ class ParseLimits:
     - max_html_elements: elements of an HTML file, or of the HTML blocks of a Markdown file.
     - max_document_blocks: DOCX paragraphs and table rows, PDF pages, non-blank Markdown lines.
     - max_document_chars: characters of extracted text, every format.
+    - max_sheet_rows / max_sheet_columns / max_sheet_cells: rows and columns read of one sheet
+      (xlsx, csv) and cells of all sheets together; a sheet over a row or column limit is cut
+      there with a warning, a document over the cell limit is rejected.
+    - max_slides: slides of a deck.
+    - max_image_pixels: pixels of one image (embedded or a file; Pillow's decompression-bomb
+      limit is set to it); a larger embedded image is skipped with a warning, a larger image
+      file rejected.
+    - min_asset_pixels: smaller embedded images (icons, bullets, rules) are not kept as assets.
+    - max_assets: embedded images kept per document (the rest skipped with a warning).
+    - ocr: "auto" (OCR scanned pages and images when rapidocr is installed), "off".
+    - ocr_min_chars: a PDF page with fewer text-layer characters than this is OCRed.
+    - ocr_timeout_s: OCR time per document; pages past it are skipped with a warning.
+    - ocr_render_dpi: resolution PDF pages are rendered at for OCR.
     """
 
     max_uncompressed_bytes: int = 200 * MIB
@@ -49,12 +62,28 @@ class ParseLimits:
     max_html_elements: int = 500_000
     max_document_blocks: int = 200_000
     max_document_chars: int = 20_000_000
+    max_sheet_rows: int = 100_000
+    max_sheet_columns: int = 200
+    max_sheet_cells: int = 2_000_000
+    max_slides: int = 2_000
+    max_image_pixels: int = 40_000_000
+    min_asset_pixels: int = 10_000  # 100 x 100
+    max_assets: int = 500
+    ocr: str = "auto"
+    ocr_min_chars: int = 20
+    ocr_timeout_s: float = 120.0
+    ocr_render_dpi: int = 150
     ratio_grace_bytes: int = 1 * MIB
 
     def __post_init__(self) -> None:
         for field in fields(self):
-            if getattr(self, field.name) <= 0:
+            value = getattr(self, field.name)
+            if isinstance(value, str):
+                continue
+            if value <= 0:
                 raise ValueError(f"ParseLimits.{field.name} must be positive")
+        if self.ocr not in ("auto", "off"):
+            raise ValueError("ParseLimits.ocr must be 'auto' or 'off'")
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ParseLimits:
@@ -68,6 +97,17 @@ class ParseLimits:
             max_html_elements=settings.max_html_elements,
             max_document_blocks=settings.max_document_blocks,
             max_document_chars=settings.max_document_chars,
+            max_sheet_rows=settings.max_sheet_rows,
+            max_sheet_columns=settings.max_sheet_columns,
+            max_sheet_cells=settings.max_sheet_cells,
+            max_slides=settings.max_slides,
+            max_image_pixels=settings.max_image_pixels,
+            min_asset_pixels=settings.min_asset_pixels,
+            max_assets=settings.max_assets,
+            ocr=settings.ocr,
+            ocr_min_chars=settings.ocr_min_chars,
+            ocr_timeout_s=settings.ocr_timeout_s,
+            ocr_render_dpi=settings.ocr_render_dpi,
         )
 
 
