@@ -1,4 +1,4 @@
-"""Generate the binary sample documents in samples/ (PDF and DOCX).
+"""Generate the binary sample documents in samples/ (PDF, DOCX and PPTX).
 
 The text formats (.md, .html, .txt) in samples/ are written by hand; this script builds the two
 PDFs with reportlab and the DOCX with python-docx. Output is deterministic, so re-running it
@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import io
+import zipfile
 from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import escape
@@ -199,9 +201,169 @@ def main() -> None:
         path = out / name
         build(path)
         print(f"wrote {path} ({path.stat().st_size:,} bytes)")
+    for make in (make_pptx, make_scanned_pdf, make_text_image, make_xlsx, make_diagram_pdf):
+        path = make(out)
+        print(f"wrote {path} ({path.stat().st_size:,} bytes)")
+
+
+def make_pptx(out: Path) -> Path:
+    """Write onboarding-deck.pptx into `out`: a bilingual deck with bullets, a table, speaker
+    notes and a flow diagram drawn with Pillow (so the parser has a picture to keep)."""
+    from pptx import Presentation
+    from pptx.util import Inches, Pt
+
+    presentation = Presentation()
+    for slide_spec in ONBOARDING_DECK:
+        layout = presentation.slide_layouts[slide_spec.get("layout", 1)]
+        slide = presentation.slides.add_slide(layout)
+        slide.shapes.title.text = slide_spec["title"]
+        if "subtitle" in slide_spec:
+            slide.placeholders[1].text = slide_spec["subtitle"]
+        if "bullets" in slide_spec:
+            frame = slide.placeholders[1].text_frame
+            for index, (level, text) in enumerate(slide_spec["bullets"]):
+                paragraph = frame.paragraphs[0] if index == 0 else frame.add_paragraph()
+                paragraph.text = text
+                paragraph.level = level
+                paragraph.font.size = Pt(20 if level == 0 else 16)
+        if "table" in slide_spec:
+            rows = slide_spec["table"]
+            shape = slide.shapes.add_table(
+                len(rows), len(rows[0]), Inches(0.4), Inches(1.6), Inches(9.2), Inches(4.2)
+            )
+            for r, row in enumerate(rows):
+                for c, text in enumerate(row):
+                    cell = shape.table.cell(r, c)
+                    cell.text = text
+                    cell.text_frame.paragraphs[0].font.size = Pt(12)
+        if "diagram" in slide_spec:
+            _add_flow_diagram(slide, slide_spec["diagram"], slide_spec["caption"])
+        if "columns" in slide_spec:
+            for index, text in enumerate(slide_spec["columns"]):
+                box = slide.shapes.add_textbox(
+                    Inches(0.5 + 4.6 * index), Inches(1.7), Inches(4.4), Inches(4.5)
+                )
+                box.text_frame.word_wrap = True
+                box.text_frame.text = text
+        slide.notes_slide.notes_text_frame.text = slide_spec["notes"]
+    fixed = dt.datetime(2024, 3, 1, 9, 0, 0)
+    properties = presentation.core_properties
+    properties.author = "Xinghe Technology People Team"
+    properties.title = ONBOARDING_DECK[0]["title"]
+    properties.created = fixed
+    properties.modified = fixed
+    properties.last_modified_by = "Xinghe Technology People Team"
+    properties.revision = 1
+    buffer = io.BytesIO()
+    presentation.save(buffer)
+    path = out / "onboarding-deck.pptx"
+    path.write_bytes(_fixed_zip_dates(buffer.getvalue()))
+    return path
+
+
+def _add_flow_diagram(slide: Any, steps: list[str], caption: str) -> None:
+    """A PNG of boxes joined by arrows, one box per step, placed on the slide with alt text."""
+    from PIL import Image, ImageDraw, ImageFont
+    from pptx.util import Inches
+
+    width, height, box_w, box_h = 1200, 360, 260, 150
+    image = Image.new("RGB", (width, height), "white")
+    draw = ImageDraw.Draw(image)
+    font = ImageFont.load_default(size=34)
+    small = ImageFont.load_default(size=24)
+    gap = (width - len(steps) * box_w) // (len(steps) + 1)
+    top = (height - box_h) // 2 + 20
+    draw.text((width // 2, 40), " -> ".join(steps), fill="#333333", font=small, anchor="mm")
+    for index, step in enumerate(steps):
+        left = gap + index * (box_w + gap)
+        draw.rounded_rectangle(
+            (left, top, left + box_w, top + box_h), radius=24, fill="#dbe9f7", outline="#1f5f9f",
+            width=5,
+        )
+        draw.text((left + box_w // 2, top + box_h // 2), step, fill="#0b2e4f", font=font,
+                  anchor="mm")
+        if index + 1 < len(steps):
+            start, end, mid = left + box_w + 12, left + box_w + gap - 12, top + box_h // 2
+            draw.line((start, mid, end - 20, mid), fill="#1f5f9f", width=8)
+            draw.polygon([(end, mid), (end - 28, mid - 18), (end - 28, mid + 18)], fill="#1f5f9f")
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG", optimize=True)
+    buffer.seek(0)
+    picture = slide.shapes.add_picture(buffer, Inches(0.5), Inches(1.8), width=Inches(9))
+    picture._element._nvXxPr.cNvPr.set("descr", caption)
+
+
+def _fixed_zip_dates(data: bytes) -> bytes:
+    """The same package with every member dated 2024-03-01, so re-running changes nothing."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(data)) as source, zipfile.ZipFile(
+        out, "w", zipfile.ZIP_DEFLATED
+    ) as target:
+        for info in source.infolist():
+            fixed = zipfile.ZipInfo(info.filename, date_time=(2024, 3, 1, 9, 0, 0))
+            fixed.compress_type = zipfile.ZIP_DEFLATED
+            target.writestr(fixed, source.read(info))
+    return out.getvalue()
+
+
+def make_scanned_pdf(out: Path) -> Path:
+    """Write scanned-notice-zh.pdf into `out`: page 1 of security-policy-zh.pdf (written first)
+    rendered at 150 dpi by pypdfium2, made bilevel like a fax scan and wrapped by Pillow as an
+    image-only PDF (CCITT G4, no text layer), so the PDF parser has a page to OCR."""
+    from ragsift.ingestion.parsers.pdf_pages import render_page
+
+    page = render_page((out / "security-policy-zh.pdf").read_bytes(), 1, dpi=SCAN_DPI)
+    # A threshold, not Pillow's default dithering: a scanner's bilevel mode keeps strokes solid.
+    scan = page.convert("L").point(lambda value: 255 if value > 160 else 0, mode="1")
+    path = out / "scanned-notice-zh.pdf"
+    fixed = dt.datetime(2024, 3, 1, 9, 0, 0).timetuple()  # Pillow dates it "now" otherwise
+    scan.save(path, "PDF", resolution=SCAN_DPI, title="星河科技信息安全管理政策（扫描件）",
+              creationDate=fixed, modDate=fixed)
+    return path
+
+
+def make_text_image(out: Path) -> Path:
+    """Write wifi-guide.png into `out`: a notice with English text (Pillow's built-in font) and
+    Chinese lines when the machine has a CJK font (fonts-wqy-microhei; skipped otherwise, so
+    the file depends on the fonts installed)."""
+    from PIL import Image, ImageDraw, ImageFont
+
+    image = Image.new("RGB", (1400, 620), "white")
+    draw = ImageDraw.Draw(image)
+    draw.rectangle((20, 20, 1380, 600), outline="#1f5f9f", width=6)
+    latin = ImageFont.load_default(size=40)
+    draw.text((70, 60), "Guest Wi-Fi guide", fill="#0b2e4f", font=ImageFont.load_default(size=60))
+    top = 170
+    for line in WIFI_GUIDE_EN:
+        draw.text((70, top), line, fill="black", font=latin)
+        top += 62
+    cjk = next((path for path in CJK_FONT_FILES if Path(path).is_file()), None)
+    if cjk is not None:
+        top += 30
+        for line in WIFI_GUIDE_ZH:
+            draw.text((70, top), line, fill="black", font=ImageFont.truetype(cjk, 40))
+            top += 62
+    path = out / "wifi-guide.png"
+    image.save(path, format="PNG", optimize=True)
+    return path
 
 
 # --- content ---------------------------------------------------------------------------------
+
+SCAN_DPI = 150
+CJK_FONT_FILES = (
+    "/usr/share/fonts/truetype/wqy/wqy-microhei.ttc",
+    "/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc",
+)
+WIFI_GUIDE_EN = [
+    "Guest Wi-Fi: XH-Guest, password changes every Monday",
+    "Ask the front desk for this week's password.",
+    "Staff devices use XH-Corp with your company account.",
+]
+WIFI_GUIDE_ZH = [
+    "访客无线网络：XH-Guest，密码每周一更换。",
+    "员工设备请连接 XH-Corp，使用公司账号登录。",
+]
 
 PRODUCT_MANUAL: dict[str, Any] = {
     "title": "Aurora X200 Smart Thermostat",
@@ -603,6 +765,389 @@ TRAVEL_POLICY: dict[str, Any] = {
         ("p", "Exceptions to this policy must be approved in writing by the Chief Financial "
               "Officer before the expense is incurred. Repeated or deliberate breaches of this "
               "policy may lead to disciplinary action and to recovery of the amounts paid."),
+    ],
+}
+
+
+ONBOARDING_DECK: list[dict[str, Any]] = [
+    {
+        "layout": 0,
+        "title": "New Employee Onboarding 新员工入职指南",
+        "subtitle": "Xinghe Technology Co., Ltd. - People Team, 2024 edition",
+        "notes": "Welcome everyone and introduce yourself and the buddy programme. This deck is "
+                 "used in the first-day orientation session, which starts at 09:30 in meeting "
+                 "room Orion on the 3rd floor and lasts about two hours. Remind new colleagues "
+                 "that the slides and the recording are available on the intranet under People "
+                 "> Onboarding, and that every newcomer is paired with a buddy from their own "
+                 "team for the first 90 days. Ask people to keep their badge visible at all "
+                 "times in the office. Then explain the agenda: a short company overview, the "
+                 "first-week checklist, equipment by role, how equipment requests are handled, "
+                 "and who to contact for help. Point out the fire exits and the assembly point "
+                 "in front of the main entrance before you start.",
+    },
+    {
+        "title": "Your first week",
+        "bullets": [
+            (0, "Day 1: orientation, badge photo and laptop handover"),
+            (1, "Collect your badge at the front desk on the 1st floor before 09:15"),
+            (1, "IT hands over laptops at the IT service desk, room 3-12, from 13:30"),
+            (0, "Day 2: accounts, security training and your team's tools"),
+            (1, "Enable multi-factor authentication (MFA) before you first sign in remotely"),
+            (1, "Finish the information security e-learning within 30 days"),
+            (0, "Day 3-5: meet your manager and buddy, agree on 30-60-90 day goals"),
+            (0, "End of week 1: submit your bank details and emergency contact in the HR portal"),
+        ],
+        "notes": "Walk through the week day by day. Stress that the security training is "
+                 "mandatory and must be completed within 30 days of the start date; access to "
+                 "customer data is only granted after the test is passed. The 30-60-90 day goals "
+                 "are agreed with the manager in the first week and reviewed at the end of the "
+                 "probation period, which is three months for most roles and six months for "
+                 "managers. If the laptop is not ready on day one, the IT service desk lends a "
+                 "temporary device.",
+    },
+    {
+        "title": "入职第一周安排",
+        "bullets": [
+            (0, "第一天：参加入职培训，领取工牌，完成门禁照片拍摄"),
+            (1, "上午 9:15 前到一楼前台报到，凭身份证领取临时工牌"),
+            (1, "下午 1:30 起到 3-12 室 IT 服务台领取笔记本电脑"),
+            (0, "第二天：开通邮箱、企业微信和 VPN 账号，启用多因素认证"),
+            (0, "第三天至第五天：与直属经理和入职伙伴（Buddy）面谈，确定试用期目标"),
+            (0, "第一周结束前：在人力资源系统中填写银行卡信息和紧急联系人"),
+        ],
+        "notes": "提醒新同事：工牌丢失须在 24 小时内向行政部报告，补办费用为 50 元。"
+                 "试用期一般为三个月，管理岗位为六个月，试用期内每月与直属经理进行一次面谈。"
+                 "入职伙伴负责解答日常问题，例如如何预订会议室、如何申请报销、食堂在几楼等。"
+                 "公司食堂位于二楼，午餐时间为 11:30 至 13:30，员工凭工牌刷卡就餐，"
+                 "每月餐补 600 元直接充值到工牌。班车信息请在企业微信“行政服务”中查询。",
+    },
+    {
+        "layout": 5,
+        "title": "办公设备申领 Equipment by role",
+        "table": [
+            ["岗位 Role", "笔记本 Laptop", "显示器 Monitors", "手机 Phone", "审批 Approval"],
+            ["软件工程师 Software engineer", "MacBook Pro 16\" 36 GB", "2 x 27\" 4K", "No",
+             "Manager"],
+            ["设计师 Designer", "MacBook Pro 16\" 48 GB", "1 x 32\" 6K", "No", "Manager"],
+            ["销售 Sales", "ThinkPad X1 Carbon", "1 x 24\"", "Yes (iPhone)", "Sales director"],
+            ["客服 Support", "ThinkPad T14", "2 x 24\"", "Headset only", "Manager"],
+            ["实习生 Intern", "ThinkPad T14 (loan)", "1 x 24\"", "No", "Manager + IT"],
+        ],
+        "notes": "Equipment is requested in the IT portal under Requests > New equipment; the "
+                 "standard bundle for each role is pre-selected. Anything outside the table, "
+                 "such as a second laptop or a larger monitor, needs the approval of the "
+                 "department head and a short business reason. Interns receive loan devices "
+                 "that must be returned on their last day. 设备如有损坏，请在 IT 门户提交报修单，"
+                 "不要自行拆机维修。",
+    },
+    {
+        "layout": 5,
+        "title": "How an equipment request flows",
+        "diagram": ["Request", "Approve", "Ship"],
+        "caption": "Equipment request flow: Request -> Approve -> Ship",
+        "notes": "Explain the three steps. Request: the employee or the manager files the "
+                 "request in the IT portal. Approve: the approver named in the table on the "
+                 "previous slide approves it, usually within one working day; requests above "
+                 "CNY 20,000 also need finance approval. Ship: IT prepares and ships the device, "
+                 "or hands it over at the service desk, within three working days of approval. "
+                 "The employee signs the asset receipt on delivery; the asset tag number is "
+                 "then linked to their account. If a request is rejected, the approver must give "
+                 "a reason in the portal and the employee can resubmit it with changes. The "
+                 "status of every request is shown under Requests > My requests, and the portal "
+                 "sends an email at each step.",
+    },
+    {
+        "layout": 5,
+        "title": "常见问题与联系人 FAQ and contacts",
+        "columns": [
+            "IT 服务台 IT service desk\n分机 8000 / it@xinghe-tech.example\n"
+            "工作日 8:30-19:00，3-12 室\nPassword resets, VPN, laptops and phones",
+            "人力资源 People team\n分机 8100 / hr@xinghe-tech.example\n"
+            "Payroll, leave, contracts and the HR portal\n"
+            "薪资、假期、劳动合同与人力资源系统",
+        ],
+        "notes": "常见问题：忘记密码可以在登录页点击“忘记密码”自助重置，或拨打 IT 服务台分机 8000。"
+                 "年假在入职满一年后开始享受，首年按入职月份折算。"
+                 "病假须在当天上午 10 点前通知直属经理，并在返岗后三个工作日内上传医院证明。"
+                 "Close by asking for questions and sharing the "
+                 "feedback survey link; the survey takes five minutes and helps the People team "
+                 "improve the programme.",
+    },
+]
+
+
+# --- price-limits.xlsx -----------------------------------------------------------------------
+
+TRAVEL_LIMITS_HEADER = [
+    "城市类别", "代表城市", "职级", "住宿上限（元/晚）", "伙食补助（元/天）", "市内交通（元/天）",
+    "每日合计（元）",
+]
+TRAVEL_LIMITS = [
+    ("一线城市", "北京、上海、广州、深圳", "普通员工", 600, 100, 80),
+    ("一线城市", "北京、上海、广州、深圳", "经理及以上", 900, 120, 100),
+    ("新一线城市", "成都、杭州、南京、武汉、西安、重庆", "普通员工", 500, 90, 60),
+    ("新一线城市", "成都、杭州、南京、武汉、西安、重庆", "经理及以上", 700, 100, 80),
+    ("二线城市", "其他省会城市及计划单列市", "普通员工", 400, 80, 50),
+    ("二线城市", "其他省会城市及计划单列市", "经理及以上", 550, 90, 60),
+    ("其他城市", "地级市、县城及以下", "普通员工", 300, 60, 40),
+    ("其他城市", "地级市、县城及以下", "经理及以上", 450, 80, 50),
+    ("港澳台地区", "香港、澳门、台北", "全体员工", 1200, 200, 150),
+]
+TRAVEL_LIMITS_NOTES = [
+    ("说明", "住宿上限为含税价格，超出部分由个人承担；两人合住时按职级较高者的标准报销一间。"),
+    ("说明", "伙食补助和市内交通按出差自然日包干发放，无需提供发票。"),
+]
+EQUIPMENT_HEADER = [
+    "Device", "Model", "Max price (USD)", "Refresh cycle (years)", "Eligible roles",
+    "Approval", "Spare pool",
+]
+EQUIPMENT = [
+    ("Laptop (standard)", "Dell Latitude 7450", 1599.99, 4, "All employees", "Manager", True),
+    ("Laptop (engineering)", 'MacBook Pro 14" M3 Pro', 2799, 3, "Engineering, Data science",
+     "Manager", True),
+    ("Desktop workstation", "Lenovo ThinkStation P3", 3200, 5, "CAD, video editing, ML research",
+     "Director", False),
+    ('Monitor (27")', "Dell UltraSharp U2724D", 450, 6, "All employees", "None", True),
+    ('Monitor (34" ultrawide)', "LG 34WN80C-B", 650, 6, "Engineering, Design", "Manager", False),
+    ("Docking station", "Dell WD22TB4", 280, 5, "All employees", "None", True),
+    ("Headset", "Jabra Evolve2 65", 229.5, 3, "All employees", "None", True),
+    ("Mobile phone", "iPhone 15 or Pixel 8", 900, 3, "Sales, on-call support", "Director", False),
+    ("Tablet", 'iPad Air 11"', 750, 4, "Field service, Sales", "Manager", False),
+    ("Keyboard and mouse", "Logitech MX Keys + MX Master 3S", 220, 4, "All employees", "None",
+     True),
+    ("Webcam", "Logitech Brio 4K", 199, 5, "Managers, Sales", "None", False),
+    ("Ergonomic chair", "Herman Miller Aeron", 1400, 8, "On medical advice", "HR", False),
+]
+EQUIPMENT_NOTE = (
+    "Prices include tax and shipping. A purchase above the limit needs written approval by the "
+    "CFO; devices are replaced early only when repair costs more than half the limit."
+)
+
+
+def make_xlsx(out: Path) -> Path:
+    """Write price-limits.xlsx into `out`: a Chinese travel-allowance sheet (a merged cell,
+    formulas with cached values, a date) and an English equipment price list."""
+    from openpyxl import Workbook
+    from openpyxl.styles import Alignment, Font
+
+    workbook = Workbook()
+    travel = workbook.active
+    travel.title = "差旅标准"
+    travel.append(TRAVEL_LIMITS_HEADER)
+    cached: dict[str, int] = {}
+    for row, (tier, cities, grade, hotel, meals, transport) in enumerate(TRAVEL_LIMITS, 2):
+        travel.append([tier, cities, grade, hotel, meals, transport, f"=D{row}+E{row}+F{row}"])
+        cached[f"G{row}"] = hotel + meals + transport
+    # The two first-tier rows share one merged 城市类别 cell, as such tables usually do.
+    travel["A3"] = None
+    travel.merge_cells("A2:A3")
+    travel["A2"].alignment = Alignment(vertical="center")
+    travel.append([])
+    for label, text in TRAVEL_LIMITS_NOTES:
+        travel.append([label, text])
+    travel.append(["生效日期", dt.date(2024, 7, 1)])
+    equipment = workbook.create_sheet("Equipment")
+    equipment.append(EQUIPMENT_HEADER)
+    for item in EQUIPMENT:
+        equipment.append(list(item))
+    equipment.append([])
+    equipment.append([EQUIPMENT_NOTE])
+    for sheet, widths in ((travel, [12, 34, 12, 18, 18, 18, 16]),
+                          (equipment, [24, 32, 16, 20, 32, 12, 12])):
+        for cell in sheet[1]:
+            cell.font = Font(bold=True)
+        for index, width in enumerate(widths):
+            sheet.column_dimensions[chr(ord("A") + index)].width = width
+    created = dt.datetime(2024, 7, 1, 9, 0, 0)
+    workbook.properties.creator = "Finance department"
+    workbook.properties.created = created
+    buffer = io.BytesIO()
+    workbook.save(buffer)
+    path = out / "price-limits.xlsx"
+    path.write_bytes(_with_cached_values(buffer.getvalue(), "xl/worksheets/sheet1.xml", cached))
+    return path
+
+
+def _with_cached_values(data: bytes, sheet: str, values: dict[str, int]) -> bytes:
+    """The package with the formulas' results written in (openpyxl writes formulas without
+    them; Excel would calculate them on save), a fixed modification time and member dates."""
+    import re
+
+    def cached(match: re.Match[str]) -> str:
+        return f"{match.group(1)}<v>{values[match.group(2)]}</v>"
+
+    formula = re.compile(r'(<c r="([A-Z]+[0-9]+)"[^>]*><f>[^<]*</f>)<v\s*/?>(?:</v>)?')
+    modified = re.compile(r"(<dcterms:modified[^>]*>)[^<]*(</dcterms:modified>)")
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(data)) as source, zipfile.ZipFile(
+        out, "w", zipfile.ZIP_DEFLATED
+    ) as target:
+        for info in source.infolist():
+            content = source.read(info)
+            if info.filename == sheet:
+                text, count = formula.subn(cached, content.decode("utf-8"))
+                if count != len(values):
+                    raise RuntimeError(f"{count} formulas found in {sheet}, {len(values)} expected")
+                content = text.encode("utf-8")
+            elif info.filename == "docProps/core.xml":
+                content = modified.sub(r"\g<1>2024-07-01T09:00:00Z\g<2>", content.decode()).encode()
+            fixed = zipfile.ZipInfo(info.filename, date_time=(2024, 7, 1, 9, 0, 0))
+            fixed.compress_type = zipfile.ZIP_DEFLATED
+            target.writestr(fixed, content)
+    return out.getvalue()
+
+
+def make_diagram_pdf(out: Path) -> Path:
+    """Write network-architecture-en.pdf into `out`: two A4 pages with headings in larger
+    fonts, paragraphs, and a network diagram drawn with Pillow (boxes for the office LAN, the
+    firewall and the VPN gateway, arrows and labels) captioned "Figure 1: ..." below it."""
+    from reportlab.platypus import Image as PdfImage
+
+    styles = _styles(None)  # tighter spacing than the manual's, so it stays two pages
+    styles["body"] = ParagraphStyle("tight", parent=styles["body"], leading=13, spaceBefore=3,
+                                    spaceAfter=3)
+    styles["h1"] = ParagraphStyle("h1 tight", parent=styles["h1"], spaceBefore=10, spaceAfter=4)
+    styles["h2"] = ParagraphStyle("h2 tight", parent=styles["h2"], spaceBefore=6, spaceAfter=3)
+    caption = ParagraphStyle("caption", parent=styles["body"], fontSize=9, leading=12,
+                             spaceBefore=4, spaceAfter=8)
+    diagram = _network_diagram()
+    width = (A4[0] - 44 * mm) * 0.9
+    story: list[Any] = [
+        Paragraph(escape(NETWORK_ARCHITECTURE["title"]), styles["title"]),
+        Paragraph(escape(NETWORK_ARCHITECTURE["subtitle"]), styles["subtitle"]),
+    ]
+    for kind, value in NETWORK_ARCHITECTURE["blocks"]:
+        if kind == "figure":
+            story.append(PdfImage(io.BytesIO(diagram), width=width, height=width * 520 / 1200))
+            story.append(Paragraph(escape(value), caption))
+        else:
+            story.append(Paragraph(escape(value), styles["body" if kind == "p" else kind]))
+    path = out / "network-architecture-en.pdf"
+    SimpleDocTemplate(
+        str(path), pagesize=A4, leftMargin=22 * mm, rightMargin=22 * mm, topMargin=20 * mm,
+        bottomMargin=22 * mm, title=NETWORK_ARCHITECTURE["title"],
+        author=NETWORK_ARCHITECTURE["author"], invariant=1,
+    ).build(story)
+    return path
+
+
+def _network_diagram() -> bytes:
+    """A PNG: Office LAN -> Firewall -> VPN gateway -> data centre, with labelled arrows."""
+    from PIL import Image, ImageDraw, ImageFont
+
+    image = Image.new("RGB", (1200, 520), "white")
+    draw = ImageDraw.Draw(image)
+    title, label, small = (ImageFont.load_default(size=size) for size in (34, 30, 22))
+    draw.text((600, 40), "Head office to data centre", fill="#333333", font=title, anchor="mm")
+    boxes = [("Office LAN", "10.20.0.0/16"), ("Firewall", "zone policy"),
+             ("VPN gateway", "IPsec / IKEv2"), ("Data centre", "10.50.0.0/16")]
+    box_w, box_h, top = 230, 150, 170
+    gap = (1200 - len(boxes) * box_w) // (len(boxes) + 1)
+    for index, (name, detail) in enumerate(boxes):
+        left = gap + index * (box_w + gap)
+        draw.rounded_rectangle((left, top, left + box_w, top + box_h), radius=20,
+                               fill="#dbe9f7", outline="#1f5f9f", width=5)
+        draw.text((left + box_w // 2, top + 55), name, fill="#0b2e4f", font=label, anchor="mm")
+        draw.text((left + box_w // 2, top + 105), detail, fill="#36506b", font=small,
+                  anchor="mm")
+        if index + 1 < len(boxes):
+            start, end, mid = left + box_w + 6, left + box_w + gap - 6, top + box_h // 2
+            draw.line((start, mid, end - 16, mid), fill="#1f5f9f", width=6)
+            draw.polygon([(end, mid), (end - 22, mid - 14), (end - 22, mid + 14)], fill="#1f5f9f")
+    for index, text in enumerate(["port 443 only", "encrypted tunnel", "internal routes"]):
+        centre = gap + box_w + gap // 2 + index * (box_w + gap)
+        draw.text((centre, top + box_h + 60), text, fill="#555555", font=small, anchor="mm")
+    draw.text((600, 470), "Remote staff connect to the VPN gateway over the internet",
+              fill="#333333", font=small, anchor="mm")
+    out = io.BytesIO()
+    image.save(out, format="PNG")
+    return out.getvalue()
+
+
+NETWORK_ARCHITECTURE: dict[str, Any] = {
+    "title": "Northwind Network Architecture",
+    "subtitle": "Infrastructure team - reference design NET-ARCH-02, version 1.4 (April 2024)",
+    "author": "Northwind Infrastructure Team",
+    "blocks": [
+        ("h1", "1. Overview"),
+        ("p", "This document describes how the Northwind head office, the branch offices and "
+              "remote staff reach the services hosted in the data centre. It is the reference "
+              "for anyone who changes firewall rules, adds a site or troubleshoots a connection. "
+              "The design has three goals: no internal service is reachable from the internet, "
+              "every connection between sites is encrypted, and the failure of one device does "
+              "not take a whole site offline."),
+        ("p", "All traffic between the office LAN and the data centre passes the firewall and "
+              "the VPN gateway, in that order. The firewall decides what may leave the office; "
+              "the VPN gateway carries the permitted traffic through an encrypted tunnel to the "
+              "data centre, where it is routed to the service networks."),
+        ("figure", "Figure 1: Office LAN, firewall and VPN gateway on the path from the head "
+                   "office to the data centre"),
+        ("h1", "2. Office LAN"),
+        ("p", "The head office LAN uses the address range 10.20.0.0/16, split into one VLAN per "
+              "purpose: staff workstations (VLAN 20), printers and meeting-room equipment "
+              "(VLAN 30), the guest Wi-Fi (VLAN 40) and building systems such as door access and "
+              "cameras (VLAN 50). Devices get their addresses from the office DHCP servers; "
+              "servers and network devices use fixed addresses from the reserved block "
+              "10.20.0.0/24. The guest VLAN reaches only the internet and never the office "
+              "networks, and building systems may talk only to their controllers in the data "
+              "centre."),
+        ("p", "Access switches authenticate every wired port with 802.1X. A laptop that fails "
+              "authentication, or is not managed by IT, lands in a quarantine VLAN that offers "
+              "nothing but the self-service enrolment page."),
+        ("h1", "3. Firewall"),
+        ("p", "A pair of firewalls in active-passive mode separates the office LAN from "
+              "everything else. The passive unit takes over within three seconds when the active "
+              "one stops answering heartbeats, and existing sessions survive the switch because "
+              "the session table is synchronised continuously."),
+        ("h2", "3.1 Rules"),
+        ("p", "Rules are written per zone pair and deny by default. From the staff VLAN, only "
+              "HTTPS on port 443, DNS to the internal resolvers and the ports of the approved "
+              "collaboration tools are allowed towards the internet. Towards the data centre, "
+              "each application has its own rule naming its source VLAN, destination network "
+              "and port. Rules without an owner and a ticket number are removed at the "
+              "quarterly review."),
+        ("h2", "3.2 Logging"),
+        ("p", "The firewalls send every denied connection and every administrative login to the "
+              "central log platform, where logs are kept for 400 days. An alert fires when more "
+              "than 500 connections from one internal address are denied within five minutes, "
+              "which usually means malware or a misconfigured device."),
+        ("h1", "4. VPN gateway"),
+        ("p", "The VPN gateway terminates two kinds of tunnels. Site-to-site tunnels connect the "
+              "head office and each branch office to the data centre using IPsec with IKEv2, "
+              "AES-256-GCM and certificates issued by the internal certificate authority; "
+              "pre-shared keys are not allowed. Remote-access tunnels let staff connect from "
+              "home or while travelling with the company VPN client, after signing in with "
+              "their account and a second factor."),
+        ("p", "Each site has two tunnels over two different internet providers. Routing prefers "
+              "the primary tunnel and moves traffic to the backup within ten seconds when the "
+              "primary loses three consecutive keep-alive messages. Remote-access users are "
+              "placed in a separate address pool, 10.60.0.0/20, so that the firewall in the data "
+              "centre can apply stricter rules to them than to office traffic."),
+        ("h1", "5. Data centre"),
+        ("p", "In the data centre the tunnels end on the core routers, which route traffic to "
+              "the service networks: 10.50.10.0/24 for business applications, 10.50.20.0/24 for "
+              "databases and 10.50.30.0/24 for management interfaces. Databases accept "
+              "connections only from the application network, and management interfaces only "
+              "from the jump hosts of the infrastructure team."),
+        ("p", "The data centre has its own pair of firewalls between the core routers and the "
+              "service networks. They repeat the per-application rules of the office firewall, "
+              "so that a mistake in one place does not open a path on its own, and they are the "
+              "only devices allowed to reach the internet from the data centre, through a proxy "
+              "that logs every request."),
+        ("h1", "6. Monitoring"),
+        ("p", "The monitoring platform polls every firewall, VPN gateway, router and switch once "
+              "a minute and keeps a year of measurements. The on-call engineer is paged when a "
+              "site tunnel has been down for more than two minutes, when a firewall pair loses "
+              "its standby unit, or when the bandwidth of an internet line stays above 80 percent "
+              "for a quarter of an hour. Weekly reports show the busiest tunnels and the rules "
+              "that denied the most connections."),
+        ("h1", "7. Changes and troubleshooting"),
+        ("p", "Every change to firewall rules, VPN settings or routing needs a change ticket "
+              "approved by the infrastructure lead, and is made in the maintenance window on "
+              "Tuesday evenings unless it fixes an outage. When a user reports that an "
+              "application is unreachable, check in this order: the device is in the right "
+              "VLAN, the firewall log shows no denied connection, the site tunnel is up on the "
+              "VPN gateway, and the service network routes back to the office range."),
     ],
 }
 

@@ -9,7 +9,9 @@ from ragsift.ingestion.parsers import SUPPORTED_EXTENSIONS, media_type_for, pars
 
 
 def test_supported_extensions_cover_every_format() -> None:
-    assert {".txt", ".md", ".markdown", ".html", ".htm", ".pdf", ".docx"} == SUPPORTED_EXTENSIONS
+    assert {".txt", ".md", ".markdown", ".html", ".htm", ".pdf", ".docx", ".xlsx", ".csv",
+            ".json", ".jsonl", ".pptx", ".png", ".jpg", ".jpeg", ".webp", ".tif",
+            ".tiff"} == SUPPORTED_EXTENSIONS
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,8 @@
-"""PDF parsing: page locators, Chinese CID text, paragraph recovery and every kind of bad PDF."""
+"""PDF parsing: page locators, Chinese CID text, paragraph recovery and every kind of bad PDF.
+
+Tests that are not about OCR parse with OCR off: a page with a short text layer (under
+ocr_min_chars) would otherwise be rendered and OCRed, which costs seconds and proves nothing here.
+"""
 
 from __future__ import annotations
 
@@ -69,20 +73,22 @@ def encrypt(data: bytes, user_password: str) -> bytes:
     return buffer.getvalue()
 
 
+NO_OCR = ParseLimits(ocr="off")
 TWO_PAGES = build_pdf([[("h", "1. Power"), ("p", ENGLISH)], [("h", "第五章 密码"), ("p", CHINESE)]])
 
 
-def test_each_page_is_a_section_with_a_page_locator_from_one() -> None:
+def test_each_page_starts_a_section_with_a_page_locator_from_one() -> None:
     parsed = parse_document("manual.pdf", TWO_PAGES)
     assert parsed.media_type == "application/pdf"
     assert [s.locator for s in parsed.sections] == [Locator(page=1), Locator(page=2)]
-    assert all(section.heading_path == () for section in parsed.sections)
+    # The 16 pt headings are larger than the 10.5 pt body: they head their page's section.
+    assert [s.heading_path for s in parsed.sections] == [("1. Power",), ("第五章 密码",)]
 
 
 def test_chinese_text_in_a_cid_font_is_extracted_exactly() -> None:
-    text = parse_document("policy.pdf", TWO_PAGES).sections[1].text
-    assert "第五章 密码" in text
-    assert CHINESE in text  # wrapped lines are joined again without spaces
+    section = parse_document("policy.pdf", TWO_PAGES).sections[1]
+    assert section.heading_path == ("第五章 密码",)
+    assert section.text == CHINESE  # wrapped lines are joined again without spaces
 
 
 def test_english_wrapped_lines_are_joined_into_their_sentence() -> None:
@@ -90,10 +96,15 @@ def test_english_wrapped_lines_are_joined_into_their_sentence() -> None:
     assert ENGLISH in text
 
 
-def test_headings_and_paragraphs_are_separated_by_blank_lines() -> None:
-    data = build_pdf([[("h", "Wi-Fi setup"), ("p", ENGLISH), ("p", ENGLISH), ("h", "E-104")]])
-    text = parse_document("manual.pdf", data).sections[0].text
-    assert text == f"Wi-Fi setup\n\n{ENGLISH}\n\n{ENGLISH}\n\nE-104"
+def test_paragraphs_are_blocks_separated_by_blank_lines_under_their_heading() -> None:
+    data = build_pdf(
+        [[("h", "Wi-Fi setup"), ("p", ENGLISH), ("p", ENGLISH), ("h", "E-104"), ("p", CHINESE)]]
+    )
+    sections = parse_document("manual.pdf", data).sections
+    assert [s.heading_path for s in sections] == [("Wi-Fi setup",), ("E-104",)]
+    assert sections[0].text == f"{ENGLISH}\n\n{ENGLISH}"
+    assert [block.text for block in sections[0].blocks] == [ENGLISH, ENGLISH]
+    assert sections[1].text == CHINESE
 
 
 def test_pages_without_text_are_skipped_but_keep_their_page_numbers() -> None:
@@ -102,13 +113,15 @@ def test_pages_without_text_are_skipped_but_keep_their_page_numbers() -> None:
         writer.append(PdfReader(io.BytesIO(source)))
     buffer = io.BytesIO()
     writer.write(buffer)
-    parsed = parse_document("mixed.pdf", buffer.getvalue())
+    parsed = parse_document("mixed.pdf", buffer.getvalue(), NO_OCR)
     assert [s.locator.page for s in parsed.sections] == [2, 3]
 
 
 def test_pdf_without_extractable_text_is_rejected_as_probably_scanned() -> None:
-    with pytest.raises(DocumentRejected, match=r"no extractable text \(scanned PDF\?\)"):
-        parse_document("scan.pdf", blank_pdf())
+    with pytest.raises(
+        DocumentRejected, match=r"no extractable text \(scanned PDF\?\): .*RAGSIFT_OCR=off"
+    ):
+        parse_document("scan.pdf", blank_pdf(), NO_OCR)
 
 
 def test_truncated_pdf_is_rejected_as_corrupt() -> None:
@@ -135,12 +148,12 @@ def test_pdf_encrypted_with_empty_user_password_is_read() -> None:
 def test_pdf_whose_pages_all_fail_to_extract_is_rejected_as_corrupt(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from pypdf import PageObject
+    from ragsift.ingestion.parsers import pdf_layout
 
     def broken(*args: object, **kwargs: object) -> str:
         raise ValueError("bad content stream")
 
-    monkeypatch.setattr(PageObject, "extract_text", broken)
+    monkeypatch.setattr(pdf_layout, "read_lines", broken)
     with pytest.raises(DocumentRejected, match="text extraction failed on 2 page"):
         parse_document("broken.pdf", TWO_PAGES)
 
@@ -157,7 +170,8 @@ def test_a_content_stream_inflating_to_a_gibibyte_is_stopped_by_pypdf_and_reject
 def test_pages_each_under_pypdfs_limit_are_bounded_by_the_document_budget() -> None:
     data = hostile.pdf_pages_bomb(pages=4, mib_per_page=1)
     limits = ParseLimits(max_uncompressed_bytes=3 * hostile.MIB)
-    assert parse_document("ok.pdf", data, ParseLimits(max_uncompressed_bytes=5 * hostile.MIB))
+    allowed = ParseLimits(max_uncompressed_bytes=5 * hostile.MIB, ocr="off")
+    assert parse_document("ok.pdf", data, allowed)
     with pytest.raises(
         DocumentRejected,
         match=r"PDF content streams decode to more than 3,145,728 bytes "
@@ -169,7 +183,7 @@ def test_pages_each_under_pypdfs_limit_are_bounded_by_the_document_budget() -> N
 def test_a_stream_shared_by_pages_is_counted_once() -> None:
     page = b"BT /F1 12 Tf 72 720 Td (Shared page text.) Tj ET\n"
     data = hostile.pdf_with_contents([zlib.compress(page)], pages=[0, 0, 0])
-    limits = ParseLimits(max_uncompressed_bytes=len(page))
+    limits = ParseLimits(max_uncompressed_bytes=len(page), ocr="off")
     assert len(parse_document("shared.pdf", data, limits).sections) == 3
     with pytest.raises(DocumentRejected, match=r"RAGSIFT_MAX_UNCOMPRESSED_BYTES"):
         parse_document("shared.pdf", data, ParseLimits(max_uncompressed_bytes=len(page) - 1))

@@ -12,7 +12,18 @@ import logging
 from collections.abc import Callable
 
 from ragsift.domain.errors import DocumentRejected
-from ragsift.ingestion.parsers import docx, html, markdown, pdf, txt
+from ragsift.ingestion.parsers import (
+    csvfile,
+    docx,
+    html,
+    image,
+    jsonrecords,
+    markdown,
+    pdf,
+    pptx,
+    txt,
+    xlsx,
+)
 from ragsift.ingestion.parsers.base import ParsedDocument, Section
 from ragsift.ingestion.parsers.limits import DEFAULT_LIMITS, ParseLimits
 
@@ -37,6 +48,12 @@ _FORMATS: dict[str, tuple[str, _Parser]] = {
     ".htm": (html.MEDIA_TYPE, html.parse_html),
     ".pdf": (pdf.MEDIA_TYPE, pdf.parse_pdf),
     ".docx": (docx.MEDIA_TYPE, docx.parse_docx),
+    ".pptx": (pptx.MEDIA_TYPE, pptx.parse_pptx),
+    ".xlsx": (xlsx.MEDIA_TYPE, xlsx.parse_xlsx),
+    ".csv": (csvfile.MEDIA_TYPE, csvfile.parse_csv),
+    ".json": (jsonrecords.MEDIA_TYPE, jsonrecords.parse_json),
+    ".jsonl": (jsonrecords.JSONL_MEDIA_TYPE, jsonrecords.parse_jsonl),
+    **{extension: (media, image.parse_image) for extension, media in image.MEDIA_TYPES.items()},
 }
 
 SUPPORTED_EXTENSIONS: frozenset[str] = frozenset(_FORMATS)

@@ -6,6 +6,11 @@ paragraphs (a "List ..." style or Word numbering) form one block with a "- item"
 are rendered a row per line with cells joined by " | "; a merged cell is written once. Headers,
 footers, text boxes and content controls (e.g. a table of contents) are not read.
 
+Pictures drawn in the body (w:drawing with an embedded a:blip, inline or anchored, also in tables
+and list items) become ParsedAssets (images.AssetCollector) with no page, captioned with their
+alt text (wp:docPr descr, else title) or the nearest heading above, and linked to the section
+and block they belong to (see _Images). VML pictures (w:pict) are not read.
+
 The package is checked against the ParseLimits before python-docx opens it (ooxml.py); the walk
 then counts paragraphs and table rows against max_document_blocks and text against
 max_document_chars. Style names are looked up once per style and tables walked row by row, since
@@ -19,6 +24,7 @@ import io
 import logging
 import re
 import zipfile
+from dataclasses import dataclass
 from typing import Any
 
 import docx
@@ -27,7 +33,9 @@ from docx.table import Table
 from docx.text.paragraph import Paragraph
 
 from ragsift.domain.errors import DocumentRejected
+from ragsift.domain.models import Locator
 from ragsift.ingestion.parsers.base import ParsedDocument, SectionBuilder, normalize_inline
+from ragsift.ingestion.parsers.images import AssetCollector, alt_text
 from ragsift.ingestion.parsers.limits import DEFAULT_LIMITS, ParseLimits, TextBudget
 from ragsift.ingestion.parsers.ooxml import PackageRejected, check_package
 
@@ -41,36 +49,43 @@ _BLOCKS = "paragraphs and table rows"
 
 
 def parse_docx(data: bytes, limits: ParseLimits = DEFAULT_LIMITS) -> ParsedDocument:
-    """Parse a Word document into sections under its headings."""
+    """Parse a Word document into sections under its headings, with its images as assets."""
     document = _open(data, limits)
     budget = TextBudget(limits)
     styles = _ParagraphStyles(document)
     builder = SectionBuilder(budget=budget)
+    images = _Images(document, builder, limits)
     list_lines: list[str] = []
+    list_images: list[_Image] = []
     for item in document.iter_inner_content():
         level = styles.heading_level(item) if isinstance(item, Paragraph) else None
+        found = images.find(item._element)
         if isinstance(item, Paragraph):
             budget.add_block(_BLOCKS)
         if isinstance(item, Paragraph) and level is None and styles.is_list_item(item):
             # The package check bounded this text; it counts as characters with its block.
             if item.text.strip():
                 list_lines.append("- " + item.text)
+            list_images.extend(found)
             continue
-        if list_lines:
-            builder.add_block("\n".join(list_lines))
-            list_lines = []
+        if list_lines or list_images:
+            images.add_block("\n".join(list_lines), list_images)
+            list_lines, list_images = [], []
         if isinstance(item, Table):
-            builder.add_block(_table_text(item, budget))
-            continue
-        if level is None:
-            builder.add_block(item.text)
+            images.add_block(_table_text(item, budget), found)
+        elif level is None:
+            images.add_block(item.text, found)
         else:
-            builder.heading(level, item.text)
-    if list_lines:
-        builder.add_block("\n".join(list_lines))
+            images.heading(level, item.text, found)
+    if list_lines or list_images:
+        images.add_block("\n".join(list_lines), list_images)
     sections = builder.sections()
-    logger.debug("DOCX: %d sections", len(sections))
-    return ParsedDocument(media_type=MEDIA_TYPE, sections=sections)
+    images.finish()
+    logger.debug("DOCX: %d sections, %d images", len(sections), len(images.collector.assets))
+    return ParsedDocument(
+        media_type=MEDIA_TYPE, sections=sections, assets=images.collector.assets,
+        warnings=images.collector.warnings,
+    )
 
 
 def _open(data: bytes, limits: ParseLimits) -> Any:
@@ -149,3 +164,90 @@ def _table_text(table: Table, budget: TextBudget) -> str:
         if any(cells):
             lines.append(" | ".join(cells))
     return "\n".join(lines)
+
+
+@dataclass(frozen=True, slots=True)
+class _Image:
+    """A picture found in the body: its relationship id, alt text and the heading above it."""
+
+    rel_id: str
+    name: str
+    caption: str
+
+
+class _Images:
+    """Turns the body's pictures into assets linked to the block they belong to.
+
+    A picture in a paragraph (or table, or list) with text belongs to that block. A picture in a
+    paragraph of its own belongs to the block before it in its section, else the next block of
+    its section, else the last block of an earlier section (else the document's next block).
+    """
+
+    def __init__(self, document: Any, builder: SectionBuilder, limits: ParseLimits) -> None:
+        self.collector = AssetCollector(limits)
+        self._parts: dict[str, Any] = document.part.related_parts
+        self._builder = builder
+        self._heading = ""
+        self._pending: list[_Image] = []  # waiting for the next block
+        self._last: tuple[int, int] | None = None  # (section, block) of the last block added
+        self._section_has_block = False
+        # One search of the whole body spares a search per paragraph in a text-only document.
+        self._any = bool(document.element.body.xpath("boolean(.//w:drawing)"))
+
+    def find(self, element: Any) -> list[_Image]:
+        """The pictures drawn inside a body element (w:drawing with an embedded a:blip)."""
+        found: list[_Image] = []
+        if not self._any:
+            return found
+        for drawing in element.xpath(".//w:drawing"):
+            properties = drawing.xpath("./*/wp:docPr")
+            attrib = properties[0].attrib if properties else {}
+            caption = alt_text(attrib.get("descr"), attrib.get("title")) or self._heading
+            name = normalize_inline(attrib.get("name") or "") or "picture"
+            for rel_id in drawing.xpath(".//a:blip/@r:embed"):
+                found.append(_Image(str(rel_id), name, caption))
+        return found
+
+    def add_block(self, text: str, found: list[_Image]) -> None:
+        """Add a block to the builder, and link the pictures in it (or near it) to it."""
+        position = self._builder.position()
+        self._builder.add_block(text)
+        if self._builder.position() == position:  # no text: the pictures stand on their own
+            if self._section_has_block:
+                self._link(found, self._last)
+            else:
+                self._pending.extend(found)
+            return
+        self._link([*self._pending, *found], position)
+        self._pending = []
+        self._last = position
+        self._section_has_block = True
+
+    def heading(self, level: int, title: str, found: list[_Image]) -> None:
+        self.add_block("", found)  # a heading's own pictures belong with the text before it
+        self._builder.heading(level, title)
+        heading = normalize_inline(title)
+        if heading:
+            self._heading = heading
+            self._section_has_block = False
+            if self._last is not None:
+                self._link(self._pending, self._last)
+                self._pending = []
+
+    def finish(self) -> None:
+        self._link(self._pending, self._last)
+        self._pending = []
+
+    def _link(self, found: list[_Image], position: tuple[int, int] | None) -> None:
+        section, block = position if position is not None else (None, None)
+        for image in found:
+            what = f"image {image.name!r}"
+            part = self._parts.get(image.rel_id)
+            blob = getattr(part, "blob", None)
+            if not isinstance(blob, bytes):
+                self.collector.warn(f"{what} skipped: its image part is missing")
+                continue
+            self.collector.add(
+                blob, what=what, locator=Locator(), caption=image.caption, section=section,
+                block=block,
+            )

@@ -47,8 +47,16 @@ class PackageRejected(Exception):
     """The package is not a usable ZIP/OPC container; the message is the reason."""
 
 
-def check_package(archive: zipfile.ZipFile, limits: ParseLimits, kind: str = "DOCX") -> None:
-    """Raise DocumentRejected when the package breaches a limit, PackageRejected when broken."""
+def check_package(
+    archive: zipfile.ZipFile, limits: ParseLimits, kind: str = "DOCX",
+    streamed_prefix: str | None = None,
+) -> None:
+    """Raise DocumentRejected when the package breaches a limit, PackageRejected when broken.
+
+    Parts under `streamed_prefix` (an XLSX's "xl/worksheets/") are read by a streaming parser
+    that never builds their tree, and bounded by its own limits (rows, columns, cells): their
+    elements are not counted against max_xml_elements; DTDs and depth are checked as anywhere.
+    """
     check_zip_container(archive, limits, kind)
     totals = _Totals(limits, kind)
     members = archive.infolist()
@@ -61,7 +69,9 @@ def check_package(archive: zipfile.ZipFile, limits: ParseLimits, kind: str = "DO
         if member is types or member.is_dir():
             continue
         xml = content_types.is_parsed_as_xml(member.filename)
-        _stream(archive, member, _XmlScan(totals, member.filename) if xml else None)
+        counted = streamed_prefix is None or not member.filename.startswith(streamed_prefix)
+        _stream(archive, member, _XmlScan(totals, member.filename, count=counted) if xml
+                else None)
     logger.debug(
         "%s package checked: %d members, %d XML elements, %d paragraphs",
         kind, len(members), totals.elements, totals.paragraphs,
@@ -143,10 +153,12 @@ class _XmlScan:
     """lxml parser target: counts what python-docx would build, builds nothing itself."""
 
     def __init__(
-        self, totals: _Totals, member: str, content_types: _ContentTypes | None = None
+        self, totals: _Totals, member: str, content_types: _ContentTypes | None = None,
+        count: bool = True,
     ) -> None:
         self._totals = totals
         self._member = member
+        self._count = count
         self._content_types = content_types
         self._in_text: list[bool] = []  # per open element: is it a text run (w:t, a:t, m:t)
 
@@ -165,6 +177,8 @@ class _XmlScan:
                 f"{totals.kind} part {self._member!r} nests XML elements more than "
                 f"{limits.max_xml_depth:,} deep (RAGSIFT_MAX_XML_DEPTH)"
             )
+        if not self._count:
+            return
         totals.elements += 1
         if totals.elements > limits.max_xml_elements:
             raise reject(

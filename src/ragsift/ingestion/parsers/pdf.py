@@ -1,320 +1,388 @@
-"""PDF via pypdf: one section per page, located by page number (from 1), no heading path.
+"""PDF: located paragraphs under headings, embedded images as assets, OCR of scanned pages.
 
-pypdf's plain extraction keeps the content-stream reading order (right for multi-column pages,
-unlike its layout mode) but writes no blank lines and keeps every visual line break. So paragraph
-breaks are restored from the vertical position of each line (a drop clearly larger than the usual
-line step, or a jump back up as at a new column, starts a paragraph), and lines wrapped at the
-right margin are joined again (without a space between CJK characters). Tables come out a cell
-per line. A PDF that needs a password is rejected; one encrypted with an empty user password
-(print/copy restrictions only) is read.
+pypdf checks the file first (a cheap pass: pages, encryption, the decoded size of the content
+streams, see pdf_limits.py); PDFium (pypdfium2) then reads the text with positions and the
+images. Sections never span pages: each holds the paragraphs of one page under one heading path
+(Locator(page=N), from 1), one Block per paragraph located by the boxes of its lines (PDF
+points, origin at the top left of the page as displayed; pdf_layout.py).
 
-Limits: pypdf stops any one stream at its own output limits (75 MB) or at what is left of
-max_uncompressed_bytes, whichever is lower; the content streams and form XObjects of every page
-are decoded (and counted) before its text is extracted, so all pages together decode at most
-max_uncompressed_bytes. pypdf keeps what it decoded until the reader goes, which is why the bound
-is over the whole document. Pages count against max_document_blocks, text against
-max_document_chars; a breach of pypdf's own limits rejects the document with pypdf's reason."""
+Headings: when the PDF has an outline (bookmarks), its titles are the headings, at the line of
+their page that reads the same (else at the top of that page), levels from the outline's depth.
+Otherwise lines whose font is clearly larger than the body text (the most common size, weighted
+by characters), short and not ending like a sentence are headings, level 1 for the largest size.
+Heading text is in the heading path, not in the section text.
+
+Images (pdf_images.py) become ParsedAssets through images.AssetCollector (probed, deduplicated,
+small ones dropped, at most max_assets, a corrupt one skipped with a warning), located by page
+and box, captioned by a "Figure 1: ..." paragraph next to them or else the nearest heading, and
+linked to that caption paragraph, else to the paragraph nearest to them. When OCR is available,
+what it reads in an image of at least 200x100 pixels becomes a block of its own right after that
+paragraph, "[图片] text" when the text has CJK characters and "[Image] text" otherwise (the
+marker says where the text came from, in the document's language), and the asset names that
+block.
+
+Scanned pages: a page with fewer than ocr_min_chars characters in its text layer (and something
+drawn on it) is rendered and OCRed (pdf_pages.ocr_pdf_page) within the document's OCR time
+budget; its blocks replace the text layer and its scan image (an image covering most of the page)
+is not kept as an asset. A PDF none of whose pages yields text is rejected, with the reason OCR
+could not help (turned off, not installed, out of time) when that is why.
+
+Limits: pages count against max_document_blocks before any is read, text against
+max_document_chars; image pixels against max_image_pixels before they are decoded. PDFium runs
+in-process; the preparation worker's time and memory caps bound what no setting does.
+"""
 
 from __future__ import annotations
 
-import io
-import itertools
+import dataclasses
+import functools
 import logging
-import math
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Any, NamedTuple
-
-from pypdf import PdfReader, apply_configuration, get_configuration
-from pypdf.errors import LimitReachedError
-from pypdf.generic import ArrayObject, DictionaryObject, StreamObject
+from dataclasses import dataclass, field
+from typing import Any
 
 from ragsift.domain.errors import DocumentRejected
-from ragsift.domain.models import Locator
-from ragsift.ingestion.parsers.base import CJK_CHARS, ParsedDocument, Section, normalize_text
+from ragsift.domain.models import Box, Locator
+from ragsift.ingestion.parsers import pdf_images, pdf_layout
+from ragsift.ingestion.parsers.base import (
+    CJK_CHARS,
+    Block,
+    ParsedAsset,
+    ParsedDocument,
+    Section,
+    normalize_inline,
+)
+from ragsift.ingestion.parsers.images import AssetCollector
 from ragsift.ingestion.parsers.limits import DEFAULT_LIMITS, ParseLimits, TextBudget, reject
+from ragsift.ingestion.parsers.ocr import OcrBudget, OcrTimeout, ocr_unavailable_reason
+from ragsift.ingestion.parsers.pdf_layout import Heading, Line, PageFrame
+from ragsift.ingestion.parsers.pdf_limits import check_structure, reason_of
+from ragsift.ingestion.parsers.pdf_pages import PDFIUM_LOCK, ocr_pdf_page
 
 logger = logging.getLogger(__name__)
 
 MEDIA_TYPE = "application/pdf"
 
-_PARAGRAPH_GAP = 1.25  # a line drop this many times the usual step starts a paragraph
-_LINE_SPACING = 1.4  # ... and this many times the font size
-_MIN_STEPS = 3  # fewer lines than this on a page: no paragraph detection or unwrapping
-_WRAPPED_WIDTH = 0.85  # a line this wide relative to the page's long lines was wrapped
-_CJK = re.compile(f"[{CJK_CHARS}]")
-_LIST_MARKER = re.compile(r"^(?:[•·●○◦▪■*–-]|\d{1,2}[.)]?|[a-z][.)]|\(\w{1,3}\))$")
-_MAX_REASON = 160
-# pypdf's per-stream output limits (pypdf.Configuration, 6.18+); brotli only from 7.0
-_OUTPUT_LIMITS = (
-    "zlib_maximum_output_length",
-    "lzw_maximum_output_length",
-    "run_length_maximum_output_length",
-    "jbig2_maximum_output_length",
-    "brotli_maximum_output_length",
-    "array_based_stream_maximum_output_length",
-)
+SCAN_COVERAGE = 0.8  # an image covering this share of an OCRed page is the scan itself
+_CJK_TEXT = f"[{CJK_CHARS}]"
 
 
 def parse_pdf(data: bytes, limits: ParseLimits = DEFAULT_LIMITS) -> ParsedDocument:
-    """Extract the text of every page; pages without text are skipped."""
+    """Located paragraphs of every page under their headings, and the images as assets."""
     if b"%PDF-" not in data[:1024]:
         raise DocumentRejected("file is not a PDF (no %PDF header)")
-    own_limit = get_configuration().zlib_maximum_output_length  # pypdf's, before ours
+    check_structure(data, limits)
+    import pypdfium2 as pdfium  # type: ignore[import-untyped]
+
+    with PDFIUM_LOCK:
+        try:
+            pdf = pdfium.PdfDocument(data)
+        except pdfium.PdfiumError as exc:
+            raise DocumentRejected(f"PDF is corrupt or truncated ({reason_of(exc)})") from exc
+        pages = len(pdf)
     try:
-        with _stream_output_limit(limits.max_uncompressed_bytes):
-            return _parse(data, limits, own_limit)
-    except LimitReachedError as exc:
-        raise reject(f"PDF exceeds a parsing limit of pypdf ({_reason(exc)})") from exc
+        if pages > limits.max_document_blocks:  # PDFium may see more pages than pypdf did
+            raise reject(
+                f"PDF has {pages:,} pages, over the limit of {limits.max_document_blocks:,} "
+                "(RAGSIFT_MAX_DOCUMENT_BLOCKS)"
+            )
+        return _Extraction(pdf, limits).run(pages)
+    finally:
+        with PDFIUM_LOCK:
+            pdf.close()
 
 
-def _parse(data: bytes, limits: ParseLimits, pypdf_limit: int) -> ParsedDocument:
-    try:
-        reader = PdfReader(io.BytesIO(data))
-    except LimitReachedError:
-        raise
-    except Exception as exc:  # pypdf raises many types for broken files
-        raise DocumentRejected(f"PDF is corrupt or truncated ({_reason(exc)})") from exc
-    if reader.is_encrypted:
-        _decrypt_without_password(reader)
-    try:
-        pages = list(reader.pages)
-    except LimitReachedError:
-        raise
-    except Exception as exc:
-        raise DocumentRejected(f"PDF is corrupt or truncated ({_reason(exc)})") from exc
-    if len(pages) > limits.max_document_blocks:
-        raise reject(
-            f"PDF has {len(pages):,} pages, over the limit of {limits.max_document_blocks:,} "
-            "(RAGSIFT_MAX_DOCUMENT_BLOCKS)"
-        )
-    budget = TextBudget(limits)
-    decoded = _DecodedBytes(limits.max_uncompressed_bytes, pypdf_limit)
-    sections: list[Section] = []
-    failed = 0
-    for number, page in enumerate(pages, start=1):
-        text = _page_text(page, number, decoded)
-        if text is None:
-            failed += 1
-        elif text:
-            budget.add_chars(len(text))
-            sections.append(Section(heading_path=(), text=text, locator=Locator(page=number)))
-    if not sections and failed:
-        raise DocumentRejected(f"PDF is corrupt: text extraction failed on {failed} page(s)")
-    if not sections:
-        raise DocumentRejected("no extractable text (scanned PDF?)")
-    logger.debug(
-        "PDF: %d of %d pages with text, %d content bytes decoded",
-        len(sections), len(pages), decoded.total,
-    )
-    return ParsedDocument(media_type=MEDIA_TYPE, sections=tuple(sections))
+@dataclass(slots=True)
+class _Page:
+    """What the first pass read of one page."""
+
+    number: int
+    size: tuple[float, float]  # as displayed
+    lines: list[Line] = field(default_factory=list)
+    ocr_blocks: list[Block] | None = None  # set when the page was OCRed
+    images: list[tuple[ParsedAsset, Box]] = field(default_factory=list)
 
 
-@contextmanager
-def _stream_output_limit(limit: int) -> Iterator[None]:
-    """Lower pypdf's per-stream output limits to `limit` (for this thread or task only)."""
-    current = get_configuration()
-    overwrites: dict[str, int] = {}
-    for name in _OUTPUT_LIMITS:
-        value = getattr(current, name, None)
-        if isinstance(value, int):
-            overwrites[name] = limit if value == 0 else min(value, limit)  # 0: unlimited
-    with apply_configuration(current.with_overwrites(**overwrites)):
-        yield
+class _Extraction:
+    """Reads the pages (text, OCR, images), then lays them out into sections."""
 
+    def __init__(self, pdf: Any, limits: ParseLimits) -> None:
+        self._pdf = pdf
+        self._limits = limits
+        self._budget = TextBudget(limits)
+        self._assets = AssetCollector(limits)
+        self._images = pdf_images.PageImageReader(limits, self._assets.warn)
+        self._ocr_unavailable = ocr_unavailable_reason(limits)
+        self._ocr_budget = OcrBudget(limits)
+        self._failed = 0
+        self._unread = 0  # pages without text that OCR could not read (unavailable)
+        self._ocr_skipped = 0  # ... that were skipped once the OCR budget was spent
+        self._ocr_empty = 0  # ... on which OCR found no text
+        self._ocr_images_skipped = 0  # images not OCRed once the OCR budget was spent
 
-class _DecodedBytes:
-    """Decodes the streams a page's text extraction reads, against one budget per document."""
-
-    def __init__(self, limit: int, pypdf_limit: int) -> None:
-        self._limit = limit
-        self._pypdf_limit = pypdf_limit  # pypdf's own per-stream limit; 0: none
-        self.total = 0
-        self._seen: set[int] = set()  # ids of objects walked (pypdf keeps them alive)
-
-    def remaining(self) -> int:
-        return self._limit - self.total
-
-    def decode_page(self, page: Any) -> None:
-        """Decode the page's content streams and form XObjects; pypdf caches the results."""
-        for stream in self._streams(page):
-            # Which limit stops an over-long stream: what is left of ours, or pypdf's own.
-            ours = self._pypdf_limit == 0 or self.remaining() < self._pypdf_limit
-            try:
-                with _stream_output_limit(max(1, self.remaining())):
-                    self.total += len(stream.get_data())
-            except LimitReachedError as exc:
-                if ours:
-                    raise self._over() from exc
-                raise
-            if self.total > self._limit:
-                raise self._over()
-
-    def _over(self) -> DocumentRejected:
-        return reject(
-            f"PDF content streams decode to more than {self._limit:,} bytes "
-            "(RAGSIFT_MAX_UNCOMPRESSED_BYTES)"
+    def run(self, count: int) -> ParsedDocument:
+        pages = [page for page in map(self._read_page, range(count)) if page]
+        sections = self._lay_out(pages)
+        self._report(pages)
+        if not sections:
+            raise DocumentRejected(self._no_text_reason())
+        return ParsedDocument(
+            media_type=MEDIA_TYPE, sections=tuple(sections), assets=self._assets.assets,
+            warnings=self._assets.warnings,
         )
 
-    def _streams(self, page: Any) -> Iterator[Any]:
-        contents = _resolved(page.get("/Contents"))
-        for item in contents if isinstance(contents, ArrayObject) else [contents]:
-            stream = _resolved(item)
-            if isinstance(stream, StreamObject) and self._first_time(stream):
-                yield stream
-        pending = [_resolved(page.get("/Resources"))]
-        while pending:
-            resources = pending.pop()
-            # Pages often share one resource dictionary: walk it once, not once per page.
-            if not isinstance(resources, DictionaryObject) or not self._first_time(resources):
-                continue
-            xobjects = _resolved(resources.get("/XObject"))
-            if not isinstance(xobjects, DictionaryObject):
-                continue
-            for reference in xobjects.values():
-                form = _resolved(reference)
-                if (
-                    isinstance(form, StreamObject)
-                    and form.get("/Subtype") == "/Form"
-                    and self._first_time(form)
-                ):
-                    yield form
-                    pending.append(_resolved(form.get("/Resources")))
+    def _read_page(self, index: int) -> _Page | None:
+        number = index + 1
+        try:
+            with PDFIUM_LOCK:  # PDFium is not thread-safe (pdf_pages.py)
+                page = self._pdf[index]
+                try:
+                    frame = PageFrame(page.get_cropbox(), page.get_rotation())
+                    textpage = page.get_textpage()
+                    try:
+                        lines = pdf_layout.read_lines(textpage, frame)
+                    finally:
+                        textpage.close()
+                    images = self._images.read(page, frame, number)
+                    draws = _draws_anything(page)
+                finally:
+                    page.close()
+        except DocumentRejected:
+            raise
+        except Exception as exc:  # one unreadable page must not lose the others
+            logger.warning("PDF page %d: text extraction failed (%s); page skipped", number, exc)
+            self._failed += 1
+            return None
+        # Counted as read, so a document over the limit stops at the page that breaks it.
+        self._budget.add_chars(sum(len(line.text) for line in lines))
+        read = _Page(number, (frame.width, frame.height), lines)
+        if draws:
+            self._scan_ocr(read, index)
+        self._keep_images(read, images)
+        return read
 
-    def _first_time(self, pdf_object: Any) -> bool:
-        if id(pdf_object) in self._seen:
-            return False
-        self._seen.add(id(pdf_object))
-        return True
+    def _scan_ocr(self, read: _Page, index: int) -> None:
+        """OCR the page when its text layer is (nearly) empty."""
+        chars = sum(len(line.text) - line.text.count(" ") for line in read.lines)
+        if chars >= self._limits.ocr_min_chars:
+            return
+        if self._ocr_unavailable is not None:
+            self._unread += not read.lines
+            return
+        try:
+            blocks = ocr_pdf_page(self._pdf, index, self._limits, self._ocr_budget)
+        except OcrTimeout:
+            self._ocr_skipped += 1
+            return
+        except DocumentRejected:
+            raise
+        except Exception as exc:  # OCR of one page must not lose the document
+            self._assets.warn(f"OCR of page {read.number} failed: {reason_of(exc)}")
+            return
+        if blocks:
+            self._budget.add_chars(sum(len(block.text) for block in blocks))
+            read.ocr_blocks = blocks
+        elif not read.lines:
+            self._ocr_empty += 1
+
+    def _keep_images(self, read: _Page, images: list[pdf_images.PageImage]) -> None:
+        page_area = max(read.size[0] * read.size[1], 1.0)
+        for image in images:
+            box = image.box
+            if read.ocr_blocks is not None:
+                area = (box[2] - box[0]) * (box[3] - box[1])
+                if area >= SCAN_COVERAGE * page_area:
+                    continue  # the scan of an OCRed page: its text is the page's blocks
+            locator = Locator(page=read.number, boxes=(box,))
+            kept = self._assets.add(image.data, what=image.what, locator=locator)
+            if kept is not None:
+                read.images.append((kept, box))
+
+    def _lay_out(self, pages: list[_Page]) -> list[Section]:
+        with PDFIUM_LOCK:
+            outline = _outline(self._pdf, self._limits)
+        text_lines = [line for page in pages if page.ocr_blocks is None for line in page.lines]
+        body = pdf_layout.body_size(text_lines)
+        levels = pdf_layout.heading_levels(text_lines, body)
+        level_of = functools.partial(pdf_layout.heading_level, levels=levels, body=body)
+        builder = _Sections()
+        for page in pages:
+            titles = outline.get(page.number, []) if outline is not None else []
+            entries: list[Heading | Block]
+            if page.ocr_blocks is not None:
+                entries = [*(Heading(level, title) for level, title in titles), *page.ocr_blocks]
+            elif outline is not None:
+                entries = _outline_entries(page, titles)
+            else:
+                entries = pdf_layout.page_entries(page.lines, page.number, level_of)
+            self._place_images(page, entries, builder)
+        return builder.sections
+
+    def _place_images(
+        self, page: _Page, entries: list[Heading | Block], builder: _Sections
+    ) -> None:
+        """Link each image to its nearest paragraph (adding its OCR block), then build."""
+        links: list[tuple[ParsedAsset, str, Block | None, str]] = []
+        for asset, box in page.images:
+            blocks = [entry for entry in entries if isinstance(entry, Block)]
+            # Linked to its caption when it has one (what describes it), else the nearest text.
+            found = pdf_images.caption_block(box, blocks)
+            caption = "" if found is None else pdf_images.caption_text(blocks[found])
+            nearest = pdf_images.nearest_block(box, blocks) if found is None else found
+            anchor = None if nearest is None else blocks[nearest]
+            text = self._image_ocr(asset)
+            if text:
+                self._budget.add_chars(len(text))
+                located = Locator(page=page.number, boxes=(box,))
+                ocr_block = Block(f"{_marker(text)} {text}", located)
+                at = len(entries) if anchor is None else _index_of(entries, anchor) + 1
+                entries.insert(at, ocr_block)
+                anchor = ocr_block
+            links.append((asset, caption, anchor, text))
+        placed = builder.add_page(page.number, entries)
+        for asset, caption, anchor, text in links:
+            section, block, path = (None, None, builder.path)
+            if anchor is not None and id(anchor) in placed:
+                section, block, path = placed[id(anchor)]
+            final = dataclasses.replace(
+                asset, caption=caption or (path[-1] if path else ""), ocr_text=text,
+                section=section, block=block,
+            )
+            self._assets.replace(asset, final)
+
+    def _image_ocr(self, asset: ParsedAsset) -> str:
+        if self._ocr_unavailable is not None:
+            return ""
+        try:
+            return pdf_images.ocr_text(asset.data, self._limits, self._ocr_budget)
+        except OcrTimeout:
+            self._ocr_images_skipped += 1
+            return ""
+        except Exception as exc:  # OCR of one image must not lose the document
+            page = asset.locator.page
+            self._assets.warn(f"OCR of an image on page {page} failed: {reason_of(exc)}")
+            return ""
+
+    def _report(self, pages: list[_Page]) -> None:
+        if self._ocr_skipped:
+            self._assets.warn(self._ocr_budget.skipped_warning(self._ocr_skipped))
+        if self._ocr_images_skipped:
+            self._assets.warn(
+                self._ocr_budget.skipped_warning(self._ocr_images_skipped, "images")
+            )
+        if self._unread and self._ocr_unavailable is not None:
+            self._assets.warn(
+                f"{self._unread} page(s) without a text layer not read: {self._ocr_unavailable}"
+            )
+        logger.debug(
+            "PDF: %d pages read, %d failed, %d OCRed", len(pages), self._failed,
+            sum(page.ocr_blocks is not None for page in pages),
+        )
+
+    def _no_text_reason(self) -> str:
+        if self._failed and not (self._unread or self._ocr_skipped or self._ocr_empty):
+            return f"PDF is corrupt: text extraction failed on {self._failed} page(s)"
+        if self._ocr_skipped:
+            return f"no extractable text: {self._ocr_budget.skipped_warning(self._ocr_skipped)}"
+        if self._unread and self._ocr_unavailable is not None:
+            return f"no extractable text (scanned PDF?): {self._ocr_unavailable}"
+        if self._ocr_empty:
+            return f"no extractable text (OCR found no text on {self._ocr_empty} page(s))"
+        return "no extractable text (scanned PDF?)"
 
 
-def _resolved(value: Any) -> Any:
-    return value.get_object() if hasattr(value, "get_object") else value
+class _Sections:
+    """Cuts the pages' entries into sections: a heading or a new page starts one."""
+
+    def __init__(self) -> None:
+        self._stack: list[tuple[int, str]] = []
+        self.sections: list[Section] = []
+
+    @property
+    def path(self) -> tuple[str, ...]:
+        return tuple(title for _, title in self._stack)
+
+    def add_page(
+        self, number: int, entries: list[Heading | Block]
+    ) -> dict[int, tuple[int, int, tuple[str, ...]]]:
+        """Add a page; returns where each of its blocks went: id -> (section, block, path)."""
+        placed: dict[int, tuple[int, int, tuple[str, ...]]] = {}
+        blocks: list[Block] = []
+        for entry in entries:
+            if isinstance(entry, Heading):
+                title = normalize_inline(entry.title)
+                if not title:
+                    continue
+                self._flush(number, blocks)
+                while self._stack and self._stack[-1][0] >= entry.level:
+                    self._stack.pop()
+                self._stack.append((entry.level, title))
+            elif entry.text.strip():
+                placed[id(entry)] = (len(self.sections), len(blocks), self.path)
+                blocks.append(entry)
+        self._flush(number, blocks)
+        return placed
+
+    def _flush(self, number: int, blocks: list[Block]) -> None:
+        if blocks:
+            self.sections.append(Section.of_blocks(self.path, Locator(page=number), blocks))
+            blocks.clear()
 
 
-def _decrypt_without_password(reader: PdfReader) -> None:
+def _outline(pdf: Any, limits: ParseLimits) -> dict[int, list[tuple[int, str]]] | None:
+    """Page number -> (level, title) of the outline's entries; None without an outline."""
+    import pypdfium2.raw as pdfium_c  # type: ignore[import-untyped]
+
+    found: dict[int, list[tuple[int, str]]] = {}
     try:
-        opened = reader.decrypt("")
-    except Exception as exc:  # e.g. AES without the optional cryptography package
-        raise DocumentRejected("PDF is encrypted and cannot be opened") from exc
-    if not opened:
-        raise DocumentRejected("PDF is encrypted (password required)")
-
-
-def _page_text(page: Any, number: int, decoded: _DecodedBytes) -> str | None:
-    """Normalised text of one page with paragraphs restored; None if the page cannot be read."""
-    fragments: list[_Fragment] = []
-
-    def visit(text: str, cm: list[float], tm: list[float], _font: object, size: float) -> None:
-        if text:
-            y = tm[4] * cm[1] + tm[5] * cm[3] + cm[5]
-            scale = math.hypot(tm[2] * cm[0] + tm[3] * cm[2], tm[2] * cm[1] + tm[3] * cm[3])
-            fragments.append(_Fragment(text, y, abs(size * scale)))
-
-    try:
-        decoded.decode_page(page)
-        with _stream_output_limit(max(1, decoded.remaining())):
-            plain: str = page.extract_text(visitor_text=visit)
-    except DocumentRejected:
-        raise
-    except LimitReachedError as exc:  # a limit, not a broken page: the document goes
-        reason = f"PDF page {number} exceeds a parsing limit of pypdf ({_reason(exc)})"
-        raise reject(reason) from exc
-    except Exception as exc:  # one unreadable page must not lose the others
-        logger.warning("PDF page %d: text extraction failed (%s); page skipped", number, exc)
+        for count, bookmark in enumerate(pdf.get_toc(max_depth=pdf_layout.MAX_HEADING_LEVELS)):
+            if count >= limits.max_document_blocks:
+                break
+            title = normalize_inline(bookmark.get_title() or "")
+            dest = bookmark.get_dest()
+            if dest is None:  # a GoTo action rather than a destination
+                action = pdfium_c.FPDFBookmark_GetAction(bookmark)
+                raw = pdfium_c.FPDFAction_GetDest(pdf, action) if action else None
+                index = pdfium_c.FPDFDest_GetDestPageIndex(pdf, raw) if raw else -1
+            else:
+                index = dest.get_index()
+            if title and isinstance(index, int) and index >= 0:
+                found.setdefault(index + 1, []).append((bookmark.level + 1, title))
+    except Exception as exc:  # a broken outline: fall back to font sizes
+        logger.info("PDF outline not read (%s); headings from font sizes", exc)
         return None
-    if "".join(fragment.text for fragment in fragments) != plain:
-        return normalize_text(plain)  # the visitor saw different text: keep pypdf's own result
-    return _unwrap_lines(normalize_text(_with_paragraph_breaks(fragments)))
+    return found or None
 
 
-class _Fragment(NamedTuple):
-    text: str
-    y: float  # baseline of the fragment's first line, in page space
-    size: float  # rendered font size
+def _outline_entries(page: _Page, titles: list[tuple[int, str]]) -> list[Heading | Block]:
+    """The page laid out with the outline's titles as headings (unmatched ones on top)."""
+    pending = list(titles)
+
+    def level_of(line: Line) -> int | None:
+        key = _key(line.text)
+        for index, (level, title) in enumerate(pending):
+            if _key(title) == key:
+                del pending[index]
+                return level
+        return None
+
+    entries = pdf_layout.page_entries(page.lines, page.number, level_of)
+    return [*(Heading(level, title) for level, title in pending), *entries]
 
 
-def _with_paragraph_breaks(fragments: list[_Fragment]) -> str:
-    """Join fragments, adding a blank line before a line that starts after a large gap.
-
-    A gap counts when it exceeds both the usual line step of text in that font size (the lower
-    quartile of its steps, so pages of short paragraphs still measure the in-paragraph step, and
-    per size, so a table in small print does not set the step for body text) and the font size
-    times a minimal line spacing. A jump back up the page (new column or block) also counts. A
-    drop under half the font size (a bullet or superscript beside the text) is not a line step.
-    """
-    starts: list[tuple[int, float, float]] = []  # index, drop per line, smaller font size
-    previous: _Fragment | None = None
-    for index, fragment in enumerate(fragments):
-        if index and not fragments[index - 1].text.endswith("\n"):
-            continue
-        if previous is not None:
-            drop = (previous.y - fragment.y) / max(1, previous.text.count("\n"))
-            starts.append((index, drop, round(min(previous.size, fragment.size), 1)))
-        previous = fragment
-    by_size: dict[float, list[float]] = {}
-    for _, drop, size in starts:
-        if drop > size * 0.5:
-            by_size.setdefault(size, []).append(drop)
-    steps = [drop for group in by_size.values() for drop in group]
-    if len(steps) < _MIN_STEPS:
-        return "".join(fragment.text for fragment in fragments)
-    usual = {
-        size: _lower_quartile(group if len(group) >= _MIN_STEPS else steps)
-        for size, group in by_size.items()
-    }
-    breaks = set()
-    for index, drop, size in starts:
-        step = usual.get(size, _lower_quartile(steps))
-        if (drop > step * _PARAGRAPH_GAP and drop > size * _LINE_SPACING) or drop < -step * 2:
-            breaks.add(index)
-    return "".join(
-        ("\n" + fragment.text) if index in breaks else fragment.text
-        for index, fragment in enumerate(fragments)
-    )
+def _key(text: str) -> str:
+    return "".join(text.split()).casefold()
 
 
-def _lower_quartile(values: list[float]) -> float:
-    return sorted(values)[len(values) // 4]
+def _draws_anything(page: Any) -> bool:
+    import pypdfium2.raw as pdfium_c
+
+    return int(pdfium_c.FPDFPage_CountObjects(page)) > 0
 
 
-def _unwrap_lines(text: str) -> str:
-    """Join lines that were wrapped at the right margin back into their paragraph.
-
-    A line counts as wrapped when it is nearly as wide as the page's long lines (display width,
-    a CJK character counting two). Between two CJK characters the break disappears, after a hyphen
-    too; elsewhere it becomes a space. Short lines (headings, table cells, last lines) stay, except
-    that a line holding only a list marker ("•", "3") is joined to the item text after it.
-    """
-    lines = text.split("\n")
-    widths = sorted(_width(line) for line in lines if line)
-    if len(widths) < _MIN_STEPS:
-        return text
-    full = widths[int((len(widths) - 1) * 0.9)] * _WRAPPED_WIDTH
-    out: list[str] = [lines[0]]
-    for previous, line in itertools.pairwise(lines):
-        if not line or not previous or _LIST_MARKER.match(line):
-            out.append(line)
-        elif _LIST_MARKER.match(previous):
-            out[-1] = f"{out[-1]} {line}"
-        elif _width(previous) < full:
-            out.append(line)
-        elif previous.endswith("-") or (_is_cjk(previous[-1]) and _is_cjk(line[0])):
-            out[-1] += line
-        else:
-            out[-1] = f"{out[-1]} {line}"
-    return "\n".join(out)
+def _marker(text: str) -> str:
+    return "[图片]" if re.search(_CJK_TEXT, text) else "[Image]"
 
 
-def _width(line: str) -> int:
-    return sum(2 if _is_cjk(char) else 1 for char in line)
-
-
-def _is_cjk(char: str) -> bool:
-    return _CJK.match(char) is not None
-
-
-def _reason(exc: Exception) -> str:
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    return text[:_MAX_REASON]
+def _index_of(entries: list[Heading | Block], anchor: Block) -> int:
+    return next(index for index, entry in enumerate(entries) if entry is anchor)
