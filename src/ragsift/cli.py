@@ -246,7 +246,7 @@ def kb_list(data_dir: DataDir = None, as_json: JsonFlag = False) -> None:
 
 @docs_app.command("list")
 def docs_list(kb: KbName, data_dir: DataDir = None, as_json: JsonFlag = False) -> None:
-    """List the documents of a knowledge base with status and error."""
+    """List the documents of a knowledge base with status, error and parse warnings."""
     with open_container(data_dir) as container:
         documents = container.repository.list_documents(kb_named(container, kb).id)
     if as_json:
@@ -254,7 +254,8 @@ def docs_list(kb: KbName, data_dir: DataDir = None, as_json: JsonFlag = False) -
         return
     for d in documents:
         error = f"\t{d.error}" if d.error else ""
-        out.print(f"{d.id}\t{d.status.value}\t{d.filename}{error}")
+        warnings = f"\twarnings: {'; '.join(d.warnings)}" if d.warnings else ""
+        out.print(f"{d.id}\t{d.status.value}\t{d.filename}{error}{warnings}", markup=False)
 
 
 @docs_app.command("delete")

@@ -23,8 +23,12 @@ def _where(heading_path: tuple[str, ...], locator: Locator) -> str:
         parts.append(f"p.{locator.page}")
     if locator.sheet is not None:
         parts.append(f"{locator.sheet}!{locator.cell_range or ''}")
+    elif locator.cell_range is not None:  # a CSV file: one sheet without a name
+        parts.append(locator.cell_range)
     if locator.slide is not None:
         parts.append(f"slide {locator.slide}")
+    if locator.record is not None:
+        parts.append(f"record {locator.record}")
     return " · ".join(parts)
 
 

@@ -75,7 +75,7 @@ def test_documents_filter_by_key_and_chunks_page_through(api: Api) -> None:
     assert page["offset"] == 1 and page["total"] > 3 and len(page["chunks"]) == 2
     chunk = page["chunks"][0]
     assert set(chunk) == {"id", "level", "parent_id", "ordinal", "heading_path", "locator",
-                          "token_count", "text"}
+                          "token_count", "text", "asset_ids"}
     assert api.client.get(f"/api/documents/{document_id}/chunks",
                           params={"limit": 501}).status_code == 422
 

@@ -162,7 +162,7 @@ def test_the_versioned_default_ingests_with_worker_processes(tmp_path: Path) -> 
 class HostileChunker(Chunker):
     """Misbehaves on marked documents the way hostile files make parsers misbehave."""
 
-    def chunk(self, document_id: str, kb_id: str, parsed: Any) -> Any:
+    def chunk_document(self, document_id: str, kb_id: str, parsed: Any) -> Any:
         text = parsed.sections[0].text if parsed.sections else ""
         if "HANG" in text:
             time.sleep(600)
@@ -171,7 +171,7 @@ class HostileChunker(Chunker):
         if "HOG" in text:
             hog = bytearray(1024**3)  # over the memory cap below
             hog[-1] = 1
-        return super().chunk(document_id, kb_id, parsed)
+        return super().chunk_document(document_id, kb_id, parsed)
 
 
 @pytest.mark.parametrize(("marker", "reason"), [

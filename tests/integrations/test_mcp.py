@@ -168,7 +168,8 @@ def test_stdio_search_returns_evidence_with_citations(data_dir: Path, tmp_path: 
     assert citation["section"] == ["Travel policy", "Hotels"]
     assert citation["chunk_id"] and citation["document_id"]
     assert citation["label"] == "travel.md › Travel policy › Hotels"
-    assert set(citation["locator"]) == {"page", "sheet", "cell_range", "slide"}
+    assert set(citation["locator"]) == {"page", "sheet", "cell_range", "slide", "boxes",
+                                        "record", "pointer"}
 
 
 def test_stdio_explain_adds_every_score_and_a_trace_summary(

@@ -35,8 +35,9 @@ RULES: tuple[Rule, ...] = (
     _rule("GET HEAD", r"/v1/models", Role.READER),  # OpenAI-compatible chat
     _rule("POST", r"/v1/chat/completions", Role.READER),
     _rule("GET HEAD", r"/api/kbs(/\{kb_id\})?", Role.READER),
-    _rule("GET HEAD", r"/api/kbs/\{kb_id\}/documents|/api/documents/\{document_id\}(/chunks)?",
-          Role.READER),
+    _rule("GET HEAD", r"/api/kbs/\{kb_id\}/documents|/api/documents/\{document_id\}"
+          r"(/chunks|/assets|/pages/\{page\}\.png)?", Role.READER),
+    _rule("GET HEAD", r"/api/assets/\{asset_id\}", Role.READER),
     _rule("POST PUT DELETE", r"/api/kbs/\{kb_id\}/documents|/api/documents/.*", Role.EDITOR),
     _rule("GET HEAD", r"/api/kbs/\{kb_id\}/faq(/\{faq_id\})?", Role.READER),
     _rule("PATCH DELETE", r"/api/kbs/\{kb_id\}/faq/\{faq_id\}", Role.EDITOR),

@@ -13,6 +13,7 @@ from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from ragsift import __version__
 from ragsift.api import (
+    routes_assets,
     routes_chat,
     routes_conversations,
     routes_dify,
@@ -112,9 +113,9 @@ def create_app(
     app.state.authorizer = authorizer
     install_error_handlers(app)
     guarded = [Depends(authorizer)]  # the one place every route's access is checked
-    for module in (routes_kb, routes_documents, routes_faq, routes_retrieval, routes_health,
-                   routes_chat, routes_conversations, routes_maintenance, routes_versions,
-                   routes_keys, routes_dify, routes_openai):
+    for module in (routes_kb, routes_documents, routes_assets, routes_faq, routes_retrieval,
+                   routes_health, routes_chat, routes_conversations, routes_maintenance,
+                   routes_versions, routes_keys, routes_dify, routes_openai):
         app.include_router(module.router, dependencies=guarded)
     install_web(app)  # the web pages: /web/debug, /web/chat (their API calls carry the key)
     install_openapi_security(app)

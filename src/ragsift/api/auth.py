@@ -247,6 +247,15 @@ class Authorizer:
         params = request.path_params
         if "kb_id" in params:
             principal.check_kb(str(params["kb_id"]))
+        if "asset_id" in params:  # an image follows its document
+            asset = self._container.repository.get_asset(str(params["asset_id"]))
+            document = None if asset is None else self._container.repository.get_document(
+                asset.document_id)
+            if document is not None:
+                principal.check_kb(document.kb_id)
+                if not principal.sees(document.scope):
+                    raise ApiError(404, "not_found",
+                                   f"asset {params['asset_id']!r} does not exist")
         if "document_id" in params:
             document = self._container.repository.get_document(str(params["document_id"]))
             if document is not None:

@@ -143,7 +143,7 @@ def list_chunks(
     return ChunkPage(total=len(rows), offset=offset, chunks=[
         ChunkOut(id=c.id, level=c.level, parent_id=c.parent_id, ordinal=c.ordinal,
                  heading_path=tuple(c.heading_path), locator=c.locator,
-                 token_count=c.token_count, text=c.text)
+                 token_count=c.token_count, text=c.text, asset_ids=c.asset_ids)
         for c in rows[offset:offset + limit]])
 
 

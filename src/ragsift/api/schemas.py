@@ -87,6 +87,7 @@ class ChunkOut(BaseModel):
     locator: Locator
     token_count: int
     text: str
+    asset_ids: tuple[str, ...] = ()  # its images: GET /api/assets/{id}
 
 
 class ChunkPage(BaseModel):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
+from ragsift.domain.assets import AssetRef
 from ragsift.domain.models import Locator
 from ragsift.domain.trace import RetrievalTrace
 
@@ -81,6 +82,8 @@ class RetrievalHit(BaseModel):
     merged_from: tuple[str, ...] = ()
     context_chunk_ids: tuple[str, ...] = ()
     context_text: str | None = None
+    # the images the chunk's text belongs with (GET /api/assets/{id} serves them)
+    assets: tuple[AssetRef, ...] = ()
 
 
 class FaqHit(BaseModel):

@@ -20,18 +20,20 @@ class BatchWriter:
     """Writes prepared documents together; a failure fails the documents it concerns.
 
     `fail` records a document FAILED with a reason (and removes what it left in the index);
-    `reload` reads a document's current state.
+    `reload` reads a document's current state; `written` is told of each document stored.
     """
 
     def __init__(
         self, repository: Repository, index: SearchIndex, versions: DraftWriter | None,
         fail: Callable[[Document, str], Document], reload: Callable[[str], Document],
+        written: Callable[[Prepared], None] = lambda prepared: None,
     ) -> None:
         self._repository = repository
         self._index = index
         self._versions = versions
         self._fail = fail
         self._reload = reload
+        self._written = written
 
     def write(self, batch: Sequence[Prepared]) -> dict[str, IngestOutcome]:
         if not batch:
@@ -55,6 +57,7 @@ class BatchWriter:
             try:
                 self._repository.replace_chunks(p.document.id, p.chunks)
                 self._repository.set_status(p.document.id, DocumentStatus.READY)
+                self._written(p)
                 outcomes[p.document.id] = IngestOutcome(
                     self._reload(p.document.id), chunks=len(p.records)
                 )
@@ -79,5 +82,6 @@ class BatchWriter:
                 reason = f"{type(result).__name__}: {result}"
                 outcomes[p.document.id] = IngestOutcome(self._fail(p.document, reason))
             else:
+                self._written(p)
                 outcomes[p.document.id] = IngestOutcome(self._reload(p.document.id), chunks=result)
         return outcomes

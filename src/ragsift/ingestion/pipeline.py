@@ -21,6 +21,7 @@ from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path, PurePath
 
+from ragsift.domain.assets import Asset, asset_object_key
 from ragsift.domain.errors import DocumentBusy, DocumentRejected, InvalidInput
 from ragsift.domain.keys import normalize_key
 from ragsift.domain.models import (
@@ -31,6 +32,7 @@ from ragsift.domain.models import (
     KnowledgeBase,
 )
 from ragsift.faults import crash_point
+from ragsift.ingestion.assets import AssetKeeper
 from ragsift.ingestion.batch_write import BatchWriter
 from ragsift.ingestion.chunking import Chunker
 from ragsift.ingestion.cleanup import discard_unstored
@@ -107,11 +109,12 @@ class IngestionService:
         self._limits = limits or WorkerLimits()
         self._pool: PreparationPool | None = None
         self._pool_lock = threading.Lock()
-        self._recovery = Recovery(repository, index, object_store)
+        self._assets = AssetKeeper(repository, object_store)
+        self._recovery = Recovery(repository, index, object_store, self._assets)
         self._replacer = Replacer(repository, index, object_store, versions, self._prepare,
-                                  _object_key)
+                                  _object_key, self._written)
         self._writer = BatchWriter(repository, index, versions, self._fail_existing,
-                                   self._reload)
+                                   self._reload, self._written)
 
     def close(self) -> None:
         """Stop the preparation workers (started again on next use)."""
@@ -311,6 +314,14 @@ class IngestionService:
             return IngestOutcome(self._fail_existing(document, f"{type(exc).__name__}: {exc}"))
         return IngestOutcome(self._reload(document.id), chunks=count)
 
+    def read_original(self, document: Document) -> bytes:
+        """The stored original of a document (as ingested, or last replaced)."""
+        return self._objects.get(_object_key(document))
+
+    def read_asset(self, asset: Asset) -> bytes:
+        """The bytes of an image kept with a document."""
+        return self._objects.get(asset_object_key(asset.kb_id, asset.sha256))
+
     def delete_document(self, document_id: str) -> None:
         """Remove a document from the indexes, the object store and the facts."""
         document = self._reload(document_id)
@@ -325,12 +336,22 @@ class IngestionService:
     ) -> int:
         prepared = self._prepare(document, data, progress)
         if self._versions is not None:
-            return self._versions.write(
+            count = self._versions.write(
                 document, prepared.chunks, prepared.vectors_by_text(), progress
             )
-        self._index.upsert(prepared.records, prepared.vectors)
-        self._repository.replace_chunks(document.id, prepared.chunks)
-        return len(prepared.records)
+        else:
+            self._index.upsert(prepared.records, prepared.vectors)
+            self._repository.replace_chunks(document.id, prepared.chunks)
+            count = len(prepared.records)
+        self._written(prepared)
+        return count
+
+    def _written(self, prepared: Prepared) -> None:
+        """After a document's chunks are stored: collect the images no chunk names now.
+
+        A first ingest without images has none to collect (and skips the query)."""
+        if prepared.has_assets or prepared.document.status != DocumentStatus.PENDING:
+            self._assets.collect(prepared.document.id)
 
     def _prepare(
         self, document: Document, data: bytes, progress: Progress | None, mark: bool = True
@@ -344,11 +365,11 @@ class IngestionService:
             self._repository.set_status(document.id, DocumentStatus.PARSING)
         pool = self._preparer()
         if pool is None:
-            chunks = chunk_document(
+            chunked = chunk_document(
                 self._chunker, document.id, document.kb_id, document.filename, data,
                 self._limits.parse,
             )
-            return self._embed(document, Chunked(chunks, {}), progress, mark)
+            return self._embed(document, chunked, progress, mark)
         job = Job(document, data, self._sparse_analyzer(document.kb_id))
         result = pool.result(pool.submit(job))
         if isinstance(result, Failed):
@@ -374,7 +395,10 @@ class IngestionService:
             self._embedder, [chunk.text for chunk in children], self._batch, progress
         )
         records = index_records(document, children, chunked.analyzed)
-        return Prepared(document, chunks, records, vectors, chunked.analyzed)
+        if chunked.assets or chunked.warnings or document.warnings:
+            self._assets.stage(document, chunked.assets, chunked.warnings)
+        return Prepared(document, chunks, records, vectors, chunked.analyzed,
+                        has_assets=bool(chunked.assets))
 
     def process_many(
         self, document_ids: Sequence[str], progress: Progress | None = None,

@@ -43,6 +43,7 @@ import pebble
 from ragsift.domain.errors import DocumentRejected
 from ragsift.domain.index_records import AnalyzedText, IndexRecord
 from ragsift.domain.models import CHILD_LEVEL, Chunk, Document
+from ragsift.ingestion.assets import StagedAsset, attach_assets
 from ragsift.ingestion.chunking import Chunker
 from ragsift.ingestion.parsers import parse_document
 from ragsift.ingestion.parsers.limits import ParseLimits
@@ -68,6 +69,7 @@ class Prepared:
     records: list[IndexRecord]
     vectors: Vectors
     analyzed: dict[str, AnalyzedText] = field(default_factory=dict)  # by chunk id
+    has_assets: bool = False  # images were stored with it (collect the old ones after)
 
     def vectors_by_text(self) -> dict[str, Vectors]:
         """The vectors by chunk text."""
@@ -91,10 +93,13 @@ class Job:
 
 @dataclass(frozen=True, slots=True)
 class Chunked:
-    """A prepared document: all chunks, and BM25 tokens of its children by chunk id."""
+    """A prepared document: all chunks, BM25 tokens of its children by chunk id, its images
+    (assets) and what parsing warned of."""
 
     chunks: list[Chunk]
     analyzed: dict[str, AnalyzedText]
+    assets: list[StagedAsset] = field(default_factory=list)
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,13 +115,14 @@ class Failed:
 def chunk_document(
     chunker: Chunker, document_id: str, kb_id: str, filename: str, data: bytes,
     limits: ParseLimits | None = None,
-) -> list[Chunk]:
-    """Parents and children of one file; DocumentRejected when it has nothing to index."""
+) -> Chunked:
+    """Parents, children and images of one file; DocumentRejected when it has no text."""
     parsed = parse_document(filename, data, limits)
-    chunks = chunker.chunk(document_id, kb_id, parsed)
-    if not any(chunk.level == CHILD_LEVEL for chunk in chunks):
+    chunked = chunker.chunk_document(document_id, kb_id, parsed)
+    if not any(chunk.level == CHILD_LEVEL for chunk in chunked.chunks):
         raise DocumentRejected("document has no text to index")
-    return chunks
+    chunks, assets = attach_assets(kb_id, document_id, filename, parsed, chunked)
+    return Chunked(chunks, {}, assets, parsed.warnings)
 
 
 def analyze_children(chunks: list[Chunk], analyzer: Analyzer) -> dict[str, AnalyzedText]:
@@ -184,9 +190,10 @@ def _prepare_in_worker(
 ) -> Chunked | Failed:
     assert _worker_chunker is not None, "worker started without a chunker"
     try:
-        chunks = chunk_document(_worker_chunker, document_id, kb_id, filename, data,
-                                _worker_parse_limits)
-        analyzed = analyze_children(chunks, analyzer) if analyzer is not None else {}
+        chunked = chunk_document(_worker_chunker, document_id, kb_id, filename, data,
+                                 _worker_parse_limits)
+        analyzed = (analyze_children(chunked.chunks, analyzer) if analyzer is not None
+                    else {})
     except DocumentRejected as exc:
         return Failed(str(exc), rejected=True)
     except MemoryError:
@@ -195,7 +202,7 @@ def _prepare_in_worker(
     except Exception as exc:  # reported to the parent as data: it fails this document alone
         return Failed(f"{type(exc).__name__}: {exc}", rejected=False,
                       detail=traceback.format_exc())
-    return Chunked(chunks, analyzed)
+    return Chunked(chunked.chunks, analyzed, chunked.assets, chunked.warnings)
 
 
 class PreparationPool:

@@ -12,6 +12,7 @@ import logging
 
 from ragsift.domain.errors import NotFound
 from ragsift.domain.models import Document, DocumentStatus
+from ragsift.ingestion.assets import AssetKeeper
 from ragsift.ingestion.cleanup import discard_unstored
 from ragsift.ingestion.outcomes import IngestOutcome
 from ragsift.ports import ObjectStore, Repository, SearchIndex
@@ -23,10 +24,14 @@ logger = logging.getLogger(__name__)
 class Recovery:
     """Takes over and cleans the documents of dead processes."""
 
-    def __init__(self, repository: Repository, index: SearchIndex, objects: ObjectStore) -> None:
+    def __init__(
+        self, repository: Repository, index: SearchIndex, objects: ObjectStore,
+        assets: AssetKeeper | None = None,
+    ) -> None:
         self._repository = repository
         self._index = index
         self._objects = objects
+        self._assets = assets or AssetKeeper(repository, objects)
 
     def recover(self, kb_id: str | None = None) -> list[str]:
         """Take over the unfinished documents whose process died; ids to process again.
@@ -73,10 +78,13 @@ class Recovery:
         return IngestOutcome(document, busy=True)
 
     def finish_delete(self, document: Document) -> None:
-        """Index rows, original and facts of a DELETING document, in that order."""
+        """Index rows, original and facts of a DELETING document, in that order; then the
+        bytes of its images that no other document of the KB holds."""
+        images = self._assets.before_delete(document.id)
         self._index.delete_document(document.id)
         self._objects.delete_prefix(f"{document.kb_id}/{document.id}")
         self._repository.delete_document(document.id)
+        self._assets.after_delete(images)
 
 
 def load_document(repository: Repository, document_id: str) -> Document:

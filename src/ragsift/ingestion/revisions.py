@@ -44,6 +44,7 @@ class Replacer:
     def __init__(
         self, repository: Repository, index: SearchIndex, objects: ObjectStore,
         versions: DraftWriter | None, prepare: Prepare, object_key: ObjectKey,
+        written: Callable[[Prepared], None] = lambda prepared: None,
     ) -> None:
         self._repository = repository
         self._index = index
@@ -51,6 +52,7 @@ class Replacer:
         self._versions = versions
         self._prepare = prepare
         self._object_key = object_key
+        self._written = written  # told of the prepared content once stored
 
     def claim(self, document: Document) -> None:
         """Take the document for a replacement, or DocumentBusy."""
@@ -103,6 +105,7 @@ class Replacer:
                 f"{type(exc).__name__}: {exc}")
             return self._outcome(document.id, replace_failed=True)
         self._repository.finish_replace(document.id, revision)
+        self._written(prepared)
         return self._outcome(document.id, chunks=chunks, replaced=True)
 
     def _restart(self, new: Document, revision: Revision, data: bytes) -> IngestOutcome:

@@ -42,7 +42,8 @@ class Citation(Out):
     document_id: str
     chunk_id: str = Field(description="pass it to get_chunk for its parent and neighbours")
     section: list[str] = Field(description="the heading path of the chunk in its file")
-    locator: Locator = Field(description="page, sheet and cell range, or slide, when known")
+    locator: Locator = Field(description="page (and line boxes), sheet and cell range, slide, "
+                             "or JSON record and pointer, when known")
     label: str = Field(description="a short human-readable reference, e.g. 'a.md › Intro, p. 3'")
 
 
@@ -57,6 +58,8 @@ def citation_label(file: str, section: Sequence[str], locator: Locator) -> str:
                                                   if locator.cell_range else ""))
     if locator.slide is not None:
         where.append(f"slide {locator.slide}")
+    if locator.record is not None:
+        where.append(f"record {locator.record}")
     return ", ".join([label, *where])
 
 

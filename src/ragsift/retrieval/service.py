@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from ragsift.config import Settings
+from ragsift.domain.assets import Asset, AssetRef
 from ragsift.domain.errors import (
     EmbeddingModelMismatch,
     InvalidInput,
@@ -292,8 +293,10 @@ class RetrievalService:
                 degradations.append(failure)
             timings["small2big"] = _ms(stage)
 
+        assets = await self._assets_of(final)
         hits = tuple(
-            _to_hit(rank, c, expansions.get(c.chunk.id)) for rank, c in enumerate(final, start=1)
+            _to_hit(rank, c, expansions.get(c.chunk.id), assets)
+            for rank, c in enumerate(final, start=1)
         )
         timings["total"] = _ms(started)
         applied = Switches(
@@ -373,6 +376,13 @@ class RetrievalService:
             return result, StageTrace(status="skipped", reason=reason)
         return result, StageTrace(status="applied", detail={"merged_parents": count})
 
+    async def _assets_of(self, final: Sequence[_Candidate]) -> dict[str, Asset]:
+        """The assets the final hits' chunks name, in one query (none when none do)."""
+        ids = {asset for c in final for asset in c.chunk.asset_ids}
+        if not ids:
+            return {}
+        return await asyncio.to_thread(self._repository.get_assets, ids)
+
     async def _small2big(
         self, final: Sequence[_Candidate], options: Options, version: int | None = None
     ) -> tuple[dict[str, Expansion], StageTrace, Degradation | None]:
@@ -402,7 +412,9 @@ class RetrievalService:
         ), None
 
 
-def _to_hit(rank: int, c: _Candidate, expansion: Expansion | None) -> RetrievalHit:
+def _to_hit(
+    rank: int, c: _Candidate, expansion: Expansion | None, assets: dict[str, Asset]
+) -> RetrievalHit:
     hit, chunk = c.fused, c.chunk
     return RetrievalHit(
         rank=rank, chunk_id=chunk.id, document_id=chunk.document_id, filename=c.filename,
@@ -414,4 +426,5 @@ def _to_hit(rank: int, c: _Candidate, expansion: Expansion | None) -> RetrievalH
         retrieval_sources=hit.retrieval_sources, merged_from=c.merged_from,
         context_chunk_ids=expansion.context_chunk_ids if expansion else (),
         context_text=expansion.text if expansion else None,
+        assets=tuple(AssetRef.of(assets[i]) for i in chunk.asset_ids if i in assets),
     )

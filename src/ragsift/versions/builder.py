@@ -42,7 +42,7 @@ def derived_id(chunk_id: str, draft_seq: int) -> str:
 def _content(chunk: Chunk) -> tuple[object, ...]:
     """Everything a row holds except its id and version window."""
     return (chunk.document_id, chunk.kb_id, chunk.parent_id, chunk.level, chunk.ordinal,
-            chunk.heading_path, chunk.locator, chunk.text, chunk.token_count)
+            chunk.heading_path, chunk.locator, chunk.text, chunk.token_count, chunk.asset_ids)
 
 
 def plan_document(chunks: Sequence[Chunk], rows: Sequence[Chunk], draft_seq: int) -> DocumentPlan:

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ragsift.config import Settings
+from ragsift.domain.assets import asset_object_key
 from ragsift.domain.errors import InvalidInput, NotFound
 from ragsift.domain.models import DocumentStatus, KnowledgeBase
 from ragsift.domain.versions import (
@@ -175,6 +176,7 @@ class VersionService:
         state = self._store.get_version_state(kb_id)
         if state is None:
             return Collected()
+        images = self._store.kb_images(kb_id)
         collected = self._store.collect_versions(kb_id, state.retention)
         # the facts are gone first: index rows left by a failure here are dropped by the
         # re-check of hits, and the next collection does not see them again
@@ -185,6 +187,10 @@ class VersionService:
         for document_id in collected.document_ids:
             self._index.delete_document(document_id)
             self._objects.delete_prefix(f"{kb_id}/{document_id}")
+        if images:  # images only collected chunks named go with them
+            self._store.sweep_assets(kb_id)
+            for _, sha256 in self._store.unused_images(images):
+                self._objects.delete_prefix(asset_object_key(kb_id, sha256))
         return collected
 
     def forget_kb(self, kb: KnowledgeBase) -> None:
@@ -194,6 +200,7 @@ class VersionService:
             self._index.delete_document(document.id)
             self._objects.delete_prefix(f"{kb.id}/{document.id}")
             self._store.delete_document(document.id)
+        self._objects.delete_prefix(f"assets/{kb.id}/")
 
     # ---- internals ------------------------------------------------------------------------
 

@@ -106,6 +106,8 @@ class DocumentRow(Base):
     doc_key: Mapped[str | None] = mapped_column(String(1024))
     source_mtime: Mapped[float | None] = mapped_column(Float)
     replacing_owner: Mapped[str | None] = mapped_column(String(512))
+    # What parsing skipped or cut without failing the document (0011).
+    warnings: Mapped[list[str] | None] = mapped_column(JSON)
 
 
 class ChunkRow(Base):
@@ -132,6 +134,29 @@ class ChunkRow(Base):
     # valid_to_seq 0 = still valid. Rows from before versions are 0/0: in every version.
     valid_from_seq: Mapped[int] = mapped_column(Integer, server_default=sql_text("0"))
     valid_to_seq: Mapped[int] = mapped_column(Integer, server_default=sql_text("0"))
+    # The assets (images) the chunk belongs with, NULL for none (0011).
+    asset_ids: Mapped[list[str] | None] = mapped_column(JSON)
+
+
+class AssetRow(Base):
+    """An image of a document (0011); its bytes are in the object store by sha256."""
+
+    __tablename__ = "assets"
+    __table_args__ = (
+        Index("ix_assets_document_id", "document_id"),
+        Index("ix_assets_kb_id_sha256", "kb_id", "sha256"),
+    )
+
+    id: Mapped[str] = mapped_column(ID, primary_key=True)
+    kb_id: Mapped[str] = mapped_column(ID)
+    document_id: Mapped[str] = mapped_column(ID, ForeignKey("documents.id", ondelete="CASCADE"))
+    sha256: Mapped[str] = mapped_column(String(64))
+    media_type: Mapped[str] = mapped_column(String(255))
+    width: Mapped[int] = mapped_column(Integer)
+    height: Mapped[int] = mapped_column(Integer)
+    locator: Mapped[dict[str, Any]] = mapped_column(JSON)
+    caption: Mapped[str] = mapped_column(Text)
+    ocr_text: Mapped[str] = mapped_column(Text)
 
 
 class FaqEntryRow(Base):
@@ -232,6 +257,8 @@ class ConversationTurnRow(Base):
     answer: Mapped[str] = mapped_column(Text)
     citations: Mapped[list[dict[str, Any]]] = mapped_column(JSON)
     evidence: Mapped[list[dict[str, Any]]] = mapped_column(JSON)
+    # the images the answer shows (AssetRefs), NULL for none (0012)
+    assets: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON)
     trace: Mapped[dict[str, Any]] = mapped_column(JSON)
     extractive: Mapped[bool] = mapped_column(Boolean)
     model: Mapped[str | None] = mapped_column(String(255))
@@ -352,6 +379,7 @@ def document_from_row(row: DocumentRow) -> Document:
         key=row.doc_key,
         source_mtime=row.source_mtime,
         replacing=row.replacing_owner is not None,
+        warnings=tuple(row.warnings or ()),
     )
 
 
@@ -415,17 +443,33 @@ def chunk_from_row(row: Row[Any]) -> Chunk:
         level=row.level,
         ordinal=row.ordinal,
         heading_path=tuple(row.heading_path),
-        locator=Locator.model_construct(**row.locator),
+        locator=locator_from_json(row.locator),
         text=row.text,
         token_count=row.token_count,
+        asset_ids=tuple(row.asset_ids or ()),
         valid_from_seq=row.valid_from_seq,
         valid_to_seq=row.valid_to_seq,
     )
 
 
+def locator_from_json(values: dict[str, Any]) -> Locator:
+    """A stored locator (JSON: boxes come back as lists) as the domain value, unvalidated."""
+    boxes = values.get("boxes")
+    if boxes:
+        values = {**values, "boxes": tuple(tuple(box) for box in boxes)}
+    return Locator.model_construct(**values)
+
+
+def locator_json(locator: Locator) -> dict[str, Any]:
+    """Only the set fields of a locator, built by hand: model_dump costs more than an insert."""
+    return {
+        name: value for name in _LOCATOR_FIELDS
+        if (value := getattr(locator, name)) is not None and value != ()
+    }
+
+
 def chunk_values(chunk: Chunk) -> dict[str, Any]:
     """The chunks-table column values of `chunk`, for a bulk insert."""
-    locator = chunk.locator
     return {
         "id": chunk.id,
         "document_id": chunk.document_id,
@@ -434,12 +478,10 @@ def chunk_values(chunk: Chunk) -> dict[str, Any]:
         "level": chunk.level,
         "ordinal": chunk.ordinal,
         "heading_path": list(chunk.heading_path),
-        # Only the set fields, built by hand: model_dump costs more than the insert itself.
-        "locator": {
-            name: value for name in _LOCATOR_FIELDS if (value := getattr(locator, name)) is not None
-        },
+        "locator": locator_json(chunk.locator),
         "text": chunk.text,
         "token_count": chunk.token_count,
+        "asset_ids": list(chunk.asset_ids) or None,
         "valid_from_seq": chunk.valid_from_seq,
         "valid_to_seq": chunk.valid_to_seq,
     }

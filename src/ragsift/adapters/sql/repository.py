@@ -11,6 +11,7 @@ from sqlalchemy import delete, insert, select, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import sessionmaker
 
+from ragsift.adapters.sql.asset_repository import AssetRepositoryMixin
 from ragsift.adapters.sql.chunk_queries import (
     RANGES_PER_STATEMENT,
     ancestors_query,
@@ -64,8 +65,8 @@ def _now() -> datetime:
 
 
 class SqlRepository(
-    FaqRepositoryMixin, TuningRepositoryMixin, VersionRepositoryMixin, OwnerRepositoryMixin,
-    KeyRepositoryMixin,
+    AssetRepositoryMixin, FaqRepositoryMixin, TuningRepositoryMixin, VersionRepositoryMixin,
+    OwnerRepositoryMixin, KeyRepositoryMixin,
 ):
     """Knowledge bases, documents, chunks and FAQ entries in SQLite or PostgreSQL; thread-safe."""
 
