@@ -34,7 +34,7 @@ DELTAS = ["The hotel limit is 150 dollars [", "1](citation://1); in Tokyo 220 [1
           "ation://1)[9](citation://9)."]
 VALIDATED = "The hotel limit is 150 dollars [1](citation://1); in Tokyo 220 [1](citation://1)."
 EVIDENCE_KEYS = {"n", "chunk_id", "document_id", "filename", "heading_path", "locator", "text",
-                 "context_text", "score"}
+                 "context_text", "score", "assets"}
 CITATION_KEYS = {"n", "chunk_id", "document_id", "filename", "locator", "heading_path", "text"}
 Seeded = tuple[Path, dict[str, str]]
 
@@ -89,7 +89,7 @@ def test_json_chat_answers_from_numbered_evidence_with_validated_citations(
     body = _chat(model_api)
 
     assert set(body) == {"conversation_id", "turn_id", "answer", "citations", "evidence",
-                         "trace", "extractive", "model"}
+                         "trace", "extractive", "model", "assets"}
     assert body["answer"] == VALIDATED
     assert (body["extractive"], body["model"]) == (False, CHAT_MODEL)
     evidence = body["evidence"]

@@ -13,8 +13,8 @@ from api.api_helpers import Api, assert_error
 from api.chat_helpers import chat_settings, copy_data, seed
 from api.conftest import open_api
 
-TURN_KEYS = {"id", "question", "answer", "citations", "evidence", "trace", "extractive",
-             "created_at", "status"}
+TURN_KEYS = {"id", "question", "answer", "citations", "assets", "evidence", "trace",
+             "extractive", "created_at", "status"}
 SUMMARY_KEYS = {"id", "title", "kb_id", "created_at", "updated_at", "generating", "turn_count"}
 
 

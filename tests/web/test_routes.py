@@ -19,6 +19,7 @@ EXPECTED_ASSETS = {
     "js/debug.js", "js/dialog.js", "js/docpicker.js", "js/documents.js", "js/dom.js",
     "js/evidence.js", "js/faq.js", "js/faqapi.js", "js/format.js", "js/kbs.js",
     "js/markdown.js", "js/sse.js", "js/trace.js", "js/turn.js", "js/upload.js",
+    "js/assets.js",
     "vendor/marked.esm.js", "vendor/purify.min.js",
     "vendor/LICENSE-marked.txt", "vendor/LICENSE-dompurify.txt",
     "vendor/LICENSE-dompurify-MPL.txt",

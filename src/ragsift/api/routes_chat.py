@@ -39,8 +39,9 @@ _CHAT_ERRORS: dict[int | str, dict[str, Any]] = {
 }
 _STREAM_DOC: dict[int | str, dict[str, Any]] = {
     200: {
-        "description": "events in this order: trace, delta (zero or more), citations, done; "
-                       "or error instead of the remaining ones",
+        "description": "events in this order: trace, delta (zero or more), citations (the "
+                       "validated answer, its citations and images), done; or error instead "
+                       "of the remaining ones",
         "content": {"text/event-stream": {"schema": {"type": "string"}}},
     },
 }
@@ -111,7 +112,8 @@ async def _events(container: Container, turn: PreparedTurn) -> AsyncGenerator[st
                     yield sse_event("delta", DeltaEvent(text=event.text))
                 else:
                     yield sse_event("citations", CitationsEvent(
-                        citations=list(event.citations), answer=event.answer
+                        citations=list(event.citations), answer=event.answer,
+                        assets=list(event.assets),
                     ))
                     yield sse_event("done", DoneEvent(
                         conversation_id=turn.conversation_id, turn_id=turn.turn_id,

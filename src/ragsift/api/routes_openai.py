@@ -165,7 +165,8 @@ async def _prepare(
 def _extension(turn: PreparedTurn, finished: TurnFinished) -> RagsiftTurn:
     return RagsiftTurn(
         conversation_id=turn.conversation_id, turn_id=turn.turn_id, answer=finished.answer,
-        citations=list(finished.citations), evidence=list(turn.evidence), trace=turn.trace,
+        citations=list(finished.citations), assets=list(finished.assets),
+        evidence=list(turn.evidence), trace=turn.trace,
         extractive=finished.extractive, chat_model=finished.model,
     )
 

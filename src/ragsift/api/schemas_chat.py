@@ -8,6 +8,7 @@ from pydantic import BaseModel, Field, model_validator
 
 from ragsift.api.schemas import Body, Id, Name, Text
 from ragsift.chat.service import ChatAnswer, ChatRequest
+from ragsift.domain.assets import AssetRef
 from ragsift.domain.chat import Citation, Conversation, Evidence, Turn, TurnStatus
 from ragsift.domain.requests import Mode
 from ragsift.domain.trace import RetrievalTrace
@@ -49,12 +50,15 @@ class ChatBody(Body):
 
 
 class ChatOut(BaseModel):
-    """A whole turn: the validated answer, the evidence it cites, all evidence and the trace."""
+    """A whole turn: the validated answer, the evidence it cites, the images it shows, all
+    evidence and the trace."""
 
     conversation_id: str
     turn_id: str
     answer: str
     citations: list[Citation]
+    assets: list[AssetRef] = Field(description="the images the answer shows as "
+                                   "`![caption](asset://ID)` (GET /api/assets/{id})")
     evidence: list[Evidence]
     trace: RetrievalTrace
     extractive: bool
@@ -65,7 +69,8 @@ class ChatOut(BaseModel):
         turn, finished = answer.turn, answer.finished
         return cls(
             conversation_id=turn.conversation_id, turn_id=turn.turn_id, answer=finished.answer,
-            citations=list(finished.citations), evidence=list(turn.evidence), trace=turn.trace,
+            citations=list(finished.citations), assets=list(finished.assets),
+            evidence=list(turn.evidence), trace=turn.trace,
             extractive=finished.extractive, model=finished.model,
         )
 
@@ -86,10 +91,12 @@ class DeltaEvent(BaseModel):
 
 
 class CitationsEvent(BaseModel):
-    """SSE `citations`: the cited evidence and the validated final answer."""
+    """SSE `citations`: the validated final answer, the evidence it cites and the images it
+    shows."""
 
     citations: list[Citation]
     answer: str
+    assets: list[AssetRef] = Field(default_factory=list)
 
 
 class DoneEvent(BaseModel):
@@ -119,6 +126,7 @@ class TurnOut(BaseModel):
     question: str
     answer: str
     citations: list[Citation]
+    assets: list[AssetRef] = Field(description="the images the answer shows")
     evidence: list[Evidence]
     trace: RetrievalTrace
     extractive: bool
@@ -129,7 +137,8 @@ class TurnOut(BaseModel):
     def of(cls, turn: Turn) -> TurnOut:
         return cls(
             id=turn.id, question=turn.question, answer=turn.answer,
-            citations=list(turn.citations), evidence=list(turn.evidence), trace=turn.trace,
+            citations=list(turn.citations), assets=list(turn.assets),
+            evidence=list(turn.evidence), trace=turn.trace,
             extractive=turn.extractive, created_at=turn.created_at, status=turn.status,
         )
 

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ragsift.api.schemas import Body, Id, Text
 from ragsift.api.schemas_chat import MAX_CHAT_TOP_K
+from ragsift.domain.assets import AssetRef
 from ragsift.domain.chat import Citation, Evidence
 from ragsift.domain.requests import Mode
 from ragsift.domain.trace import RetrievalTrace
@@ -87,6 +88,8 @@ class RagsiftTurn(BaseModel):
     answer: str = Field(description="the answer with citation links outside the evidence "
                                     "removed (a stream's deltas are the raw text)")
     citations: list[Citation]
+    assets: list[AssetRef] = Field(default_factory=list, description="the images the answer "
+                                   "shows as `![caption](asset://ID)` (GET /api/assets/{id})")
     evidence: list[Evidence]
     trace: RetrievalTrace
     extractive: bool

@@ -12,6 +12,7 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ragsift.domain.assets import AssetRef
 from ragsift.domain.chat import Citation, Evidence
 
 CITATION = re.compile(r"\[(\d{1,6})\]\(citation://(\d{1,6})\)")
@@ -20,11 +21,13 @@ _SPACE = " \t"
 
 @dataclass(frozen=True, slots=True)
 class CitedAnswer:
-    """The answer with only valid citation links, the evidence they cite, and what was removed."""
+    """The answer with only valid citation (and image) links, the evidence they cite, the
+    images it shows, and what was removed."""
 
     answer: str
     citations: tuple[Citation, ...]
     removed: tuple[str, ...] = ()
+    assets: tuple[AssetRef, ...] = ()
 
 
 def citation_link(n: int) -> str:
@@ -40,6 +43,14 @@ def _keeps_space_after(text: str, end: int) -> bool:
     following = text[end]
     category = unicodedata.category(following)
     return not (following.isspace() or (category.startswith("P") and category not in ("Ps", "Pi")))
+
+
+def text_before_removed(before: str, text: str, end: int) -> str:
+    """`before` (the text up to a removed link) without the spaces it ends with, unless a
+    word or link follows the link at `end` of `text` (then one space stays)."""
+    stripped = before.rstrip(_SPACE)
+    spaced = stripped != before and _keeps_space_after(text, end)
+    return stripped + (" " if spaced else "")
 
 
 def validate_citations(text: str, evidence: Sequence[Evidence]) -> CitedAnswer:
@@ -61,9 +72,7 @@ def validate_citations(text: str, evidence: Sequence[Evidence]) -> CitedAnswer:
         item = by_n.get(label) if label == target else None
         if item is None:
             removed.append(match.group(0))
-            stripped = before.rstrip(_SPACE)
-            spaced = stripped != before and _keeps_space_after(text, match.end())
-            parts.append(stripped + (" " if spaced else ""))
+            parts.append(text_before_removed(before, text, match.end()))
         else:
             parts.append(before + citation_link(label))
             cited.setdefault(label, _citation(item))

@@ -13,7 +13,7 @@ def evidence_from_hits(hits: Sequence[RetrievalHit]) -> tuple[Evidence, ...]:
     """Hits as evidence numbered from 1 in rank order; pure.
 
     The score is the rerank score when rerank ran, else the fusion score; an empty locator
-    (no page, sheet or slide) becomes None.
+    (nothing set) becomes None. Each item keeps the images of its chunk.
     """
     return tuple(
         Evidence(
@@ -21,17 +21,18 @@ def evidence_from_hits(hits: Sequence[RetrievalHit]) -> tuple[Evidence, ...]:
             heading_path=hit.heading_path, locator=_locator(hit.locator), text=hit.text,
             context_text=hit.context_text,
             score=hit.fusion_score if hit.rerank_score is None else hit.rerank_score,
+            assets=hit.assets,
         )
         for n, hit in enumerate(hits, start=1)
     )
 
 
 def _locator(locator: Locator) -> Locator | None:
-    return locator if any(value is not None for value in locator.model_dump().values()) else None
+    return None if locator == Locator() else locator
 
 
 def describe_locator(locator: Locator | None) -> str:
-    """`page 3`, `sheet Q1 A1:C9`, `slide 2` or an empty string."""
+    """`page 3`, `sheet Q1 A1:C9`, `slide 2`, `record 4 /items/4` or an empty string."""
     if locator is None:
         return ""
     parts: list[str] = []
@@ -43,4 +44,8 @@ def describe_locator(locator: Locator | None) -> str:
         parts.append(locator.cell_range)
     if locator.slide is not None:
         parts.append(f"slide {locator.slide}")
+    if locator.record is not None:
+        parts.append(f"record {locator.record}")
+    if locator.pointer is not None:
+        parts.append(locator.pointer)
     return " ".join(parts)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from ragsift.chat.assets import image_link
 from ragsift.chat.citations import citation_link
 from ragsift.chat.prompt import is_chinese, no_evidence_answer
 from ragsift.domain.chat import Evidence
@@ -62,7 +63,8 @@ def extractive_answer(question: str, evidence: Sequence[Evidence], max_sentences
 
     One sentence per evidence item, in evidence order, from the items that share any term
     with the question (at most `max_sentences`); when none does, the first sentence of the
-    top item. Without evidence, the plain no-evidence answer.
+    top item. The top item's first image follows, when it has one. Without evidence, the
+    plain no-evidence answer.
     """
     if not evidence:
         return no_evidence_answer(question)
@@ -79,4 +81,7 @@ def extractive_answer(question: str, evidence: Sequence[Evidence], max_sentences
         picked = [(evidence[0], first[0] if first else evidence[0].text.strip())]
     note = EXTRACTIVE_NOTE_ZH if is_chinese(question) else EXTRACTIVE_NOTE_EN
     lines = [f"- {_shorten(sentence)} {citation_link(item.n)}" for item, sentence in picked]
-    return note + "\n\n" + "\n".join(lines)
+    answer = note + "\n\n" + "\n".join(lines)
+    if evidence[0].assets:
+        answer += "\n\n" + image_link(evidence[0].assets[0])
+    return answer

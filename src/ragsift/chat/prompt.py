@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ragsift.chat.assets import image_link, strip_assets
 from ragsift.chat.citations import strip_citations
 from ragsift.chat.evidence import describe_locator
 from ragsift.domain.chat import ChatMessage, Evidence
@@ -19,6 +20,9 @@ Rules:
 - If the evidence does not answer the question, say so plainly; do not guess and do not use
   outside knowledge.
 - Keep numbers, dates, codes and names exactly as the evidence writes them.
+- Evidence may list images as "Image: ![caption](asset://ID)". When an image helps the answer,
+  show it by copying that Markdown exactly, on a line of its own; never write any other
+  asset:// link.
 - Answer in the language of the question (Chinese for a Chinese question), concisely.
 你只能依据所给的编号证据回答；每个事实后用 [N](citation://N) 标注证据编号；证据不足时直接说明。"""
 
@@ -37,11 +41,13 @@ def no_evidence_answer(question: str) -> str:
 
 
 def render_evidence(item: Evidence) -> str:
-    """`[n] file › heading › heading (page 3)` and the text the model reads (with context)."""
+    """`[n] file › heading › heading (page 3)`, the text the model reads (with context), then
+    one `Image: ![caption](asset://ID)` line per image of the item."""
     source = " › ".join((item.filename, *item.heading_path))
     where = describe_locator(item.locator)
     header = f"[{item.n}] {source}" + (f" ({where})" if where else "")
-    return f"{header}\n{item.context_text or item.text}"
+    images = "".join(f"\nImage: {image_link(ref)}" for ref in item.assets)
+    return f"{header}\n{item.context_text or item.text}{images}"
 
 
 def build_messages(
@@ -49,13 +55,14 @@ def build_messages(
 ) -> tuple[ChatMessage, ...]:
     """System rules, earlier (question, answer) pairs, then the evidence and the question.
 
-    Earlier answers go in without their citation links: their numbers referred to the
+    Earlier answers go in without their citation and image links: those referred to the
     evidence of their own turn and would point at the wrong evidence here.
     """
     messages = [ChatMessage(role="system", content=SYSTEM_PROMPT)]
     for asked, answered in history:
         messages.append(ChatMessage(role="user", content=asked))
-        messages.append(ChatMessage(role="assistant", content=strip_citations(answered).strip()))
+        earlier = strip_assets(strip_citations(answered)).strip()
+        messages.append(ChatMessage(role="assistant", content=earlier))
     blocks = "\n\n".join(render_evidence(item) for item in evidence)
     messages.append(ChatMessage(
         role="user", content=f"Evidence:\n\n{blocks}\n\nQuestion: {question}"

@@ -17,10 +17,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Protocol
 
-from ragsift.chat.citations import CitedAnswer, validate_citations
+from ragsift.chat.assets import validate_answer
+from ragsift.chat.citations import CitedAnswer
 from ragsift.chat.evidence import evidence_from_hits
 from ragsift.chat.extractive import extractive_answer
 from ragsift.chat.prompt import build_messages
+from ragsift.domain.assets import AssetRef
 from ragsift.domain.chat import (
     ChatMessage,
     ChatModelFailed,
@@ -114,12 +116,14 @@ class AnswerDelta:
 
 @dataclass(frozen=True, slots=True)
 class TurnFinished:
-    """The validated answer and the evidence it cites; the turn is stored as complete."""
+    """The validated answer, the evidence it cites and the images it shows; the turn is
+    stored as complete."""
 
     answer: str
     citations: tuple[Citation, ...]
     extractive: bool
     model: str | None
+    assets: tuple[AssetRef, ...] = ()
 
 
 TurnEvent = TurnStarted | AnswerDelta | TurnFinished
@@ -225,7 +229,7 @@ class ChatService:
         stored = False
 
         def partial() -> CitedAnswer:
-            return validate_citations("".join(parts), turn.evidence)
+            return validate_answer("".join(parts), turn.evidence)
 
         try:
             yield TurnStarted(turn)
@@ -238,7 +242,8 @@ class ChatService:
             await asyncio.to_thread(
                 self._finish, turn.turn_id, "complete", cited, extractive=extractive, model=model
             )
-            yield TurnFinished(cited.answer, cited.citations, extractive=extractive, model=model)
+            yield TurnFinished(cited.answer, cited.citations, extractive=extractive, model=model,
+                               assets=cited.assets)
         except UpstreamError as exc:
             reason = f"the chat model failed: {exc}"
             self._finish(turn.turn_id, "failed", partial(), model=model, error=reason)
@@ -287,11 +292,11 @@ class ChatService:
         model: str | None = None, error: str | None = None,
     ) -> None:
         if cited.removed:
-            logger.info("turn %s: removed citation links outside the evidence: %s",
+            logger.info("turn %s: removed citation or image links outside the evidence: %s",
                         turn_id, ", ".join(cited.removed))
         outcome = TurnOutcome(
             status=status, answer=cited.answer, citations=cited.citations,
-            extractive=extractive, model=model, error=error,
+            extractive=extractive, model=model, error=error, assets=cited.assets,
         )
         try:
             self._store.finish_turn(turn_id, outcome)

@@ -8,6 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ragsift.domain.assets import AssetRef
 from ragsift.domain.errors import RagsiftError
 from ragsift.domain.models import Locator
 from ragsift.domain.trace import RetrievalTrace
@@ -47,6 +48,8 @@ class Evidence(Citation):
 
     context_text: str | None = None
     score: float
+    # the images of the evidence's chunk: the prompt lists them as `asset://ID`
+    assets: tuple[AssetRef, ...] = ()
 
 
 class Turn(BaseModel):
@@ -60,6 +63,8 @@ class Turn(BaseModel):
     answer: str = ""
     citations: tuple[Citation, ...] = ()
     evidence: tuple[Evidence, ...] = ()
+    # the images the answer shows (`![caption](asset://ID)`), each of this turn's evidence
+    assets: tuple[AssetRef, ...] = ()
     trace: RetrievalTrace
     extractive: bool = False
     model: str | None = None
@@ -117,6 +122,7 @@ class TurnOutcome:
     extractive: bool = False
     model: str | None = None
     error: str | None = None
+    assets: tuple[AssetRef, ...] = ()
 
 
 def conversation_title(first_message: str) -> str:

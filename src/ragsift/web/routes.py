@@ -30,8 +30,9 @@ PAGES = {"debug": "debug.html", "chat": "chat.html", "documents": "documents.htm
 
 # Defence in depth: rendered Markdown is sanitised by DOMPurify, and even if something slipped
 # through, no inline or foreign script, style, frame or image source would run or load.
+# blob: images are the page's own: assets and PDF pages fetched with the API key (assets.js).
 CONTENT_SECURITY_POLICY = (
-    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; "
     "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; "
     "frame-ancestors 'none'"
 )

@@ -1,9 +1,10 @@
 """The ConversationStore port on SQLAlchemy: conversations and turns, SQLite or PostgreSQL.
 
-A turn keeps its evidence snapshot, citations and trace as JSON, so reading a conversation
-back never searches again. "Busy" (a turn still generating) is decided inside the writing
-transaction, after the conversation row is locked by an UPDATE: on PostgreSQL that row lock
-makes concurrent writers to one conversation wait for each other, on SQLite the write lock does.
+A turn keeps its evidence snapshot (with each item's images), citations, the images its answer
+shows and its trace as JSON, so reading a conversation back never searches again. "Busy" (a
+turn still generating) is decided inside the writing transaction, after the conversation row
+is locked by an UPDATE: on PostgreSQL that row lock makes concurrent writers to one
+conversation wait for each other, on SQLite the write lock does.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from ragsift.adapters.sql.orm import (
     storable_message,
     to_utc,
 )
+from ragsift.domain.assets import AssetRef
 from ragsift.domain.chat import (
     Citation,
     Conversation,
@@ -77,6 +79,7 @@ def turn_from_row(row: ConversationTurnRow) -> Turn:
         answer=row.answer,
         citations=tuple(Citation.model_validate(item) for item in row.citations),
         evidence=tuple(Evidence.model_validate(item) for item in row.evidence),
+        assets=tuple(AssetRef.model_validate(item) for item in row.assets or ()),
         trace=RetrievalTrace.model_validate(row.trace), extractive=row.extractive,
         model=row.model, status=row.status,  # type: ignore[arg-type]  # written from TurnStatus
         error=row.error, created_at=to_utc(row.created_at),
@@ -129,6 +132,7 @@ class SqlConversationStore:
                     id=turn.id, conversation_id=turn.conversation_id, position=position,
                     question=turn.question, answer="", citations=[],
                     evidence=[item.model_dump(mode="json") for item in turn.evidence],
+                    assets=None,
                     trace=turn.trace.model_dump(mode="json"), extractive=False, model=None,
                     status=GENERATING, error=None, created_at=to_utc(turn.created_at),
                     finished_at=None,
@@ -173,6 +177,7 @@ class SqlConversationStore:
             "status": outcome.status,
             "answer": storable_message(outcome.answer) or "",
             "citations": [item.model_dump(mode="json") for item in outcome.citations],
+            "assets": [item.model_dump(mode="json") for item in outcome.assets] or None,
             "extractive": outcome.extractive,
             "model": outcome.model,
             "error": storable_message(outcome.error),

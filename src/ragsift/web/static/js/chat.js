@@ -65,6 +65,12 @@ function emptyHint() {
     "Ask a question about the knowledge base. The conversation is saved with your first message.");
 }
 
+/** Replace the thread's content; the turns removed give their images back first. */
+function clearThread(...nodes) {
+  for (const element of thread.querySelectorAll("article.turn")) views.get(element)?.dispose();
+  thread.replaceChildren(...nodes);
+}
+
 function addTurn(question) {
   const view = new TurnView(question, openEvidence);
   views.set(view.element, view);
@@ -90,7 +96,7 @@ function newChat() {
   state.conversationId = null;
   state.kbId = null;
   kbSelect.disabled = false;
-  thread.replaceChildren(emptyHint());
+  clearThread(emptyHint());
   conversations.setCurrent(null);
   setUrl(null);
   closeSideOnNarrow();
@@ -113,11 +119,11 @@ async function openConversation(id) {
   state.conversationId = conversation.id;
   state.kbId = conversation.kb_id;
   lockKb(conversation.kb_id);
-  thread.replaceChildren();
+  clearThread();
   for (const turn of conversation.turns) {
     const view = addTurn(turn.question);
     view.setEvidence(turn.evidence);
-    view.setAnswer(turn.answer, turn.citations);
+    view.setAnswer(turn.answer, turn.citations, turn.assets);
     view.setTrace(turn.trace);
     if (turn.status && !FINISHED_STATUSES.has(turn.status)) {
       view.setStatus(`This turn is ${turn.status}.`, turn.status === "failed" ? "error" : "stored");
@@ -172,7 +178,7 @@ async function send(event) {
     for await (const { event: name, data } of readEvents(response)) {
       if (name === "trace") onTrace(view, data, kbId);
       else if (name === "delta") view.appendDelta(data.text);
-      else if (name === "citations") view.setAnswer(data.answer, data.citations);
+      else if (name === "citations") view.setAnswer(data.answer, data.citations, data.assets);
       else if (name === "error") {
         finished = true;
         view.flush();

@@ -44,14 +44,24 @@ export function int(value) {
   return value === null || value === undefined ? "–" : String(value);
 }
 
-/** Where a chunk sits: [["Page", 3], ["Section", "A › B"], ...] for the non-empty parts. */
+/** A sheet range in A1 notation: `Q1!A2:D9`, the name quoted when it must be (`'Q 1'!A2`). */
+export function sheetRange(sheet, range) {
+  const name = /^[A-Za-z_][A-Za-z0-9_.]*$/.test(sheet) ? sheet : `'${sheet.replace(/'/g, "''")}'`;
+  return range ? `${name}!${range}` : sheet;
+}
+
+/** Where a chunk sits: [["Page", "3"], ["Sheet", "Q1!A2:D9"], ["Slide", "2"], ["Record", "4"],
+ * ["Pointer", "/items/4"], ["Section", "A › B"]] for the non-empty parts. */
 export function locatorParts(locator, headingPath) {
   const parts = [];
   const loc = locator || {};
-  if (loc.page !== null && loc.page !== undefined) parts.push(["Page", String(loc.page)]);
-  if (loc.sheet) parts.push(["Sheet", loc.sheet]);
-  if (loc.cell_range) parts.push(["Cells", loc.cell_range]);
-  if (loc.slide !== null && loc.slide !== undefined) parts.push(["Slide", String(loc.slide)]);
+  const set = (value) => value !== null && value !== undefined && value !== "";
+  if (set(loc.page)) parts.push(["Page", String(loc.page)]);
+  if (set(loc.sheet)) parts.push(["Sheet", sheetRange(loc.sheet, loc.cell_range)]);
+  else if (set(loc.cell_range)) parts.push(["Cells", loc.cell_range]);
+  if (set(loc.slide)) parts.push(["Slide", String(loc.slide)]);
+  if (set(loc.record)) parts.push(["Record", String(loc.record)]);
+  if (set(loc.pointer)) parts.push(["Pointer", loc.pointer]);
   if (headingPath && headingPath.length) parts.push(["Section", headingPath.join(" › ")]);
   return parts;
 }

@@ -1,9 +1,15 @@
 // Markdown answers: marked (GFM, tables) -> DOMPurify -> DOM nodes. Raw HTML in the answer is
 // shown as text, never parsed; `[N](citation://N)` becomes a citation link (data-citation=N).
+// An image is shown only as `![caption](asset://ID)` with ID in the caller's `allowed` set (the
+// images of that answer and of its evidence): it becomes <img data-asset=ID> with no src, and
+// `images` (assets.js) loads its bytes through the API helper. Every other image is dropped.
 import { Marked } from "../vendor/marked.esm.js";
+import { ASSET_ID } from "./assets.js";
 
 const DOMPurify = window.DOMPurify; // vendor/purify.min.js, loaded by the page before modules
 const CITATION = /^citation:\/\/(\d{1,4})$/;
+const ASSET = /^asset:\/\/([A-Za-z0-9_-]{1,64})$/;
+const IMAGE_ATTRS = new Set(["class", "alt", "data-asset"]);
 const ESCAPES = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
 
 function escapeHtml(text) {
@@ -25,19 +31,44 @@ marked.use({
       return `<a class="citation" href="#citation-${n}" data-citation="${n}" `
         + `aria-label="evidence ${n}">${label}</a>`;
     },
+    image(token) {
+      const match = ASSET.exec(token.href || "");
+      if (!match) return ""; // a remote, data: or any other image never loads
+      return `<img class="asset" data-asset="${match[1]}" alt="${escapeHtml(token.text || "")}">`;
+    },
   },
 });
 
 const PURIFY = {
   USE_PROFILES: { html: true },
-  FORBID_TAGS: ["style", "form", "input", "button", "textarea", "select", "img"],
-  FORBID_ATTR: ["style", "id", "name"],
+  FORBID_TAGS: ["style", "form", "input", "button", "textarea", "select", "picture", "source",
+    "svg", "video", "audio"],
+  FORBID_ATTR: ["style", "id", "name", "src", "srcset"],
   RETURN_DOM_FRAGMENT: true,
 };
 
-/** Replace target's children with the rendered, sanitised Markdown of text. */
-export function renderMarkdown(target, text) {
+/** Keep an img only when it names an allowed asset, with nothing but its class, alt and id. */
+function vetImages(fragment, allowed) {
+  for (const img of fragment.querySelectorAll("img")) {
+    const id = img.getAttribute("data-asset") || "";
+    if (!ASSET_ID.test(id) || !allowed.has(id)) {
+      img.remove();
+      continue;
+    }
+    for (const { name } of [...img.attributes]) {
+      if (!IMAGE_ATTRS.has(name)) img.removeAttribute(name);
+    }
+    img.className = "asset";
+  }
+}
+
+/**
+ * Replace target's children with the rendered, sanitised Markdown of text; `allowed` is the
+ * set of asset ids this text may show, `images` the ObjectUrls that loads them.
+ */
+export function renderMarkdown(target, text, { allowed = new Set(), images = null } = {}) {
   const fragment = DOMPurify.sanitize(marked.parse(text || ""), PURIFY);
+  vetImages(fragment, images ? allowed : new Set());
   for (const link of fragment.querySelectorAll("a[href]")) {
     if (!link.classList.contains("citation")) {
       link.setAttribute("target", "_blank");
@@ -45,4 +76,5 @@ export function renderMarkdown(target, text) {
     }
   }
   target.replaceChildren(fragment);
+  if (images) images.fill(target);
 }

@@ -1,5 +1,8 @@
 // One question/answer turn of the chat page: the question, the Markdown answer (re-rendered as
-// deltas stream in), evidence cards, and the retrieval trace folded away.
+// deltas stream in), evidence cards, and the retrieval trace folded away. The answer may show
+// the images of its turn (the server's kept `assets`) and of its evidence, nothing else; their
+// object URLs live as long as the turn's element (dispose() when it is removed).
+import { ObjectUrls } from "./assets.js";
 import { h } from "./dom.js";
 import { evidenceCards } from "./evidence.js";
 import { renderMarkdown } from "./markdown.js";
@@ -12,6 +15,8 @@ export class TurnView {
     this.onOpenEvidence = onOpenEvidence;
     this.evidence = [];
     this.citations = [];
+    this.assets = [];
+    this.images = new ObjectUrls();
     this.text = "";
     this.timer = null;
     this.markdown = h("div", { class: "markdown" });
@@ -34,6 +39,18 @@ export class TurnView {
     this.renderCards();
   }
 
+  /** The asset ids this answer may show: its own images and those of its evidence. */
+  allowedAssets() {
+    const ids = new Set(this.assets.map((a) => a.id));
+    for (const item of this.evidence) for (const a of item.assets || []) ids.add(a.id);
+    return ids;
+  }
+
+  render() {
+    const allowed = this.allowedAssets();
+    renderMarkdown(this.markdown, this.text, { allowed, images: this.images });
+  }
+
   renderCards() {
     const cited = new Set(this.citations.map((c) => c.n));
     this.cards.replaceChildren(this.evidence.length
@@ -53,19 +70,20 @@ export class TurnView {
     if (this.timer === null) {
       this.timer = setTimeout(() => {
         this.timer = null;
-        renderMarkdown(this.markdown, this.text);
+        this.render();
       }, RENDER_EVERY_MS);
     }
   }
 
-  /** The validated final answer and the citations it keeps. */
-  setAnswer(answer, citations) {
+  /** The validated final answer, the citations and the images it keeps. */
+  setAnswer(answer, citations, assets) {
     clearTimeout(this.timer);
     this.timer = null;
     this.text = answer || "";
     this.citations = citations || [];
+    this.assets = assets || [];
     this.element.dataset.answered = "true";
-    renderMarkdown(this.markdown, this.text);
+    this.render();
     if (this.evidence.length) this.renderCards();
   }
 
@@ -74,8 +92,15 @@ export class TurnView {
     if (this.timer !== null) {
       clearTimeout(this.timer);
       this.timer = null;
-      renderMarkdown(this.markdown, this.text);
+      this.render();
     }
+  }
+
+  /** The turn leaves the page: stop rendering and revoke its images' object URLs. */
+  dispose() {
+    clearTimeout(this.timer);
+    this.timer = null;
+    this.images.dispose();
   }
 
   setStatus(message, kind = "") {
