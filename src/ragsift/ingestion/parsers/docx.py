@@ -23,7 +23,6 @@ from __future__ import annotations
 import io
 import logging
 import re
-import zipfile
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,7 +36,7 @@ from ragsift.domain.models import Locator
 from ragsift.ingestion.parsers.base import ParsedDocument, SectionBuilder, normalize_inline
 from ragsift.ingestion.parsers.images import AssetCollector, alt_text
 from ragsift.ingestion.parsers.limits import DEFAULT_LIMITS, ParseLimits, TextBudget
-from ragsift.ingestion.parsers.ooxml import PackageRejected, check_package
+from ragsift.ingestion.parsers.ooxml import OfficeKind, check_office_file
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +45,7 @@ MEDIA_TYPE = "application/vnd.openxmlformats-officedocument.wordprocessingml.doc
 _HEADING_STYLE = re.compile(r"^(?:heading|标题)\s*([1-9])$", re.IGNORECASE)
 _TITLE_STYLES = frozenset({"title", "标题"})
 _BLOCKS = "paragraphs and table rows"
+_KIND = OfficeKind("DOCX", "a DOCX document", "a Word document", ".doc")
 
 
 def parse_docx(data: bytes, limits: ParseLimits = DEFAULT_LIMITS) -> ParsedDocument:
@@ -90,15 +90,7 @@ def parse_docx(data: bytes, limits: ParseLimits = DEFAULT_LIMITS) -> ParsedDocum
 
 def _open(data: bytes, limits: ParseLimits) -> Any:
     """The python-docx Document, once the package has passed the limits."""
-    try:
-        with zipfile.ZipFile(io.BytesIO(data)) as archive:
-            check_package(archive, limits)
-    except zipfile.BadZipFile as exc:
-        raise DocumentRejected(
-            "file is not a DOCX document (not a ZIP package; legacy .doc?)"
-        ) from exc
-    except PackageRejected as exc:
-        raise DocumentRejected(f"DOCX is corrupt or not a Word document ({exc})") from exc
+    check_office_file(data, limits, _KIND)
     try:
         return docx.Document(io.BytesIO(data))
     except Exception as exc:  # python-docx, zipfile and lxml each raise their own types

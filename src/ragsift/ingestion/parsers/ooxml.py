@@ -23,13 +23,16 @@ python-docx then reads the package itself: a second inflate of at most max_uncom
 
 from __future__ import annotations
 
+import io
 import logging
 import zipfile
 import zlib
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
 from lxml import etree
 
+from ragsift.domain.errors import DocumentRejected
 from ragsift.ingestion.parsers.limits import ParseLimits, check_zip_container, reject
 
 if TYPE_CHECKING:
@@ -45,6 +48,32 @@ _READ_SIZE = 1024 * 1024
 
 class PackageRejected(Exception):
     """The package is not a usable ZIP/OPC container; the message is the reason."""
+
+
+@dataclass(frozen=True, slots=True)
+class OfficeKind:
+    """How the errors of one Office format name it: DOCX, "a DOCX document", "a Word
+    document", ".doc"."""
+
+    name: str
+    noun: str
+    described: str
+    legacy: str
+
+
+def check_office_file(
+    data: bytes, limits: ParseLimits, kind: OfficeKind, streamed_prefix: str | None = None
+) -> None:
+    """check_package() on a file's bytes, every failure a DocumentRejected naming the format."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            check_package(archive, limits, kind.name, streamed_prefix)
+    except zipfile.BadZipFile as exc:
+        raise DocumentRejected(
+            f"file is not {kind.noun} (not a ZIP package; legacy {kind.legacy}?)"
+        ) from exc
+    except PackageRejected as exc:
+        raise DocumentRejected(f"{kind.name} is corrupt or not {kind.described} ({exc})") from exc
 
 
 def check_package(

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import io
 import logging
-import zipfile
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -46,7 +45,7 @@ from ragsift.ingestion.parsers.base import (
 )
 from ragsift.ingestion.parsers.images import AssetCollector, alt_text
 from ragsift.ingestion.parsers.limits import DEFAULT_LIMITS, ParseLimits, TextBudget, reject
-from ragsift.ingestion.parsers.ooxml import PackageRejected, check_package
+from ragsift.ingestion.parsers.ooxml import OfficeKind, check_office_file
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -61,6 +60,7 @@ logger = logging.getLogger(__name__)
 
 MEDIA_TYPE = "application/vnd.openxmlformats-officedocument.presentationml.presentation"
 NOTES_HEADING = "Speaker notes"
+_KIND = OfficeKind("PPTX", "a PPTX presentation", "a PowerPoint deck", ".ppt")
 
 _BLOCKS = "text frames, tables and notes paragraphs"
 _BULLETS = ("buChar", "buAutoNum", "buBlip")
@@ -114,15 +114,7 @@ def parse_pptx(data: bytes, limits: ParseLimits = DEFAULT_LIMITS) -> ParsedDocum
 
 def _open(data: bytes, limits: ParseLimits) -> Presentation:
     """The python-pptx Presentation, once the package has passed the limits."""
-    try:
-        with zipfile.ZipFile(io.BytesIO(data)) as archive:
-            check_package(archive, limits, "PPTX")
-    except zipfile.BadZipFile as exc:
-        raise DocumentRejected(
-            "file is not a PPTX presentation (not a ZIP package; legacy .ppt?)"
-        ) from exc
-    except PackageRejected as exc:
-        raise DocumentRejected(f"PPTX is corrupt or not a PowerPoint deck ({exc})") from exc
+    check_office_file(data, limits, _KIND)
     import pptx
 
     try:

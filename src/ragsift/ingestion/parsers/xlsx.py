@@ -32,7 +32,7 @@ from lxml import etree
 from ragsift.domain.errors import DocumentRejected
 from ragsift.ingestion.parsers.base import ParsedDocument, Section, normalize_inline
 from ragsift.ingestion.parsers.limits import DEFAULT_LIMITS, ParseLimits, TextBudget, reject
-from ragsift.ingestion.parsers.ooxml import PackageRejected, check_package
+from ragsift.ingestion.parsers.ooxml import OfficeKind, check_office_file
 from ragsift.ingestion.parsers.tables import CellCount, SheetTable, cell_text
 
 logger = logging.getLogger(__name__)
@@ -40,6 +40,7 @@ logger = logging.getLogger(__name__)
 MEDIA_TYPE = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 
 _KIND = "XLSX"
+_OFFICE_KIND = OfficeKind("XLSX", "an XLSX workbook", "an Excel workbook", ".xls")
 _READ_SIZE = 1024 * 1024
 _MERGE_WORD = b"mergeCell"
 # A merged range clipped to the columns read: first column, first row, last column, last row.
@@ -78,15 +79,7 @@ def parse_xlsx(data: bytes, limits: ParseLimits = DEFAULT_LIMITS) -> ParsedDocum
 
 
 def _check(data: bytes, limits: ParseLimits) -> None:
-    try:
-        with zipfile.ZipFile(io.BytesIO(data)) as archive:
-            check_package(archive, limits, _KIND, streamed_prefix="xl/worksheets/")
-    except zipfile.BadZipFile as exc:
-        raise DocumentRejected(
-            "file is not an XLSX workbook (not a ZIP package; legacy .xls?)"
-        ) from exc
-    except PackageRejected as exc:
-        raise DocumentRejected(f"XLSX is corrupt or not an Excel workbook ({exc})") from exc
+    check_office_file(data, limits, _OFFICE_KIND, streamed_prefix="xl/worksheets/")
 
 
 def _open(data: bytes) -> Any:
