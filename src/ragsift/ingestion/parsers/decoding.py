@@ -2,8 +2,22 @@
 
 UTF-8 first (a BOM is stripped), then a UTF-16 BOM, then GB18030 (a superset of GBK and GB2312,
 the usual legacy encoding of Chinese files). GB18030 accepts many byte strings that are not text,
-so its result must also look like text. A NUL byte or a large share of control characters means the
-file is binary whatever its name says.
+so its result must also look like text.
+
+The rule for binary content, whatever the file's name says:
+
+- a NUL byte outside a UTF-16 file (images, archives, executables and Office files all have
+  them: PNG, ZIP and ELF headers do);
+- bytes that decode neither as UTF-8 nor as GB18030, or GB18030 text with less than 85 %
+  plausible characters (Latin, Greek, Cyrillic, punctuation, symbols, CJK);
+- more stray controls than 4 and than 5 % of the characters. Stray controls are the C0
+  controls and DEL, except tab, newline, vertical tab, form feed, carriage return, SUB (\x1a,
+  the old DOS end-of-file mark) and ESC (\x1b, terminal colours in logs), which real text
+  holds. The allowance of 4 keeps a short line with one odd control (a title with a \x1a,
+  say) text; a binary file without NUL bytes is refused by its share.
+
+The decoder returns the text it accepts unchanged; the sections' normalisation
+(ragsift.ingestion.parsers.base) then drops the controls, so chunks hold none.
 """
 
 from __future__ import annotations
@@ -18,9 +32,11 @@ logger = logging.getLogger(__name__)
 _UTF8_BOM = b"\xef\xbb\xbf"
 _UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 _MAX_CONTROL_SHARE = 0.05
+_STRAY_CONTROLS_ALLOWED = 4
 _MIN_PLAUSIBLE_SHARE = 0.85
-# Control characters other than tab, newline, vertical tab, form feed and carriage return.
-_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f\x7f-\x9f]")
+# C0 controls and DEL other than \t \n \v \f \r, SUB and ESC. C1 controls (U+0080-U+009F)
+# are not counted: UTF-8 text decoded twice as cp1252 ("â€™") is full of them and still text.
+_CONTROL = re.compile(r"[\x00-\x08\x0e-\x19\x1c-\x1f\x7f]")
 # Outside what a GB18030 text file plausibly holds: Latin, Greek/Cyrillic, punctuation and
 # symbols, CJK (radicals, punctuation, kana, bopomofo, ideographs), full-width forms.
 _IMPLAUSIBLE = re.compile(
@@ -67,9 +83,13 @@ def _checked(text: str) -> str:
     text = text.lstrip("\ufeff")
     if not text.strip():
         raise DocumentRejected("file is empty")
-    if len(_CONTROL.findall(text)) > len(text) * _MAX_CONTROL_SHARE:
+    if _looks_binary(len(_CONTROL.findall(text)), len(text)):
         raise DocumentRejected(BINARY_MESSAGE)
     return text
+
+
+def _looks_binary(controls: int, characters: int) -> bool:
+    return controls > max(_STRAY_CONTROLS_ALLOWED, characters * _MAX_CONTROL_SHARE)
 
 
 def _plausible_share(text: str) -> float:
