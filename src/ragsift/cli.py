@@ -2,22 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import sys
 from pathlib import Path
-from typing import Annotated, Any, get_args
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from pydantic import ValidationError
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
 from ragsift.cli_common import (
     CliFailure,
@@ -35,7 +25,7 @@ from ragsift.cli_files import ingest, sync
 from ragsift.cli_keys import audit, keys_app
 from ragsift.cli_maintenance import rebuild_sparse, reindex
 from ragsift.cli_mcp import mcp as mcp_command
-from ragsift.cli_remote import ApiKeyOpt, ServerOpt, remote_search
+from ragsift.cli_remote import ApiKeyOpt, ServerOpt
 from ragsift.cli_render import render_faq, render_hits, render_scores, render_trace
 from ragsift.cli_serve import serve
 from ragsift.cli_tune import tune_command
@@ -49,15 +39,17 @@ from ragsift.cli_versions import (
 )
 from ragsift.cli_worker import worker
 from ragsift.domain.errors import InvalidInput, RagsiftError
-from ragsift.domain.models import DocumentStatus
-from ragsift.domain.requests import Fusion, Mode, SearchRequest
-from ragsift.domain.results import RetrievalResult
-from ragsift.evaluation.datasets import load_beir_folder
-from ragsift.evaluation.progress import Advance, ProgressFactory
-from ragsift.evaluation.report import render_table as render_report
-from ragsift.evaluation.report import to_json as report_json
-from ragsift.evaluation.report import to_markdown as report_markdown
-from ragsift.evaluation.session import EvalOptions, evaluate
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
+    from rich.progress import Progress
+
+    from ragsift.domain.results import RetrievalResult
+    from ragsift.evaluation.progress import Advance, ProgressFactory
+
+# Start-up cost: `ragsift --help` imports typer, rich and the cli_* modules only; pydantic
+# models, the settings, SQLAlchemy, numpy, tantivy and the parsers are imported by the
+# commands that use them (tests/test_cli_imports.py keeps it so).
 
 app = typer.Typer(help="ragsift: hybrid retrieval for RAG over Chinese and English documents.",
                   no_args_is_help=True, add_completion=False)
@@ -81,7 +73,15 @@ app.command()(sync)
 def _search(data_dir: Path | None, kb: str, query: str, fields: dict[str, Any],
             server: str | None = None, api_key: str | None = None) -> RetrievalResult:
     """One retrieval; `fields` are SearchRequest overrides (None = the settings' default)."""
+    import asyncio
+
+    from pydantic import ValidationError
+
+    from ragsift.domain.requests import SearchRequest
+
     if server is not None:
+        from ragsift.cli_remote import remote_search
+
         return remote_search(server, api_key, kb, query, fields)
     with open_container(data_dir) as container:
         knowledge_base = kb_named(container, kb)
@@ -228,6 +228,8 @@ def explain(
 @kb_app.command("list")
 def kb_list(data_dir: DataDir = None, as_json: JsonFlag = False) -> None:
     """List knowledge bases with their document counts."""
+    from ragsift.domain.models import DocumentStatus
+
     with open_container(data_dir) as container:
         rows = []
         for kb in container.repository.list_kbs():
@@ -323,6 +325,24 @@ def eval_command(
     data_dir: DataDir = None,
 ) -> None:
     """Measure retrieval quality and latency on a labelled corpus (built into KB eval-NAME)."""
+    from typing import get_args
+
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    from ragsift.domain.requests import Fusion, Mode
+    from ragsift.evaluation.datasets import load_beir_folder
+    from ragsift.evaluation.report import render_table as render_report
+    from ragsift.evaluation.report import to_json as report_json
+    from ragsift.evaluation.report import to_markdown as report_markdown
+    from ragsift.evaluation.session import EvalOptions, evaluate
+
     if mode not in get_args(Mode) or fusion not in get_args(Fusion):
         raise InvalidInput(f"--mode must be one of {get_args(Mode)} and --fusion one of "
                            f"{get_args(Fusion)}")

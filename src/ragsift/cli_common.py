@@ -1,4 +1,8 @@
-"""What every `ragsift` command shares: consoles, common options, the container, KB lookup."""
+"""What every `ragsift` command shares: consoles, common options, the container, KB lookup.
+
+Every `ragsift` command imports this module and `--help` imports nothing else of ragsift's:
+the settings, the container and pydantic are imported only when a command opens them.
+"""
 
 from __future__ import annotations
 
@@ -6,17 +10,17 @@ import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from pydantic import ValidationError
 from rich.console import Console
 
-from ragsift.bootstrap import Container, build
-from ragsift.config import Settings
 from ragsift.domain.errors import InvalidInput
-from ragsift.domain.models import KnowledgeBase
-from ragsift.observability.logs import configure_logging
+
+if TYPE_CHECKING:
+    from ragsift.bootstrap import Container
+    from ragsift.config import Settings
+    from ragsift.domain.models import KnowledgeBase
 
 out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
@@ -35,13 +39,25 @@ class CliFailure(Exception):
         self.exit_code = exit_code
 
 
+def load_settings(data_dir: Path | None, **overrides: Any) -> Settings:
+    """The settings (environment, --data-dir and overrides); invalid ones exit with code 2."""
+    from pydantic import ValidationError
+
+    from ragsift.config import Settings
+
+    try:
+        return Settings(data_dir=data_dir, **overrides) if data_dir else Settings(**overrides)
+    except ValidationError as exc:
+        raise CliFailure(f"invalid settings: {exc}", 2) from exc
+
+
 @contextmanager
 def open_container(data_dir: Path | None, **overrides: Any) -> Iterator[Container]:
     """The container built from settings (and overrides), closed afterwards."""
-    try:
-        settings = Settings(data_dir=data_dir, **overrides) if data_dir else Settings(**overrides)
-    except ValidationError as exc:
-        raise CliFailure(f"invalid settings: {exc}", 2) from exc
+    from ragsift.bootstrap import build
+    from ragsift.observability.logs import configure_logging
+
+    settings = load_settings(data_dir, **overrides)
     configure_logging(settings.log_format)
     container = build(settings)
     try:

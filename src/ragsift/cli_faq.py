@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from pydantic import ValidationError
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -21,8 +20,9 @@ from ragsift.cli_common import (
     out,
 )
 from ragsift.domain.errors import InvalidInput
-from ragsift.domain.faq import FaqChanges, FaqEntry, clean_roles
-from ragsift.domain.models import DocumentScope
+
+if TYPE_CHECKING:
+    from ragsift.domain.faq import FaqEntry
 
 faq_app = typer.Typer(help="FAQ entries (question, answer, source, scope) of a knowledge base.",
                       no_args_is_help=True)
@@ -60,6 +60,9 @@ def faq_import(
     --source/--tenant-id/--dataset-id/--visibility/--role are the scope of rows that give
     none; a row's own source, tenant_id, dataset_id, visibility or allowed_roles override them.
     """
+    from ragsift.domain.faq import clean_roles
+    from ragsift.domain.models import DocumentScope
+
     defaults = DocumentScope(source=source, tenant_id=tenant_id, dataset_id=dataset_id,
                              visibility=visibility, allowed_roles=clean_roles(role))
     with open_container(data_dir) as container:
@@ -136,6 +139,10 @@ def faq_update(
 ) -> None:
     """Change an entry: it is re-embedded and re-indexed under a new id (printed); options
     left out keep their values."""
+    from pydantic import ValidationError
+
+    from ragsift.domain.faq import FaqChanges, clean_roles
+
     given: dict[str, Any] = {name: value for name, value in (
         ("question", question), ("answer", answer), ("source", source),
         ("tenant_id", tenant_id), ("dataset_id", dataset_id), ("visibility", visibility),

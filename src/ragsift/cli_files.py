@@ -5,24 +5,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ragsift.bootstrap import Container
 from ragsift.cli_common import CliFailure, DataDir, KbName, err, open_container, out
-from ragsift.domain.models import DocumentScope, DocumentStatus, KnowledgeBase
-from ragsift.ingestion.files import (
-    FileResult,
-    SourceFile,
-    SyncPlan,
-    find_files,
-    ingest_files,
-    plan_sync,
-)
-from ragsift.ingestion.parsers import SUPPORTED_EXTENSIONS
+
+if TYPE_CHECKING:
+    from ragsift.bootstrap import Container
+    from ragsift.domain.models import DocumentScope, KnowledgeBase
+    from ragsift.ingestion.files import FileResult, SourceFile, SyncPlan
 
 Globs = Annotated[list[str] | None, typer.Option(help="Glob on the path inside the folder.")]
 
@@ -50,6 +44,10 @@ def ingest(
 ) -> None:
     """Ingest files into a knowledge base (created if needed); a file whose key exists with
     other bytes replaces that document. Exit 2 if any document failed."""
+    # imported here: the parsers and the container are not needed for --help
+    from ragsift.domain.models import DocumentScope
+    from ragsift.ingestion.files import find_files
+
     found = find_files(paths, key=key)
     for path, why in found.skipped:
         err.print(f"[yellow]skipped[/] {escape(str(path))}: {why}")
@@ -74,6 +72,8 @@ def sync(
 ) -> None:
     """Make a KB match a folder: new files added, changed ones replaced (size + mtime, then
     sha256), with --prune deleted ones removed. Idempotent; a re-run resumes a killed one."""
+    from ragsift.ingestion.files import find_files, plan_sync
+
     if not folder.is_dir():
         raise CliFailure(f"not a folder: {folder}", 2)
     found = find_files([folder], include or (), exclude or ())
@@ -120,6 +120,8 @@ def _run(
     container: Container, kb: KnowledgeBase, files: list[SourceFile],
     scope: DocumentScope | None,
 ) -> Tally:
+    from ragsift.ingestion.files import ingest_files
+
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                TimeElapsedColumn())
     with Progress(*columns, console=err, transient=True) as bar:
@@ -137,6 +139,8 @@ def _run(
 
 def _report(results: list[FileResult]) -> Tally:
     """One line per file; counts only what is READY now as ingested."""
+    from ragsift.domain.models import DocumentStatus
+
     tally = Tally()
     for result in results:
         path = escape(str(result.source.path))
@@ -172,6 +176,8 @@ def _report(results: list[FileResult]) -> Tally:
 
 
 def _finish(container: Container, kb: KnowledgeBase, tally: Tally) -> None:
+    from ragsift.ingestion.parsers import SUPPORTED_EXTENSIONS
+
     versions = container.versions.state(kb)
     if versions.mode == "staged":
         out.print(f"{kb.name!r} is staged: the changes wait in draft version "

@@ -8,31 +8,42 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from pydantic import ValidationError
 from rich.markup import escape
 
-from ragsift.adapters.sql import SqlRepository
-from ragsift.auth.keys import ApiKey, KeyScope, Role, parse_duration
-from ragsift.auth.service import KeyService
-from ragsift.cli_common import CliFailure, DataDir, JsonFlag, echo_json, err, out
-from ragsift.config import Settings
+from ragsift.cli_common import DataDir, JsonFlag, echo_json, err, load_settings, out
 from ragsift.domain.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from ragsift.adapters.sql import SqlRepository
+    from ragsift.auth.keys import ApiKey
+    from ragsift.auth.service import KeyService
 
 keys_app = typer.Typer(help="API keys of the REST API (admin).", no_args_is_help=True)
 
 Many = Annotated[list[str] | None, typer.Option()]
 
 
+class RoleName(StrEnum):
+    """The values of ragsift.auth.keys.Role, so that --help need not import the key models
+    (pydantic); a test keeps the two equal."""
+
+    READER = "reader"
+    EDITOR = "editor"
+    ADMIN = "admin"
+
+
 @contextmanager
 def _keys(data_dir: Path | None) -> Iterator[tuple[KeyService, SqlRepository]]:
-    try:
-        settings = Settings(data_dir=data_dir) if data_dir else Settings()
-    except ValidationError as exc:
-        raise CliFailure(f"invalid settings: {exc}", 2) from exc
+    # imported here: SQLAlchemy is not needed for --help
+    from ragsift.adapters.sql import SqlRepository
+    from ragsift.auth.service import KeyService
+
+    settings = load_settings(data_dir)
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     repository = SqlRepository(settings.resolved_database_url)
     try:
@@ -64,13 +75,15 @@ def _show(key: ApiKey) -> str:
 @keys_app.command("create")
 def create(
     name: Annotated[str, typer.Option("--name", help="A name for the key (unique).")],
-    role: Annotated[Role, typer.Option("--role", help="reader | editor | admin")],
+    role: Annotated[RoleName, typer.Option("--role", help="reader | editor | admin")],
     kb: Many = None, tenant_id: Many = None, dataset_id: Many = None,
     visibility: Many = None, data_role: Many = None,
     expires_in: Annotated[str | None, typer.Option(help="e.g. 90d, 12h, 2w [never]")] = None,
     data_dir: DataDir = None, json_output: JsonFlag = False,
 ) -> None:
     """Create a key; its secret is printed once and stored only as a hash."""
+    from ragsift.auth.keys import KeyScope, Role, parse_duration
+
     with _keys(data_dir) as (keys, repository):
         try:
             expires = parse_duration(expires_in) if expires_in else None
@@ -80,7 +93,7 @@ def create(
                          tenant_ids=tuple(tenant_id or ()), dataset_ids=tuple(dataset_id or ()),
                          visibilities=tuple(visibility or ()),
                          data_roles=tuple(data_role or ()))
-        key, secret = keys.create(name, role, scope, expires)
+        key, secret = keys.create(name, Role(role.value), scope, expires)
     if json_output:
         echo_json({"key": key.model_dump(mode="json"), "secret": secret})
         return
@@ -123,6 +136,8 @@ def audit(
     data_dir: DataDir = None, json_output: JsonFlag = False,
 ) -> None:
     """State-changing API requests: time, key, route, target and result."""
+    from ragsift.auth.keys import parse_duration
+
     try:
         start = datetime.now(UTC) - parse_duration(since)
     except ValueError as exc:

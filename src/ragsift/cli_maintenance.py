@@ -5,13 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from pydantic import ValidationError
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ragsift.bootstrap import Container, build, build_maintenance
 from ragsift.cli_common import (
     CliFailure,
     DataDir,
@@ -20,12 +18,15 @@ from ragsift.cli_common import (
     echo_json,
     err,
     kb_named,
+    load_settings,
     open_container,
     out,
 )
-from ragsift.config import Settings
-from ragsift.domain.models import DocumentStatus, KnowledgeBase
-from ragsift.ingestion.maintenance import ReindexOutcome, SparseRebuildReport
+
+if TYPE_CHECKING:
+    from ragsift.bootstrap import Container
+    from ragsift.domain.models import KnowledgeBase
+    from ragsift.ingestion.maintenance import ReindexOutcome, SparseRebuildReport
 
 OptionalKb = Annotated[str | None, typer.Option(
     "--kb", help="Knowledge base name or id [every knowledge base].")]
@@ -36,11 +37,9 @@ DocIds = Annotated[list[str] | None, typer.Option(
 @contextmanager
 def _upgrading_container(data_dir: Path | None) -> Iterator[Container]:
     """The container, with an outdated BM25 layout moved aside instead of refused."""
-    try:
-        settings = Settings(data_dir=data_dir) if data_dir else Settings()
-    except ValidationError as exc:
-        raise CliFailure(f"invalid settings: {exc}", 2) from exc
-    container = build(settings, upgrade_sparse_layout=True)
+    from ragsift.bootstrap import build
+
+    container = build(load_settings(data_dir), upgrade_sparse_layout=True)
     try:
         yield container
     finally:
@@ -68,6 +67,8 @@ def rebuild_sparse(kb: OptionalKb = None, data_dir: DataDir = None,
     (files emptied, truncated or missing) is replaced without being read. Also upgrades a
     data directory with the old single-index BM25 layout (then every KB is rebuilt).
     """
+    from ragsift.bootstrap import build_maintenance
+
     with _upgrading_container(data_dir) as container:
         maintenance = build_maintenance(container)
         with Progress(*_columns(), console=err, transient=True) as bar:
@@ -100,6 +101,9 @@ def reindex(kb: KbName, doc_id: DocIds = None, data_dir: DataDir = None,
     Each document is hidden from search only while it is re-parsed. Exit 2 if any document
     failed or was skipped.
     """
+    from ragsift.bootstrap import build_maintenance
+    from ragsift.domain.models import DocumentStatus
+
     with open_container(data_dir) as container:
         knowledge_base = kb_named(container, kb)
         maintenance = build_maintenance(container)
@@ -129,6 +133,8 @@ def _outcome_json(outcome: ReindexOutcome) -> dict[str, object]:
 
 
 def _print_outcome(outcome: ReindexOutcome) -> None:
+    from ragsift.domain.models import DocumentStatus
+
     document = outcome.document
     if outcome.skipped:
         err.print(f"[yellow]skipped[/] {document.filename} ({document.id}): {outcome.skipped}")

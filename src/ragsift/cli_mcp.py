@@ -9,15 +9,16 @@ import contextlib
 import logging
 import sys
 from enum import StrEnum
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ragsift.auth.service import KeyService
-from ragsift.bootstrap import Container
 from ragsift.cli_common import CliFailure, DataDir, open_container
 from ragsift.cli_serve import STARTUP_FAILURE, is_loopback
-from ragsift.config import Settings
+
+if TYPE_CHECKING:
+    from ragsift.bootstrap import Container
+    from ragsift.config import Settings
 
 logger = logging.getLogger(__name__)
 
@@ -109,6 +110,8 @@ def mcp(
 
 
 def _check_key(container: Container, secret: str) -> None:
+    from ragsift.auth.service import KeyService
+
     key = KeyService(container.repository).authenticate(secret)
     if key is None:
         raise CliFailure("the API key (--api-key / RAGSIFT_API_KEY) is unknown, revoked or "

@@ -6,14 +6,14 @@ instead, through ragsift.client, and renders the answer as the local search woul
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from pydantic import ValidationError
 
 from ragsift.cli_common import CliFailure
-from ragsift.client import RagsiftApiError, RagsiftClient, RagsiftClientError
-from ragsift.domain.results import RetrievalResult
+
+if TYPE_CHECKING:
+    from ragsift.domain.results import RetrievalResult
 
 ServerOpt = Annotated[str | None, typer.Option(
     "--server", help="Search through this ragsift server (http://HOST:PORT) instead of the "
@@ -28,6 +28,12 @@ def remote_search(server: str, api_key: str | None, kb: str, query: str,
 
     explain is asked even for search: it is the one answer with hits, FAQ hits and trace.
     """
+    # imported here: the client brings httpx and the API's models, which --help does not need
+    from pydantic import ValidationError
+
+    from ragsift.client import RagsiftApiError, RagsiftClient, RagsiftClientError
+    from ragsift.domain.results import RetrievalResult
+
     options = {name: value for name, value in fields.items() if value not in (None, [])}
     try:
         # an empty RAGSIFT_API_KEY means none, as for a --no-auth server

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ragsift.domain.models import Locator
-from ragsift.domain.results import RetrievalResult
-from ragsift.domain.trace import RetrievalTrace, StageTrace, Switches
+if TYPE_CHECKING:
+    from ragsift.domain.models import Locator
+    from ragsift.domain.results import RetrievalResult
+    from ragsift.domain.trace import RetrievalTrace, StageTrace, Switches
 
 
 def _fmt(value: float | int | None, digits: int = 4) -> str:

@@ -20,11 +20,12 @@ import typer
 
 from ragsift.cli_common import CliFailure, DataDir, open_container
 from ragsift.cli_worker import pause_hook_s
-from ragsift.config import Settings
 from ragsift.shutdown import ShutdownClock, hard_exit
 
 if TYPE_CHECKING:
     import uvicorn
+
+    from ragsift.config import Settings
 
 logger = logging.getLogger(__name__)
 

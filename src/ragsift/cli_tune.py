@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
@@ -18,15 +18,15 @@ from ragsift.cli_common import (
     open_container,
     out,
 )
-from ragsift.domain.models import DocumentStatus
-from ragsift.evaluation.datasets import (
-    EvalQuery,
-    Qrels,
-    load_jsonl_labels,
-    load_queries,
-    read_qrels,
-)
-from ragsift.evaluation.kb_tuning import TUNING_METRICS, FusionTuner, TuningResult, resolve_labels
+
+if TYPE_CHECKING:
+    from ragsift.evaluation.datasets import EvalQuery, Qrels
+    from ragsift.evaluation.kb_tuning import TuningResult
+
+# ragsift.evaluation.kb_tuning.TUNING_METRICS, written out so that --help need not import the
+# evaluation (a test keeps the two equal)
+METRICS = tuple(f"{name}@{k}" for name in ("ndcg", "recall", "mrr", "precision")
+                for k in (10, 100))
 
 QueriesFile = Annotated[Path, typer.Option(
     "--queries", help="Labels JSONL {query, relevant: {doc id | filename | chunk id: grade}}, "
@@ -34,6 +34,8 @@ QueriesFile = Annotated[Path, typer.Option(
 
 
 def _labels(queries: Path, qrels: Path | None) -> tuple[tuple[EvalQuery, ...], Qrels]:
+    from ragsift.evaluation.datasets import load_jsonl_labels, load_queries, read_qrels
+
     if qrels is None:
         return load_jsonl_labels(queries)
     return load_queries(queries), read_qrels(qrels)
@@ -65,7 +67,7 @@ def tune_command(
     queries: QueriesFile,
     qrels: Annotated[Path | None, typer.Option(help="Qrels TSV for a {id, text} file.")] = None,
     folds: Annotated[int, typer.Option(help="Cross-validation folds.")] = 5,
-    metric: Annotated[str, typer.Option(help=f"One of {', '.join(TUNING_METRICS)}.")
+    metric: Annotated[str, typer.Option(help=f"One of {', '.join(METRICS)}.")
                       ] = "ndcg@10",
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Report only; store nothing.")
                        ] = False,
@@ -78,6 +80,9 @@ def tune_command(
     the choice is cross-validated, so the gain reported is held-out. Searches use the result
     only when they opt in.
     """
+    from ragsift.domain.models import DocumentStatus
+    from ragsift.evaluation.kb_tuning import FusionTuner, resolve_labels
+
     eval_queries, labels = _labels(queries, qrels)
     with open_container(data_dir) as container:
         knowledge_base = kb_named(container, kb)

@@ -4,7 +4,7 @@ check and configure the versions of a knowledge base."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -21,15 +21,9 @@ from ragsift.cli_common import (
     out,
 )
 from ragsift.domain.errors import InvalidInput
-from ragsift.domain.versions import (
-    ActivationOutcome,
-    GateConfig,
-    GateRefused,
-    GateReport,
-    PublishMode,
-    VersionState,
-)
-from ragsift.versions.gate import read_gate_queries
+
+if TYPE_CHECKING:
+    from ragsift.domain.versions import ActivationOutcome, GateReport, PublishMode, VersionState
 
 version_app = typer.Typer(
     help="Versions of a knowledge base: seal the draft, activate behind the quality gate, "
@@ -153,6 +147,8 @@ def version_activate(
     as_json: JsonFlag = False,
 ) -> None:
     """Make VERSION the active one, after the quality gate (exit 2 when it refuses)."""
+    from ragsift.domain.versions import GateRefused
+
     with open_container(data_dir) as container:
         knowledge_base = kb_named(container, kb)
         try:
@@ -248,6 +244,9 @@ def version_config(
     as_json: JsonFlag = False,
 ) -> None:
     """Show or change the publish mode, the retention and the quality gate of a KB."""
+    from ragsift.domain.versions import GateConfig
+    from ragsift.versions.gate import read_gate_queries
+
     if mode is not None and mode not in ("auto", "staged"):
         raise InvalidInput("--mode must be auto or staged")
     if no_gate and (gate or gate_k or gate_max_drop is not None):

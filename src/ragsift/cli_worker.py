@@ -14,15 +14,16 @@ import signal
 import threading
 from pathlib import Path
 from types import FrameType
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ragsift.bootstrap import build_job_queue
 from ragsift.cli_common import CliFailure, DataDir, open_container
-from ragsift.config import Settings
-from ragsift.ingestion.job_worker import JobWorker
 from ragsift.shutdown import ShutdownClock
+
+if TYPE_CHECKING:
+    from ragsift.config import Settings
+    from ragsift.ingestion.job_worker import JobWorker
 
 logger = logging.getLogger(__name__)
 
@@ -98,6 +99,9 @@ def worker(
     Any number of workers may share one PostgreSQL database; several at once need an index
     they can share (Milvus): the embedded index admits one process per data directory.
     """
+    from ragsift.bootstrap import build_job_queue
+    from ragsift.ingestion.job_worker import JobWorker
+
     pause_s = pause_hook_s()
     logging.getLogger("ragsift").setLevel(logging.INFO)
     signals = _StopSignals()

@@ -166,3 +166,26 @@ def test_in_memory_sqlite_keeps_one_database_across_calls() -> None:
         assert repo.list_kbs() == []
     finally:
         repo.close()
+
+
+def test_opening_a_database_at_head_does_not_import_alembic(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'facts.sqlite'}"
+    upgrade_to_head(url)
+    code = ("import sys; from ragsift.adapters.sql import upgrade_to_head; "
+            f"upgrade_to_head({url!r}); print('alembic' in sys.modules)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            check=True)
+    assert result.stdout.strip() == "False"
+
+
+def test_a_database_behind_head_is_still_upgraded(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'facts.sqlite'}"
+    upgrade_to_head(url)
+    engine = make_engine(url)
+    with engine.begin() as connection:  # as a database of revision 0011 looks
+        connection.execute(sa.text("ALTER TABLE conversation_turns DROP COLUMN assets"))
+        connection.execute(sa.text("UPDATE alembic_version SET version_num = '0011'"))
+    engine.dispose()
+    upgrade_to_head(url)
+    columns = {c["name"] for c in sa.inspect(make_engine(url)).get_columns("conversation_turns")}
+    assert "assets" in columns

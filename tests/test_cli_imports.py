@@ -1,0 +1,46 @@
+"""`import ragsift.cli` (all `--help` needs) stays light: the heavy stacks load with commands."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from ragsift.auth.keys import Role
+from ragsift.cli_keys import RoleName
+from ragsift.cli_tune import METRICS
+from ragsift.evaluation.kb_tuning import TUNING_METRICS
+
+HEAVY = ("fastapi", "sqlalchemy", "numpy", "tantivy", "PIL", "pypdfium2", "pydantic_settings",
+         "alembic", "httpx", "bs4", "pypdf", "rjieba", "uvicorn", "ragsift.bootstrap",
+         "ragsift.config", "ragsift.ingestion.parsers")
+
+
+def _imported_after(code: str) -> set[str]:
+    """The HEAVY modules a fresh interpreter holds after running `code`."""
+    probe = f"{code}\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          timeout=120, check=True)
+    modules = set(json.loads(done.stdout.splitlines()[-1]))
+    return {name for name in HEAVY if name in modules}
+
+
+def test_importing_the_cli_imports_none_of_the_heavy_stacks() -> None:
+    assert _imported_after("import ragsift.cli") == set()
+
+
+def test_the_help_of_every_command_group_imports_none_of_them() -> None:
+    code = ("import sys\nfrom ragsift.cli import app\n"
+            "for args in (['--help'], ['kb', 'version', '--help'], ['faq', '--help'], "
+            "['keys', 'create', '--help'], ['serve', '--help'], ['search', '--help']):\n"
+            "    try:\n        app(args)\n    except SystemExit as exc:\n"
+            "        assert exc.code == 0, (args, exc.code)\n")
+    assert _imported_after(code) == set()
+
+
+def test_the_cli_role_names_are_the_roles_of_the_keys() -> None:
+    assert [r.value for r in RoleName] == [r.value for r in Role]
+
+
+def test_the_tune_help_names_the_metrics_the_tuner_accepts() -> None:
+    assert METRICS == TUNING_METRICS
