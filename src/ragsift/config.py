@@ -68,6 +68,12 @@ class Settings(BaseSettings):
         "document needing more is FAILED",
     )
     query_cache_size: int = Field(default=1024, ge=0)
+    blas_threads: str = Field(
+        default="auto", pattern=r"^(auto|off|[1-9][0-9]{0,2})$",
+        description="BLAS threads of dense scans: auto = every core for a big scan running "
+        "alone, one beside other searches (two BLAS threads under load made small scans 50x "
+        "slower); a number = always that many; off = numpy's own default",
+    )
     openai_base_url: str | None = None
     openai_api_key: str | None = None
     openai_embedding_model: str = "multilingual-e5-small"

