@@ -34,7 +34,8 @@ DELTAS = ["The hotel limit is 150 dollars [", "1](citation://1); in Tokyo 220 [1
           "ation://1)[9](citation://9)."]
 VALIDATED = "The hotel limit is 150 dollars [1](citation://1); in Tokyo 220 [1](citation://1)."
 EVIDENCE_KEYS = {"n", "chunk_id", "document_id", "filename", "heading_path", "locator", "text",
-                 "context_text", "score", "assets"}
+                 "context_text", "score", "assets", "dense_score", "sparse_score",
+                 "fusion_score", "rerank_score"}
 CITATION_KEYS = {"n", "chunk_id", "document_id", "filename", "locator", "heading_path", "text"}
 Seeded = tuple[Path, dict[str, str]]
 
@@ -139,7 +140,7 @@ def test_without_a_chat_server_the_answer_is_extractive_and_says_so(
     body = _chat(extractive_api)
     assert (body["extractive"], body["model"]) == (True, None)
     assert body["answer"].startswith(EXTRACTIVE_NOTE_EN)
-    assert "[1](citation://1)" in body["answer"]
+    assert "[Source 1](citation://1)" in body["answer"]
     assert body["citations"][0]["filename"] == "hotels.md"
 
     events = _stream(extractive_api)

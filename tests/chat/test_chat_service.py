@@ -243,7 +243,7 @@ def test_without_a_model_the_answer_is_extractive_and_says_so(
     final = events[-1]
     assert isinstance(final, TurnFinished)
     assert final.answer == delta.text and final.answer.startswith(EXTRACTIVE_NOTE_EN)
-    assert final.answer.endswith("rises to 220 dollars. [1](citation://1)")
+    assert final.answer.endswith("rises to 220 dollars. [Source 1](citation://1)")
     assert (final.extractive, final.model, [c.n for c in final.citations]) == (True, None, [1])
     assert _turn(store, turn.conversation_id).extractive is True
     assert service.model_name is None

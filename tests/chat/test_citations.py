@@ -40,8 +40,9 @@ def test_citations_carry_the_evidence_they_name() -> None:
     ("no space[9](citation://9)after", "no spaceafter"),
     ("end [9](citation://9)", "end"),
     ("tab\t[9](citation://9)\nnext", "tab\nnext"),
-    # label and target disagree: not a valid link, removed
-    ("mismatch [1](citation://2).", "mismatch."),
+    # a target that is no number list: removed
+    ("malformed [1](citation://two).", "malformed."),
+    ("empty [来源 1](citation://).", "empty."),
 ])
 def test_out_of_range_or_malformed_links_are_removed(text: str, expected: str) -> None:
     answer, numbers = _cited(text)

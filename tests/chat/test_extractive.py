@@ -36,7 +36,7 @@ def test_english_answer_quotes_the_best_sentence_of_each_matching_item_with_its_
     assert answer == (
         f"{EXTRACTIVE_NOTE_EN}\n\n"
         "- In London and Tokyo the hotel limit per night rises to 220 dollars. "
-        "[1](citation://1)"
+        "[Source 1](citation://1)"
     )
     assert [c.n for c in validate_citations(answer, items).citations] == [1]
 
@@ -48,26 +48,26 @@ def test_chinese_question_gets_the_chinese_note_and_several_items_in_evidence_or
     answer = extractive_answer("年假可以结转几天？", items)
     assert answer == (
         f"{EXTRACTIVE_NOTE_ZH}\n\n"
-        "- 未休完的年假最多可结转五天到下一年。 [1](citation://1)\n"
-        "- 年假须提前一周申请。 [3](citation://3)"
+        "- 未休完的年假最多可结转五天到下一年。 [来源 1](citation://1)\n"
+        "- 年假须提前一周申请。 [来源 3](citation://3)"
     )
 
 
 def test_at_most_max_sentences_items_are_quoted() -> None:
     items = [evidence(n, f"The hotel limit is {n}00 dollars.") for n in range(1, 6)]
     answer = extractive_answer("hotel limit", items, max_sentences=2)
-    assert answer.count("citation://") == 2 and "[2](citation://2)" in answer
+    assert answer.count("citation://") == 2 and "[Source 2](citation://2)" in answer
 
 
 def test_without_shared_terms_the_first_sentence_of_the_top_item_is_quoted() -> None:
     answer = extractive_answer("Wie hoch ist das Limit?", [evidence(1, HOTEL)])
     assert answer == (f"{EXTRACTIVE_NOTE_EN}\n\n- The hotel limit per night is 150 dollars in "
-                      "most cities. [1](citation://1)")
+                      "most cities. [Source 1](citation://1)")
 
 
 def test_long_sentences_are_shortened_and_no_evidence_says_so() -> None:
     answer = extractive_answer("hotel", [evidence(1, "hotel " * 100)])
     line = answer.splitlines()[-1]
-    assert line.endswith("… [1](citation://1)") and len(line) < 330
+    assert line.endswith("… [Source 1](citation://1)") and len(line) < 330
     assert extractive_answer("hotel?", []) == NO_EVIDENCE_EN
     assert extractive_answer("年假？", []) == NO_EVIDENCE_ZH

@@ -32,9 +32,9 @@ def test_messages_are_rules_history_then_numbered_evidence_and_the_question() ->
 
 
 def test_system_prompt_names_the_citation_form_and_the_refusal_rule() -> None:
-    assert "[N](citation://N)" in SYSTEM_PROMPT
+    assert "[Source N](citation://N)" in SYSTEM_PROMPT
     assert "does not answer the question" in SYSTEM_PROMPT
-    assert "language of the question" in SYSTEM_PROMPT
+    assert "answer in English" in SYSTEM_PROMPT
 
 
 def test_locators_are_described_for_the_model() -> None:

@@ -19,7 +19,9 @@ EXPECTED_ASSETS = {
     "js/debug.js", "js/dialog.js", "js/docpicker.js", "js/documents.js", "js/dom.js",
     "js/evidence.js", "js/faq.js", "js/faqapi.js", "js/format.js", "js/kbs.js",
     "js/markdown.js", "js/sse.js", "js/trace.js", "js/turn.js", "js/upload.js",
-    "js/assets.js",
+    "js/assets.js", "js/chatcards.js", "js/i18n.js", "js/langswitch.js",
+    "js/strings/chat.js", "js/strings/common.js", "js/strings/debug.js",
+    "js/strings/documents.js", "js/strings/panel.js",
     "vendor/marked.esm.js", "vendor/purify.min.js",
     "vendor/LICENSE-marked.txt", "vendor/LICENSE-dompurify.txt",
     "vendor/LICENSE-dompurify-MPL.txt",
@@ -135,7 +137,9 @@ def test_every_module_import_resolves_to_a_served_file() -> None:
     for name in (n for n in assets if n.startswith("js/")):
         source = (STATIC_DIR / name).read_text(encoding="utf-8")
         for target in re.findall(r'from\s+"(\.{1,2}/[^"]+)"', source):
-            resolved = (Path("/js") / target).resolve().relative_to("/").as_posix()
+            # relative to the importing module's folder (js/ or js/strings/)
+            folder = Path("/") / Path(name).parent
+            resolved = (folder / target).resolve().relative_to("/").as_posix()
             assert resolved in assets, f"{name} imports {target}"
 
 

@@ -12,7 +12,8 @@ from ragsift.domain.results import RetrievalHit
 def evidence_from_hits(hits: Sequence[RetrievalHit]) -> tuple[Evidence, ...]:
     """Hits as evidence numbered from 1 in rank order; pure.
 
-    The score is the rerank score when rerank ran, else the fusion score; an empty locator
+    The score is the rerank score when rerank ran, else the fusion score; each stage's score
+    is kept too (dense, sparse, fusion, rerank); an empty locator
     (nothing set) becomes None. Each item keeps the images of its chunk.
     """
     return tuple(
@@ -21,6 +22,8 @@ def evidence_from_hits(hits: Sequence[RetrievalHit]) -> tuple[Evidence, ...]:
             heading_path=hit.heading_path, locator=_locator(hit.locator), text=hit.text,
             context_text=hit.context_text,
             score=hit.fusion_score if hit.rerank_score is None else hit.rerank_score,
+            dense_score=hit.dense_score, sparse_score=hit.sparse_score,
+            fusion_score=hit.fusion_score, rerank_score=hit.rerank_score,
             assets=hit.assets,
         )
         for n, hit in enumerate(hits, start=1)

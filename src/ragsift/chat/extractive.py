@@ -6,7 +6,7 @@ import re
 from collections.abc import Sequence
 
 from ragsift.chat.assets import image_link
-from ragsift.chat.citations import citation_link
+from ragsift.chat.citations import citation_link, label_word
 from ragsift.chat.prompt import is_chinese, no_evidence_answer
 from ragsift.domain.chat import Evidence
 
@@ -59,7 +59,8 @@ def best_sentence(question_terms: set[str], item: Evidence) -> tuple[float, str]
 
 
 def extractive_answer(question: str, evidence: Sequence[Evidence], max_sentences: int = 3) -> str:
-    """A note saying no model answered, then the best sentences with their citation links; pure.
+    """A note saying no model answered, then the best sentences with their citation links
+    (`[来源 N](citation://N)` for a Chinese question, `[Source N](...)` else); pure.
 
     One sentence per evidence item, in evidence order, from the items that share any term
     with the question (at most `max_sentences`); when none does, the first sentence of the
@@ -79,8 +80,10 @@ def extractive_answer(question: str, evidence: Sequence[Evidence], max_sentences
     if not picked:
         first = sentences(evidence[0].text)
         picked = [(evidence[0], first[0] if first else evidence[0].text.strip())]
-    note = EXTRACTIVE_NOTE_ZH if is_chinese(question) else EXTRACTIVE_NOTE_EN
-    lines = [f"- {_shorten(sentence)} {citation_link(item.n)}" for item, sentence in picked]
+    chinese = is_chinese(question)
+    note = EXTRACTIVE_NOTE_ZH if chinese else EXTRACTIVE_NOTE_EN
+    word = label_word(chinese)
+    lines = [f"- {_shorten(sentence)} {citation_link(item.n, word)}" for item, sentence in picked]
     answer = note + "\n\n" + "\n".join(lines)
     if evidence[0].assets:
         answer += "\n\n" + image_link(evidence[0].assets[0])

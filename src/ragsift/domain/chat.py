@@ -47,7 +47,14 @@ class Evidence(Citation):
     """One piece of evidence of a turn, numbered from 1 in the order given to the model."""
 
     context_text: str | None = None
+    # the score it was finally ordered by: rerank when rerank ran, else fusion
     score: float
+    # the score of each stage (None: the stage did not score it, or a turn stored before
+    # these were kept); fusion scores can be negative (z-score fusion)
+    dense_score: float | None = None
+    sparse_score: float | None = None
+    fusion_score: float | None = None
+    rerank_score: float | None = None
     # the images of the evidence's chunk: the prompt lists them as `asset://ID`
     assets: tuple[AssetRef, ...] = ()
 

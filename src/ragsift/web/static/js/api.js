@@ -1,5 +1,7 @@
 // Calls to the ragsift API; every failure becomes an ApiError carrying the server's
-// {code, message} (or the HTTP status when the body is not that shape).
+// {code, message} (or the HTTP status when the body is not that shape). What the page shows is
+// describe(): a sentence in the page's language for the codes the catalogue knows (the
+// server's own message where it says what exactly is wrong), never a raw code or id.
 //
 // Every call carries the tab's API key (auth.js) as `Authorization: Bearer …` once one is
 // stored. A 401 asks for a key in a dialog and retries the request once with it; a key the
@@ -7,19 +9,37 @@
 // key's role or scope does not allow the request) is an ApiError like any other: the page shows
 // the server's message. With access control off no 401 comes, and no dialog ever shows.
 import { askForKey, forgetKey, storedKey } from "./auth.js";
+import { t } from "./i18n.js";
+import "./strings/common.js";
+
+// quoted ids in server messages ('3f2a…' uuids, long hex or token-like ids) are not for people
+const QUOTED_ID = /(['"])(?:[0-9a-f]{8}-[0-9a-f-]{27,}|[0-9a-f]{16,}|[A-Za-z0-9_-]*\d[A-Za-z0-9_-]*_[A-Za-z0-9_-]{12,}|[A-Za-z0-9]{24,})\1/g;
+
+/** A server message without its raw ids ('…' in their place). */
+export function withoutIds(message) {
+  return String(message || "").replace(QUOTED_ID, t("common.error.id"));
+}
 
 export class ApiError extends Error {
-  constructor(status, code, message, retryAfter = null) {
+  constructor(status, code, message, retryAfter = null, serverMessage = false) {
     super(message);
     this.status = status;
     this.code = code;
     this.retryAfter = retryAfter;
+    this.serverMessage = serverMessage; // `message` is the server's (not the status line)
   }
 
-  /** "message (code)" for display; a 429 also says when to retry. */
+  /** The error in words, in the page's language; a 429 also says when to retry. */
   describe() {
-    const wait = this.retryAfter ? `; retry in ${this.retryAfter} s` : "";
-    return this.code ? `${this.message} (${this.code}${wait})` : this.message;
+    let text;
+    const known = `common.error.code.${this.code}`;
+    const detail = withoutIds(this.message);
+    if (this.code === "network_error") text = t("common.error.network");
+    else if (t(known) !== known) text = t(known, { detail });
+    else if (this.serverMessage) text = t("common.error.serverSays", { message: detail });
+    else text = t("common.error.http", { status: this.status });
+    return this.retryAfter ? t("common.error.retry", { message: text, seconds: this.retryAfter })
+      : text;
   }
 }
 
@@ -27,17 +47,21 @@ export class ApiError extends Error {
 export async function errorFrom(response) {
   let code = `http_${response.status}`;
   let message = `${response.status} ${response.statusText || "request failed"}`;
+  let fromServer = false;
   try {
     const body = await response.json();
     if (body && typeof body.code === "string") {
       code = body.code;
-      if (typeof body.message === "string" && body.message) message = body.message;
+      if (typeof body.message === "string" && body.message) {
+        message = body.message;
+        fromServer = true;
+      }
     }
   } catch {
     // not JSON: keep the status line
   }
   const retryAfter = response.status === 429 ? response.headers.get("retry-after") : null;
-  return new ApiError(response.status, code, message, retryAfter);
+  return new ApiError(response.status, code, message, retryAfter, fromServer);
 }
 
 async function send(path, init, key) {
@@ -47,7 +71,7 @@ async function send(path, init, key) {
     return await fetch(path, { ...init, headers });
   } catch (error) {
     if (error.name === "AbortError") throw error;
-    throw new ApiError(0, "network_error", `the server could not be reached (${error.message})`);
+    throw new ApiError(0, "network_error", String(error.message)); // described in words
   }
 }
 
@@ -69,7 +93,7 @@ export async function request(path, init = {}) {
     }
     if (key) forgetKey(key);
     const entered = await askForKey(key
-      ? `The server did not accept that key: ${refused.message}` : "");
+      ? t("common.key.refused", { reason: withoutIds(refused.message) }) : "");
     if (!entered) throw refused;
     key = entered;
   }
@@ -90,7 +114,8 @@ export async function api(path, { method = "GET", json, body, signal } = {}) {
   return response.json();
 }
 
-/** A readable message for any error thrown by api(). */
+/** A readable message for any error thrown by api(), in the page's language. */
 export function describe(error) {
-  return error instanceof ApiError ? error.describe() : String(error.message || error);
+  if (error instanceof ApiError) return error.describe();
+  return t("common.error.unknown", { detail: String((error && error.message) || error) });
 }

@@ -3,6 +3,8 @@
 // control in the top bar. With access control off the server never answers 401, so neither
 // the dialog nor the control ever shows.
 import { h, say } from "./dom.js";
+import { t } from "./i18n.js";
+import "./strings/common.js";
 
 const STORAGE_KEY = "ragsift.apiKey";
 // what an Authorization header value can carry (visible ASCII), checked before any request
@@ -58,19 +60,20 @@ function buildDialog() {
     autocapitalize: "off", required: true, "aria-describedby": "api-key-help api-key-error",
   });
   const error = h("p", { id: "api-key-error", class: "error small", role: "alert", hidden: true });
-  const cancel = h("button", { type: "button", class: "secondary", dataset: { part: "cancel" } },
-    "Cancel");
+  const cancel = h("button", { type: "button", class: "secondary",
+    dataset: { part: "cancel", i18n: "common.key.cancel" } }, t("common.key.cancel"));
   // method=dialog: even without this script the form never navigates, and the input has no
   // name, so the key can never end up in a URL
   const form = h("form", { method: "dialog", novalidate: true },
-    h("h2", { id: "api-key-title" }, "API key needed"),
-    h("p", { id: "api-key-help", class: "small muted" },
-      "This server asks for an API key (it starts with rs_). It is kept in this browser tab "
-      + "only and sent with every request, never in the address."),
-    h("label", { for: "api-key-input" }, "API key", input),
+    h("h2", { id: "api-key-title", dataset: { i18n: "common.key.title" } }, t("common.key.title")),
+    h("p", { id: "api-key-help", class: "small muted", dataset: { i18n: "common.key.help" } },
+      t("common.key.help")),
+    h("label", { for: "api-key-input" },
+      h("span", { dataset: { i18n: "common.key.label" } }, t("common.key.label")), input),
     error,
     h("div", { class: "actions" },
-      h("button", { type: "submit", dataset: { part: "submit" } }, "Use key"), cancel));
+      h("button", { type: "submit", dataset: { part: "submit", i18n: "common.key.submit" } },
+        t("common.key.submit")), cancel));
   const node = h("dialog", {
     id: "api-key-dialog", class: "key-dialog", "aria-labelledby": "api-key-title",
     "aria-describedby": "api-key-help",
@@ -92,8 +95,7 @@ function showDialog(problem) {
       event.preventDefault();
       const key = cleanKey(input.value);
       if (!key) {
-        say(error, input.value.trim() ? "An API key is one word of letters, digits and "
-          + "symbols (rs_…), without spaces." : "Paste the API key first.");
+        say(error, t(input.value.trim() ? "common.key.badShape" : "common.key.empty"));
         input.setAttribute("aria-invalid", "true");
         input.focus();
         return;
@@ -138,8 +140,8 @@ function renderControl() {
   if (!control) return;
   const key = storedKey();
   control.hidden = !key && !keyRequired;
-  control.textContent = key ? "Forget key" : "Enter API key";
-  control.title = key ? "Forget the API key of this tab (sign out)" : "Enter an API key";
+  control.textContent = t(key ? "common.key.forget" : "common.key.enter");
+  control.title = t(key ? "common.key.forgetTitle" : "common.key.enterTitle");
   control.dataset.state = key ? "signed-in" : "signed-out";
 }
 
@@ -161,3 +163,7 @@ export function initKeyControl(button, { onKeyEntered } = {}) {
   });
   renderControl();
 }
+
+// a language switch: the control and the dialog's texts follow it (an open dialog's error
+// stays as it was said)
+document.addEventListener("ragsift:language", renderControl);

@@ -1,24 +1,44 @@
 // The chat page: conversations, a streamed answer (POST /api/chat/stream read as SSE through
 // fetch, so it carries the API key header like every other call: EventSource could not send
-// it), evidence cards and citation links that open the evidence side panel.
-import { api, describe, errorFrom, request } from "./api.js";
+// it), evidence cards and citation links that open the evidence side panel, and the search
+// options under the composer (mode, rewrite / rerank / Small2Big, a document whitelist).
+//
+// An answer keeps streaming when the reader opens another conversation or starts a new chat:
+// its turn is kept off-screen and shown again, still streaming (or finished), when its
+// conversation is opened again; the list marks it as generating meanwhile. Stop stops the
+// answer on screen. Every message goes through t() (strings/chat.js) and is shown again in the
+// new language when the language changes.
+import { api, errorFrom, request } from "./api.js";
 import { initKeyControl } from "./auth.js";
-import { h, say } from "./dom.js";
 import { ConversationList } from "./conversations.js";
+import { DocPicker } from "./docpicker.js";
+import { h } from "./dom.js";
 import { EvidencePanel } from "./evidence.js";
+import { t, translatePage } from "./i18n.js";
 import { readEvents } from "./sse.js";
+import "./strings/chat.js";
 import { TurnView } from "./turn.js";
 
 const $ = (id) => document.getElementById(id);
 const FINISHED_STATUSES = new Set(["done", "complete", "completed", "answered", "ok"]);
+const SWITCHES = ["rewrite", "rerank", "small2big"];
+const BUSY_POLL_MS = 1500;
 
 const kbSelect = $("kb");
 const thread = $("thread");
 const input = $("message");
 const side = $("chat-side");
 const panel = new EvidencePanel($("evidence-panel"));
+const picker = new DocPicker({
+  list: $("doc-list"), filter: $("doc-filter"), count: $("doc-count"),
+  message: $("doc-limit-message"), clear: $("doc-clear"),
+});
 const views = new WeakMap(); // article.turn -> TurnView
-const state = { conversationId: null, kbId: null, streaming: null };
+// shown: the stream whose turn is on screen (null: none); streams: every running answer
+const state = { conversationId: null, kbId: null, shown: null, notice: null, busyTimer: null };
+const streams = new Set();
+// per switch: the reader's choice (null: the server's default) and that default once known
+const switches = Object.fromEntries(SWITCHES.map((name) => [name, { chosen: null, known: null }]));
 
 const conversations = new ConversationList({
   list: $("conversation-list"),
@@ -35,11 +55,25 @@ function openEvidence(item, opener) {
   panel.open(item, opener);
 }
 
-function notice(message) {
-  $("composer-notice").textContent = message || "";
+/** The composer's notice: t(key, params), kept so a language change shows it again. */
+function notice(key = null, params = {}) {
+  state.notice = key ? [key, params] : null;
+  $("composer-notice").textContent = key ? t(key, params) : "";
 }
 
-function setBusy(busy) {
+/** An error in words, without the server's ids or codes. */
+function errorKey(error) {
+  if (error?.code === "conversation_busy") return ["chat.notice.busy", {}];
+  if (error?.code === "chat_model_failed") return ["chat.status.modelFailed", {}];
+  if (error?.code === "network_error" || error?.status === 0) return ["chat.error.network", {}];
+  if (error?.status === 404 || error?.code === "not_found") return ["chat.error.notFound", {}];
+  if (error?.status === 429) return ["chat.error.rateLimited", {}];
+  if (error?.status === 503) return ["chat.error.unavailable", {}];
+  return ["chat.error.other", { reason: String(error?.message || error) }];
+}
+
+function setBusy() {
+  const busy = Boolean(state.shown);
   $("send").disabled = busy;
   $("stop").disabled = !busy;
   document.body.dataset.streaming = busy ? "true" : "false";
@@ -54,21 +88,41 @@ function setUrl(id) {
 
 function lockKb(kbId) {
   if (kbId && ![...kbSelect.options].some((o) => o.value === kbId)) {
-    kbSelect.append(h("option", { value: kbId }, `(knowledge base ${kbId})`));
+    kbSelect.append(h("option", { value: kbId, dataset: { locked: "true" } },
+      t("chat.kb.locked", { id: kbId })));
   }
+  const changed = kbId && kbSelect.value !== kbId;
   if (kbId) kbSelect.value = kbId;
   kbSelect.disabled = Boolean(kbId);
+  if (changed) picker.load(kbId);
 }
 
 function emptyHint() {
-  return h("p", { class: "empty-thread", id: "empty-thread" },
-    "Ask a question about the knowledge base. The conversation is saved with your first message.");
+  return h("p", { class: "empty-thread", id: "empty-thread", dataset: { i18n: "chat.empty" } },
+    t("chat.empty"));
 }
 
-/** Replace the thread's content; the turns removed give their images back first. */
-function clearThread(...nodes) {
-  for (const element of thread.querySelectorAll("article.turn")) views.get(element)?.dispose();
-  thread.replaceChildren(...nodes);
+function disposeNodes(nodes) {
+  for (const node of nodes) {
+    if (node.matches?.("article.turn")) views.get(node)?.dispose();
+  }
+}
+
+/** Take the thread off screen: a streaming turn's thread is kept for its return, the rest
+ * gives its images back. */
+function leaveThread() {
+  panel.close();
+  const nodes = [...thread.children];
+  if (state.shown) {
+    state.shown.nodes = nodes;
+    const title = state.shown.question.slice(0, 60);
+    state.shown = null;
+    notice("chat.notice.background", { title });
+  } else {
+    disposeNodes(nodes);
+  }
+  thread.replaceChildren();
+  setBusy();
 }
 
 function addTurn(question) {
@@ -81,7 +135,7 @@ function addTurn(question) {
 }
 
 function stopStreaming() {
-  state.streaming?.controller.abort();
+  state.shown?.controller.abort();
 }
 
 function closeSideOnNarrow() {
@@ -91,83 +145,146 @@ function closeSideOnNarrow() {
 
 /** Start a draft: nothing exists server-side until its first message is sent. */
 function newChat() {
-  stopStreaming();
-  panel.close();
+  leaveThread();
   state.conversationId = null;
   state.kbId = null;
+  for (const option of kbSelect.querySelectorAll("option[data-locked]")) option.remove();
   kbSelect.disabled = false;
-  clearThread(emptyHint());
+  picker.load(kbSelect.value);
+  thread.replaceChildren(emptyHint());
   conversations.setCurrent(null);
   setUrl(null);
   closeSideOnNarrow();
   input.focus();
 }
 
-/** Show a stored conversation as it was answered (its turns carry their evidence and trace). */
+function streamFor(conversationId) {
+  return [...streams].find((stream) => stream.conversationId === conversationId) || null;
+}
+
+function show(conversationId, kbId) {
+  state.conversationId = conversationId;
+  state.kbId = kbId;
+  lockKb(kbId);
+  conversations.setCurrent(conversationId);
+  setUrl(conversationId);
+  closeSideOnNarrow();
+}
+
+/** The status line of a stored turn. */
+function storedStatus(view, turn) {
+  if (turn.status && !FINISHED_STATUSES.has(turn.status)) {
+    const known = ["generating", "failed", "cancelled"].includes(turn.status);
+    view.setStatus(known ? `chat.status.stored.${turn.status}` : "chat.status.stored.other",
+      { status: turn.status }, turn.status === "failed" ? "error" : "stored");
+  } else if (turn.extractive && (turn.evidence || []).length) {
+    view.setStatus("chat.status.extractive");
+  }
+}
+
+/** Show a stored conversation as it was answered (its turns carry their evidence and trace);
+ * one whose answer streams from this page comes back as it is, still streaming. */
 async function openConversation(id) {
-  stopStreaming();
-  panel.close();
+  const running = streamFor(id);
+  if (running) {
+    if (state.shown === running) return;
+    leaveThread();
+    thread.replaceChildren(...(running.nodes || []));
+    running.nodes = null;
+    state.shown = running;
+    notice();
+    setBusy();
+    show(id, running.kbId);
+    return;
+  }
   let conversation;
   try {
     conversation = await api(`/api/conversations/${encodeURIComponent(id)}`);
   } catch (error) {
-    say($("side-notice"), `Could not open the conversation: ${describe(error)}`);
+    notice("chat.notice.openFailed", { reason: t(...errorKey(error)) });
     if (error.status === 404) await conversations.refresh();
     return;
   }
-  say($("side-notice"), "");
-  state.conversationId = conversation.id;
-  state.kbId = conversation.kb_id;
-  lockKb(conversation.kb_id);
-  clearThread();
+  leaveThread();
+  if (state.notice?.[0] === "chat.notice.openFailed") notice();
   for (const turn of conversation.turns) {
     const view = addTurn(turn.question);
     view.setEvidence(turn.evidence);
     view.setAnswer(turn.answer, turn.citations, turn.assets);
     view.setTrace(turn.trace);
-    if (turn.status && !FINISHED_STATUSES.has(turn.status)) {
-      view.setStatus(`This turn is ${turn.status}.`, turn.status === "failed" ? "error" : "stored");
-    } else if (turn.extractive) {
-      view.setStatus("Extractive answer: sentences quoted from the evidence, no model wrote it.");
-    }
+    storedStatus(view, turn);
   }
   if (!conversation.turns.length) thread.append(emptyHint());
-  conversations.setCurrent(conversation.id);
-  setUrl(conversation.id);
-  closeSideOnNarrow();
+  show(conversation.id, conversation.kb_id);
 }
 
-function onTrace(view, data, kbId) {
-  if (!state.conversationId) { // the draft now exists on the server
-    state.conversationId = data.conversation_id;
-    state.kbId = kbId;
-    lockKb(kbId);
-    setUrl(data.conversation_id);
-    conversations.setCurrent(data.conversation_id);
-    conversations.refresh();
-  }
+function onTrace(stream, data) {
+  stream.conversationId = data.conversation_id;
+  const { view } = stream;
   view.element.dataset.turnId = data.turn_id;
   view.setEvidence(data.evidence);
   view.setTrace(data.trace);
-  view.setStatus("Writing the answer…");
+  view.setStatus("chat.status.writing");
+  learnDefaults(stream.sent, data.trace);
+  if (state.shown === stream && !state.conversationId) { // the draft now exists on the server
+    show(data.conversation_id, stream.kbId);
+  }
+  conversations.refresh();
+}
+
+/** A 409: the conversation answers elsewhere; say so until that answer has ended. */
+function watchBusy(conversationId) {
+  clearTimeout(state.busyTimer);
+  state.busyTimer = setTimeout(async () => {
+    if (state.notice?.[0] !== "chat.notice.busy") return;
+    let generating = true;
+    try {
+      const items = await api("/api/conversations");
+      generating = items.some((item) => item.id === conversationId && item.generating);
+    } catch {
+      generating = true; // ask again
+    }
+    if (generating) {
+      watchBusy(conversationId);
+      return;
+    }
+    notice();
+    conversations.refresh();
+    if (state.conversationId === conversationId && !state.shown) openConversation(conversationId);
+  }, BUSY_POLL_MS);
+}
+
+/** The options sent with a message: only what the reader chose, the server decides the rest. */
+function options() {
+  const body = {};
+  if ($("mode").value) body.mode = $("mode").value;
+  for (const name of SWITCHES) {
+    if (switches[name].chosen !== null) body[name] = switches[name].chosen;
+  }
+  const ids = picker.documentIds();
+  if (ids) body.document_ids = ids;
+  return body;
 }
 
 async function send(event) {
   event.preventDefault();
-  if (state.streaming) return;
+  if (state.shown) return;
   const message = input.value.trim();
   const kbId = state.conversationId ? state.kbId : kbSelect.value;
-  if (!message) return notice("Type a question first.");
-  if (!kbId) return notice("Choose a knowledge base first.");
-  notice("");
+  if (!message) return notice("chat.notice.typeFirst");
+  if (!kbId) return notice("chat.notice.chooseKb");
+  notice();
   input.value = "";
   const view = addTurn(message);
-  view.setStatus("Searching the knowledge base…");
+  view.setStatus("chat.status.searching");
   const controller = new AbortController();
-  state.streaming = { controller, view };
-  setBusy(true);
-  const body = { conversation_id: state.conversationId, kb_id: kbId, message };
-  if ($("mode").value) body.mode = $("mode").value;
+  const sent = options();
+  const stream = { controller, view, question: message, kbId, sent,
+    conversationId: state.conversationId, nodes: null };
+  streams.add(stream);
+  state.shown = stream;
+  setBusy();
+  const body = { conversation_id: state.conversationId, kb_id: kbId, message, ...sent };
   let finished = false;
   try {
     const response = await request("/api/chat/stream", {
@@ -176,41 +293,129 @@ async function send(event) {
     });
     if (!response.ok) throw await errorFrom(response);
     for await (const { event: name, data } of readEvents(response)) {
-      if (name === "trace") onTrace(view, data, kbId);
+      if (name === "trace") onTrace(stream, data);
       else if (name === "delta") view.appendDelta(data.text);
       else if (name === "citations") view.setAnswer(data.answer, data.citations, data.assets);
       else if (name === "error") {
         finished = true;
         view.flush();
-        view.setStatus(`The answer failed: ${data.message} (${data.code})`, "error");
+        const [key, params] = errorKey(data);
+        view.setStatus(key === "chat.error.other" ? "chat.status.failed" : key,
+          { reason: data.message }, "error");
       } else if (name === "done") {
         finished = true;
         view.element.dataset.done = "true";
-        view.setStatus(data.extractive
-          ? "Extractive answer: sentences quoted from the evidence, no model wrote it." : "");
+        view.setStatus(data.extractive && view.evidence.length ? "chat.status.extractive" : null);
       }
     }
-    if (!finished) view.setStatus("The answer stream ended before it was complete.", "error");
+    if (!finished) view.setStatus("chat.status.cut", {}, "error");
   } catch (error) {
     view.flush();
-    if (error.name === "AbortError") view.setStatus("Stopped.", "stopped");
-    else view.setStatus(describe(error), "error");
+    if (error.name === "AbortError") {
+      view.setStatus("chat.status.stopped", {}, "stopped");
+    } else if (error.code === "conversation_busy" && !view.element.dataset.turnId) {
+      // nothing was stored: the question goes back into the composer
+      view.dispose();
+      view.element.remove();
+      if (!thread.querySelector("article.turn")) thread.append(emptyHint());
+      if (!input.value) input.value = message;
+      notice("chat.notice.busy");
+      watchBusy(stream.conversationId);
+    } else {
+      const [key, params] = errorKey(error);
+      view.setStatus(key, params, "error");
+    }
   } finally {
-    state.streaming = null;
-    setBusy(false);
+    streams.delete(stream);
+    if (state.shown === stream) state.shown = null;
+    else if (stream.nodes) disposeNodes(stream.nodes); // ended off screen: it is stored
+    if (state.notice?.[0] === "chat.notice.background" && ![...streams].some((s) => s.nodes)) {
+      notice();
+    }
+    setBusy();
     conversations.refresh();
   }
 }
 
+// ---------- search options ----------
+
+/** A trace says which switches the server used; those the reader left alone were its defaults. */
+function learnDefaults(sent, trace) {
+  const requested = trace?.switches_requested || {};
+  for (const name of SWITCHES) {
+    if (!(name in sent) && typeof requested[name] === "boolean") switches[name].known = requested[name];
+  }
+  renderOptions();
+}
+
+function renderOptions() {
+  let changed = $("mode").value ? 1 : 0;
+  for (const name of SWITCHES) {
+    const box = $(`opt-${name}`);
+    const hint = $(`opt-${name}-state`);
+    const { chosen, known } = switches[name];
+    if (chosen !== null) {
+      changed += 1;
+      box.indeterminate = false;
+      box.checked = chosen;
+      hint.textContent = "";
+    } else if (known !== null) {
+      box.indeterminate = false;
+      box.checked = known;
+      hint.textContent = t(known ? "chat.options.defaultOn" : "chat.options.defaultOff");
+    } else {
+      box.checked = false;
+      box.indeterminate = true;
+      hint.textContent = t("chat.options.default");
+    }
+  }
+  if (picker.documentIds()) changed += 1;
+  $("opt-reset").hidden = !SWITCHES.some((name) => switches[name].chosen !== null);
+  $("options-summary").textContent = changed
+    ? t("chat.options.summaryChanged", { count: changed }) : t("chat.options.summary");
+}
+
+for (const name of SWITCHES) {
+  $(`opt-${name}`).addEventListener("change", (event) => {
+    switches[name].chosen = event.currentTarget.checked;
+    renderOptions();
+  });
+}
+$("opt-reset").addEventListener("click", () => {
+  for (const name of SWITCHES) switches[name].chosen = null;
+  renderOptions();
+  $("opt-rewrite").focus();
+});
+$("mode").addEventListener("change", renderOptions);
+$("doc-list").addEventListener("change", renderOptions);
+$("doc-clear").addEventListener("click", () => setTimeout(renderOptions));
+
+// ---------- knowledge bases, events, start ----------
+
 async function loadKbs() {
   try {
     const kbs = await api("/api/kbs");
+    const locked = state.conversationId ? state.kbId : null;
     kbSelect.replaceChildren(...kbs.map((kb) => h("option", { value: kb.id }, kb.name)));
-    if (!kbs.length) notice("No knowledge base yet: create one and upload documents on the debug page.");
-    else if ($("composer-notice").textContent.startsWith("Could not list")) notice("");
+    if (locked) lockKb(locked);
+    if (!kbs.length) notice("chat.notice.noKb");
+    else if (["chat.notice.listKbsFailed", "chat.notice.noKb"].includes(state.notice?.[0])) notice();
   } catch (error) {
-    notice(`Could not list knowledge bases: ${describe(error)}`);
+    notice("chat.notice.listKbsFailed", { reason: t(...errorKey(error)) });
   }
+  await picker.load(state.conversationId ? state.kbId : kbSelect.value);
+  renderOptions();
+}
+
+function relabel() {
+  const shownViews = [...thread.querySelectorAll("article.turn")];
+  const offScreen = [...streams].flatMap((s) => s.nodes || []);
+  for (const element of [...shownViews, ...offScreen]) views.get(element)?.relabel();
+  for (const option of kbSelect.querySelectorAll("option[data-locked]")) {
+    option.textContent = t("chat.kb.locked", { id: option.value });
+  }
+  if (state.notice) $("composer-notice").textContent = t(...state.notice);
+  renderOptions();
 }
 
 thread.addEventListener("click", (event) => {
@@ -220,7 +425,7 @@ thread.addEventListener("click", (event) => {
   const view = views.get(link.closest("article.turn"));
   const item = view?.item(Number(link.dataset.citation));
   if (item) openEvidence(item, link);
-  else notice(`Evidence ${link.dataset.citation} is not available.`);
+  else notice("chat.notice.evidenceMissing", { n: link.dataset.citation });
 });
 input.addEventListener("keydown", (event) => {
   if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
@@ -235,12 +440,16 @@ $("side-toggle").addEventListener("click", () => {
   const open = side.classList.toggle("open");
   $("side-toggle").setAttribute("aria-expanded", String(open));
 });
+kbSelect.addEventListener("change", () => picker.load(kbSelect.value).then(renderOptions));
+document.addEventListener("ragsift:language", relabel);
 
 initKeyControl($("key-control"), {
   onKeyEntered: () => Promise.all([loadKbs(), conversations.refresh()]),
 });
 
 async function start() {
+  translatePage();
+  renderOptions();
   await Promise.all([loadKbs(), conversations.refresh()]);
   const wanted = new URLSearchParams(location.search).get("c");
   if (wanted) await openConversation(wanted);

@@ -1,25 +1,29 @@
 // The chunk viewer of the documents page: GET /api/documents/{id}/chunks, a page at a time
 // (sections first, then their pieces, as the server orders them).
 import { api, describe } from "./api.js";
-import { h, locatorParts, say } from "./dom.js";
-import { plural } from "./format.js";
+import { h, locatorPhrases, say } from "./dom.js";
+import { t } from "./i18n.js";
+import { countKey } from "./strings/documents.js";
 
 export const CHUNK_PAGE = 20;
 
 function chunkItem(chunk) {
-  const where = locatorParts(chunk.locator, chunk.heading_path)
-    .map(([label, value]) => `${label} ${value}`);
-  const kind = chunk.level === 0 ? "section" : "piece";
+  const where = locatorPhrases(chunk.locator, chunk.heading_path);
+  const kind = t(chunk.level === 0 ? "documents.chunks.section" : "documents.chunks.piece");
+  const short = (id) => `${id.slice(0, 8)}…`;
   return h("li", { class: "chunk", dataset: { chunkId: chunk.id, level: String(chunk.level) } },
     h("div", { class: "chunk-meta small muted" },
       h("span", { class: `badge level-${chunk.level}` }, kind),
-      h("span", {}, `#${chunk.ordinal}`),
-      h("span", {}, plural(chunk.token_count, "token")),
+      h("span", {}, t("documents.chunks.ordinal", { ordinal: chunk.ordinal })),
+      h("span", {}, t(countKey("documents.chunks.tokens", chunk.token_count),
+        { count: chunk.token_count })),
       where.map((part) => h("span", {}, part)),
-      chunk.level === 0 ? h("span", { title: `section ${chunk.id}` },
-        "id ", h("span", { class: "mono" }, `${chunk.id.slice(0, 8)}…`)) : null,
-      chunk.parent_id ? h("span", { title: `parent section ${chunk.parent_id}` },
-        "in section ", h("span", { class: "mono" }, `${chunk.parent_id.slice(0, 8)}…`)) : null),
+      chunk.level === 0 ? h("span", { class: "mono",
+        title: t("documents.chunks.sectionIdTitle", { id: chunk.id }) },
+      t("documents.chunks.sectionId", { id: short(chunk.id) })) : null,
+      chunk.parent_id ? h("span", { class: "mono",
+        title: t("documents.chunks.inSectionTitle", { id: chunk.parent_id }) },
+      t("documents.chunks.inSection", { id: short(chunk.parent_id) })) : null),
     h("div", { class: "chunk-text", dataset: { part: "text" } }, chunk.text));
 }
 
@@ -31,6 +35,7 @@ export class ChunkViewer {
     this.offset = 0;
     this.total = 0;
     this.loading = null;
+    this.page = null; // the page shown (redrawn on a language switch)
     prev.addEventListener("click", () => {
       if (!this.loading) this.show(Math.max(0, this.offset - CHUNK_PAGE));
     });
@@ -46,10 +51,11 @@ export class ChunkViewer {
   /** Open the chunks of `doc` at the first page, and move the focus to the panel. */
   async open(doc, returnFocus = null) {
     this.document = doc;
+    this.page = null;
     this.returnFocus = returnFocus;
     this.panel.hidden = false;
     this.panel.dataset.documentId = doc.id;
-    this.title.textContent = `Chunks of ${doc.filename}`;
+    this.title.textContent = t("documents.chunks.titleOf", { name: doc.filename });
     await this.show(0);
     this.title.focus();
   }
@@ -58,6 +64,7 @@ export class ChunkViewer {
     if (this.panel.hidden) return;
     this.panel.hidden = true;
     this.document = null;
+    this.page = null;
     this.list.replaceChildren();
     delete this.panel.dataset.documentId;
     if (this.returnFocus && this.returnFocus.isConnected) this.returnFocus.focus();
@@ -81,19 +88,13 @@ export class ChunkViewer {
       this.offset = page.offset;
       this.total = page.total;
       this.onTotal(doc.id, page.total);
-      this.list.replaceChildren(...page.chunks.map(chunkItem));
-      this.list.start = page.offset + 1;
-      const first = page.chunks.length ? page.offset + 1 : 0;
-      const last = page.offset + page.chunks.length;
-      this.range.textContent = page.total
-        ? `${first}–${last} of ${page.total}` : "no chunks";
-      say(this.summary, `${plural(page.total, "chunk")} (sections and the pieces that are `
-        + "searched); showing " + (page.total ? `${first}–${last}` : "none") + ".");
+      this.page = page;
+      this.renderPage();
       this.prev.disabled = page.offset === 0;
       this.next.disabled = last >= page.total;
     } catch (failure) {
       if (this.document !== doc) return;
-      say(this.error, `Could not load the chunks: ${describe(failure)}`);
+      say(this.error, t("documents.chunks.failed", { reason: describe(failure) }));
       this.prev.disabled = offset === 0;
       this.next.disabled = false;
     } finally {
@@ -101,6 +102,28 @@ export class ChunkViewer {
       this.panel.removeAttribute("aria-busy");
       this.keepFocus();
     }
+  }
+
+  /** The page shown, in the page's language. */
+  renderPage() {
+    const { page } = this;
+    if (!page) return;
+    this.list.replaceChildren(...page.chunks.map(chunkItem));
+    this.list.start = page.offset + 1;
+    const first = page.chunks.length ? page.offset + 1 : 0;
+    const last = page.offset + page.chunks.length;
+    const total = page.total;
+    this.range.textContent = total ? t("documents.chunks.range", { first, last, total })
+      : t("documents.chunks.none");
+    say(this.summary, total ? t(countKey("documents.chunks.summary", total),
+      { count: total, first, last }) : t("documents.chunks.summary.empty"));
+  }
+
+  /** Another language: the title and the page shown again. */
+  relabel() {
+    if (!this.document) return;
+    this.title.textContent = t("documents.chunks.titleOf", { name: this.document.filename });
+    this.renderPage();
   }
 
   /** A pager button that has just been disabled (first or last page) hands the focus on. */

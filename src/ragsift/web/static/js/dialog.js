@@ -2,6 +2,8 @@
 // Escape cancels, and the focus goes back to what had it). Built from nodes, never HTML.
 import { describe } from "./api.js";
 import { h, say } from "./dom.js";
+import { t } from "./i18n.js";
+import "./strings/panel.js";
 
 let counter = 0;
 
@@ -9,13 +11,14 @@ let counter = 0;
  * Open a modal form and resolve to its result, or null when cancelled.
  *
  * - `title`, `description` (text), `fields`: nodes (inputs inside labels) shown in the form;
- * - `submitLabel`, `danger` (a red submit button);
+ * - `submitLabel` (default: "OK" in the page's language), `danger` (a red submit button);
  * - `ready()`: whether the submit button is enabled (re-checked on every input);
  * - `submit()`: async; its return value resolves the dialog; throwing an Error keeps the
  *   dialog open and shows its message (the server's message and code, for an ApiError).
  */
-export function openDialog({ title, description = "", fields = [], submitLabel = "OK",
-  danger = false, ready = () => true, submit = async () => true, name = "dialog" }) {
+export function openDialog({ title, description = "", fields = [],
+  submitLabel = t("panel.dialog.ok"), danger = false, ready = () => true,
+  submit = async () => true, name = "dialog" }) {
   counter += 1;
   const titleId = `${name}-title-${counter}`;
   const helpId = `${name}-help-${counter}`;
@@ -24,7 +27,7 @@ export function openDialog({ title, description = "", fields = [], submitLabel =
   const ok = h("button", { type: "submit", class: danger ? "danger" : null,
     dataset: { part: "submit" } }, submitLabel);
   const cancel = h("button", { type: "button", class: "secondary", dataset: { part: "cancel" } },
-    "Cancel");
+    t("panel.dialog.cancel"));
   const form = h("form", { method: "dialog", novalidate: true },
     h("h2", { id: titleId }, title),
     description ? h("p", { id: helpId, class: "small" }, description) : null,

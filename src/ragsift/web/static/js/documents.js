@@ -11,8 +11,12 @@ import { initKeyControl } from "./auth.js";
 import { ChunkViewer } from "./chunks.js";
 import { openDialog } from "./dialog.js";
 import { h, say } from "./dom.js";
-import { bytes, plural, timeNode } from "./format.js";
+import { bytes, timeNode } from "./format.js";
+import { t, translatePage } from "./i18n.js";
 import { confirmDeleteKb, createKb, KbPicker, keepKbInLinks } from "./kbs.js";
+import "./strings/common.js";
+import { countKey } from "./strings/documents.js";
+import { statusLabel } from "./upload.js";
 
 const $ = (id) => document.getElementById(id);
 const POLL_MS = 700;
@@ -100,7 +104,8 @@ function countCell(doc) {
   if (doc.status !== "READY") return h("span", { class: "muted" }, "–");
   if (!known || known.stamp !== stamp(doc)) return h("span", { class: "muted" }, "…");
   if (known.total === null) {
-    return h("span", { class: "muted", title: `could not count: ${known.error}` }, "?");
+    return h("span", { class: "muted", title: t("documents.count.failed", { reason: known.error }) },
+      "?");
   }
   return String(known.total);
 }
@@ -122,13 +127,14 @@ function actionButton(action, text, label, disabled, onclick) {
 function statusCell(doc) {
   const failedReplacement = doc.status !== "FAILED" && doc.error;
   return [
-    h("span", { class: `badge status-${doc.status}`, dataset: { part: "status" } }, doc.status),
+    h("span", { class: `badge status-${doc.status}`, dataset: { part: "status" } },
+      statusLabel(doc.status)),
     doc.replacing ? h("span", { class: "badge status-replacing", dataset: { part: "replacing" } },
-      "replacing…") : null,
+      t("documents.status.replacing")) : null,
     doc.error ? h("p", { class: `reason ${failedReplacement ? "warn" : "bad"}`,
       dataset: { part: "reason" } }, doc.error) : null,
     doc.status === "RETIRED" ? h("p", { class: "reason small muted" },
-      "deleted; kept for older versions until they are collected") : null,
+      t("documents.status.retired")) : null,
   ];
 }
 
@@ -140,19 +146,22 @@ function renderRow(doc) {
     h("td", { dataset: { col, label }, ...extra }, h("div", { class: "cell" }, content));
   const row = h("tr", { dataset: { documentId: doc.id, filename: name, status: doc.status,
     replacing: doc.replacing ? "true" : "false" } },
-  cell("file", "File", h("span", { class: "filename" }, name)),
-  cell("status", "Status", statusCell(doc)),
-  cell("chunks", "Chunks", countCell(doc), { class: "num" }),
-  cell("size", "Size", bytes(doc.size), { class: "num", title: `${doc.size} bytes` }),
-  cell("updated", "Updated", timeNode(doc.updated_at || doc.created_at)),
-  cell("key", "Key", doc.key ? h("span", { class: "mono" }, doc.key) : "–"),
-  cell("actions", "Actions", h("div", { class: "actions" },
-    actionButton("chunks", "Chunks", `Open the chunks of ${name}`, doc.status !== "READY",
+  cell("file", t("documents.col.file"), h("span", { class: "filename" }, name)),
+  cell("status", t("documents.col.status"), statusCell(doc)),
+  cell("chunks", t("documents.col.chunks"), countCell(doc), { class: "num" }),
+  cell("size", t("documents.col.size"), bytes(doc.size), { class: "num", title: `${doc.size} B` }),
+  cell("updated", t("documents.col.updated"), timeNode(doc.updated_at || doc.created_at)),
+  cell("key", t("documents.col.key"), doc.key ? h("span", { class: "mono" }, doc.key) : "–"),
+  cell("actions", t("documents.col.actions"), h("div", { class: "actions" },
+    actionButton("chunks", t("documents.action.chunks"),
+      t("documents.action.chunksLabel", { name }), doc.status !== "READY",
       (event) => viewer.open(documents.get(doc.id) || doc, event.currentTarget)),
-    actionButton("reindex", "Reindex", `Reindex ${name}`, busy, () => reindex(doc.id)),
-    actionButton("replace", "Replace…", `Replace the file of ${name}`, busy,
-      () => replace(doc.id)),
-    actionButton("delete", "Delete", `Delete ${name}`, gone, () => remove(doc.id)))));
+    actionButton("reindex", t("documents.action.reindex"),
+      t("documents.action.reindexLabel", { name }), busy, () => reindex(doc.id)),
+    actionButton("replace", t("documents.action.replace"),
+      t("documents.action.replaceLabel", { name }), busy, () => replace(doc.id)),
+    actionButton("delete", t("documents.action.delete"),
+      t("documents.action.deleteLabel", { name }), gone, () => remove(doc.id)))));
   return row;
 }
 
@@ -196,14 +205,16 @@ function applyFilter() {
   let shown = 0;
   for (const [id, row] of rows) {
     const doc = documents.get(id);
-    const text = `${doc.filename} ${doc.key || ""} ${doc.status}`.toLowerCase();
+    const text = `${doc.filename} ${doc.key || ""} ${doc.status} ${statusLabel(doc.status)}`
+      .toLowerCase();
     row.hidden = Boolean(wanted) && !text.includes(wanted);
     if (!row.hidden) shown += 1;
   }
   const total = rows.size;
-  $("documents-count").textContent = shown === total ? plural(total, "document")
-    : `${shown} of ${total}`;
-  const listFailed = $("documents-error").textContent.startsWith("Could not list");
+  $("documents-count").textContent = shown === total
+    ? t(countKey("documents.count", total), { count: total })
+    : t("documents.count.filtered", { shown, total });
+  const listFailed = $("documents-error").dataset.failed === "list";
   $("documents-empty").hidden = total > 0 || !picker.current() || listFailed;
 }
 
@@ -216,13 +227,12 @@ async function loadDocuments() {
   documents.clear();
   body.replaceChildren();
   if (observer) observer.disconnect();
-  say($("documents-error"), "");
+  sayError("");
+  renderTitle();
   if (!kb) {
-    $("documents-title").textContent = "Documents";
     applyFilter();
     return;
   }
-  $("documents-title").textContent = `Documents of ${kb.name}`;
   const table = $("documents-table");
   table.setAttribute("aria-busy", "true");
   try {
@@ -231,7 +241,7 @@ async function loadDocuments() {
     for (const doc of list) setRow(doc, { filter: false });
   } catch (failure) {
     if (mine === generation) {
-      say($("documents-error"), `Could not list documents: ${describe(failure)}`);
+      sayError(t("documents.error.list", { reason: describe(failure) }), "list");
     }
   } finally {
     if (mine === generation) table.removeAttribute("aria-busy");
@@ -279,7 +289,7 @@ async function poll() {
             if (!documents.has(before.id)) continue;
             if (doc === null) {
               dropRow(before.id);
-              announce(`${before.filename}: deleted.`);
+              announce(t("documents.notice.deleted", { name: before.filename }));
               settledSome = true;
             } else {
               settledSome = changed(documents.get(before.id), doc) && settled(doc)
@@ -299,7 +309,7 @@ async function poll() {
         }
       } catch (failure) {
         if (mine !== generation) return;
-        announce(`Status unknown (${describe(failure)}); retrying.`);
+        announce(t("documents.notice.statusUnknown", { reason: describe(failure) }));
         await sleep(POLL_MS * 3);
       }
       if (settledSome) picker.load(); // the KB list's READY counts
@@ -310,12 +320,15 @@ async function poll() {
 }
 
 function settledMessage(before, doc) {
+  const name = doc.filename;
   if (before.replacing) {
-    announce(doc.error ? `${doc.filename}: ${doc.error}` : `${doc.filename}: replaced.`);
+    announce(doc.error ? t("documents.notice.replaceFailed", { name, reason: doc.error })
+      : t("documents.notice.replaced", { name }));
   } else if (doc.status === "FAILED") {
-    announce(`${doc.filename}: FAILED: ${doc.error || "no reason given"}`);
+    announce(t("documents.notice.failed",
+      { name, reason: doc.error || t("documents.notice.noReason") }));
   } else {
-    announce(`${doc.filename}: ${doc.status}.`);
+    announce(t("documents.notice.status", { name, status: statusLabel(doc.status) }));
   }
 }
 
@@ -324,13 +337,13 @@ function settledMessage(before, doc) {
 async function reindex(id) {
   const doc = documents.get(id);
   if (!doc) return;
-  say($("documents-error"), "");
+  sayError("");
   try {
     const accepted = await api(`${docUrl(id)}/reindex`, { method: "POST" });
-    announce(`${doc.filename}: reindexing.`);
+    announce(t("documents.notice.reindexing", { name: doc.filename }));
     setRow(accepted);
   } catch (failure) {
-    say($("documents-error"), `Not reindexed: ${describe(failure)}`);
+    sayError(t("documents.error.reindex", { reason: describe(failure) }));
   }
 }
 
@@ -340,12 +353,10 @@ async function replace(id) {
   const input = h("input", { id: "replace-file", type: "file", accept: ACCEPT, required: true });
   const accepted = await openDialog({
     name: "replace",
-    title: `Replace the file of “${doc.filename}”`,
-    description: "The new file becomes the content of this document (same id, same key). "
-      + "The current content stays searchable until the new one is indexed, and is kept if "
-      + "the new file cannot be used.",
-    fields: [h("label", { for: "replace-file" }, "New file", input)],
-    submitLabel: "Replace",
+    title: t("documents.replace.title", { name: doc.filename }),
+    description: t("documents.replace.description"),
+    fields: [h("label", { for: "replace-file" }, t("documents.replace.file"), input)],
+    submitLabel: t("documents.replace.submit"),
     ready: () => input.files.length === 1,
     submit: async () => {
       const form = new FormData();
@@ -357,8 +368,9 @@ async function replace(id) {
     refocus(id, "replace");
     return;
   }
-  announce(accepted.replacing ? `${doc.filename}: replacing with ${accepted.filename}…`
-    : `${doc.filename}: the file is the same; nothing to replace.`);
+  announce(accepted.replacing
+    ? t("documents.notice.replacing", { name: doc.filename, file: accepted.filename })
+    : t("documents.notice.sameFile", { name: doc.filename }));
   if (documents.has(id)) setRow(accepted);
   refocus(id, "replace");
 }
@@ -378,14 +390,16 @@ function refocus(id, action) {
 async function remove(id) {
   const doc = documents.get(id);
   if (!doc) return;
-  if (!window.confirm(`Delete the document “${doc.filename}”? Its original, chunks and `
-    + "index entries are removed.")) return;
-  say($("documents-error"), "");
+  if (!window.confirm(t("documents.delete.confirm", { name: doc.filename }))) {
+    refocus(id, "delete");
+    return;
+  }
+  sayError("");
   try {
     await api(docUrl(id), { method: "DELETE" });
   } catch (failure) {
     if (failure.status !== 404) {
-      say($("documents-error"), `Not deleted: ${describe(failure)}`);
+      sayError(t("documents.error.delete", { reason: describe(failure) }));
       return;
     }
   }
@@ -397,7 +411,7 @@ async function remove(id) {
   }
   if (after && documents.has(id)) setRow(after);
   else dropRow(id);
-  announce(`${doc.filename}: deleted.`);
+  announce(t("documents.notice.deleted", { name: doc.filename }));
   picker.load();
 }
 
@@ -407,8 +421,8 @@ async function upload(event) {
   const input = $("upload-files");
   const error = $("upload-error");
   const files = [...input.files];
-  if (!kb) return say(error, "Choose or create a knowledge base first.");
-  if (!files.length) return say(error, "Choose at least one file.");
+  if (!kb) return say(error, t("documents.upload.noKb"));
+  if (!files.length) return say(error, t("documents.upload.noFiles"));
   say(error, "");
   const form = new FormData();
   for (const file of files) form.append("files", file, file.name);
@@ -419,8 +433,11 @@ async function upload(event) {
       { method: "POST", body: form });
     input.value = "";
     const held = out.documents.filter((d) => d.duplicate).map((d) => d.filename);
-    say($("upload-notice"), `${plural(out.documents.length, "file")} accepted`
-      + (held.length ? `; already held: ${held.join(", ")}` : "") + ".");
+    const count = out.documents.length;
+    say($("upload-notice"), held.length
+      ? t(countKey("documents.upload.acceptedHeld", count),
+        { count, held: held.join(t("documents.list.separator")) })
+      : t(countKey("documents.upload.accepted", count), { count }));
     if (kb.id === picker.current()?.id) {
       for (const accepted of out.documents) {
         const doc = await api(docUrl(accepted.id)).catch(() => null);
@@ -428,7 +445,7 @@ async function upload(event) {
       }
     }
   } catch (failure) {
-    say(error, `Upload failed: ${describe(failure)}`);
+    say(error, t("documents.error.upload", { reason: describe(failure) }));
   } finally {
     button.disabled = false;
   }
@@ -448,7 +465,7 @@ async function newKb(event) {
   const error = $("kb-error");
   const name = $("kb-name").value.trim();
   if (!name) {
-    say(error, "Type a name for the new knowledge base.");
+    say(error, t("documents.kb.nameMissing"));
     $("kb-name").focus();
     return;
   }
@@ -457,10 +474,10 @@ async function newKb(event) {
     say(error, "");
     $("kb-name").value = "";
     await picker.load(kb.id);
-    announce(`Knowledge base ${kb.name} created.`);
+    announce(t("documents.notice.kbCreated", { name: kb.name }));
     await showKb();
   } catch (failure) {
-    say(error, `Not created: ${describe(failure)}`);
+    say(error, t("documents.error.create", { reason: describe(failure) }));
   }
 }
 
@@ -471,11 +488,37 @@ async function deleteKb() {
   if (!(await confirmDeleteKb(kb))) return;
   picker.select.value = "";
   await picker.load();
-  announce(`Knowledge base ${kb.name} deleted.`);
+  announce(t("documents.notice.kbDeleted", { name: kb.name }));
   await showKb();
   $("kb").focus();
 }
 
+/** The error line; `failed` marks what failed ("list": the table could not be read). */
+function sayError(message, failed = "") {
+  const node = $("documents-error");
+  say(node, message);
+  if (failed) node.dataset.failed = failed;
+  else delete node.dataset.failed;
+}
+
+function renderTitle() {
+  const kb = picker.current();
+  $("documents-title").textContent = kb ? t("documents.list.titleOf", { kb: kb.name })
+    : t("documents.list.title");
+}
+
+/** Another language: the static texts, then what this page built, again (the focus kept on
+ * the row's action that had it). Messages already said stay in the language they were said. */
+function relabel() {
+  renderTitle();
+  picker.render();
+  for (const doc of [...documents.values()]) setRow(doc, { filter: false });
+  applyFilter();
+  viewer.relabel();
+}
+
+translatePage();
+document.addEventListener("ragsift:language", relabel);
 initKeyControl($("key-control"), { onKeyEntered: () => picker.load().then(showKb) });
 $("kb-form").addEventListener("submit", newKb);
 $("kb-delete").addEventListener("click", deleteKb);

@@ -1,5 +1,7 @@
 // Building DOM nodes without HTML strings: every text goes in as a Text node, so user and
 // document text can never become markup.
+import { t } from "./i18n.js";
+import "./strings/common.js";
 
 /**
  * h("td", {class: "num", dataset: {col: "rank"}}, "1") -> <td class="num" data-col="rank">1</td>
@@ -50,18 +52,34 @@ export function sheetRange(sheet, range) {
   return range ? `${name}!${range}` : sheet;
 }
 
-/** Where a chunk sits: [["Page", "3"], ["Sheet", "Q1!A2:D9"], ["Slide", "2"], ["Record", "4"],
- * ["Pointer", "/items/4"], ["Section", "A › B"]] for the non-empty parts. */
-export function locatorParts(locator, headingPath) {
+const LOCATOR_PARTS = ["page", "sheet", "cells", "slide", "record", "pointer", "section"];
+
+/** Where a chunk sits, as [kind, value] for the non-empty parts: [["page", "3"],
+ * ["sheet", "Q1!A2:D9"], ["slide", "2"], ["record", "4"], ["pointer", "/items/4"],
+ * ["section", "A › B"]]. */
+export function locatorKinds(locator, headingPath) {
   const parts = [];
   const loc = locator || {};
   const set = (value) => value !== null && value !== undefined && value !== "";
-  if (set(loc.page)) parts.push(["Page", String(loc.page)]);
-  if (set(loc.sheet)) parts.push(["Sheet", sheetRange(loc.sheet, loc.cell_range)]);
-  else if (set(loc.cell_range)) parts.push(["Cells", loc.cell_range]);
-  if (set(loc.slide)) parts.push(["Slide", String(loc.slide)]);
-  if (set(loc.record)) parts.push(["Record", String(loc.record)]);
-  if (set(loc.pointer)) parts.push(["Pointer", loc.pointer]);
-  if (headingPath && headingPath.length) parts.push(["Section", headingPath.join(" › ")]);
-  return parts;
+  if (set(loc.page)) parts.push(["page", String(loc.page)]);
+  if (set(loc.sheet)) parts.push(["sheet", sheetRange(loc.sheet, loc.cell_range)]);
+  else if (set(loc.cell_range)) parts.push(["cells", loc.cell_range]);
+  if (set(loc.slide)) parts.push(["slide", String(loc.slide)]);
+  if (set(loc.record)) parts.push(["record", String(loc.record)]);
+  if (set(loc.pointer)) parts.push(["pointer", loc.pointer]);
+  if (headingPath && headingPath.length) parts.push(["section", headingPath.join(" › ")]);
+  return parts.filter(([kind]) => LOCATOR_PARTS.includes(kind));
+}
+
+/** The same as [label, value] pairs, the labels in the page's language ("Page", "页码"):
+ * [["Page", "3"], ["Sheet", "Q1!A2:D9"], ...]. */
+export function locatorParts(locator, headingPath) {
+  return locatorKinds(locator, headingPath)
+    .map(([kind, value]) => [t(`common.locator.${kind}`), value]);
+}
+
+/** The same as phrases in the page's language: ["Page 3", "Slide 2"] / ["第 3 页", ...]. */
+export function locatorPhrases(locator, headingPath) {
+  return locatorKinds(locator, headingPath)
+    .map(([kind, value]) => t(`common.locator.at.${kind}`, { value }));
 }

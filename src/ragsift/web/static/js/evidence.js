@@ -1,25 +1,46 @@
 // Evidence cards under an answer, and the side panel that shows one piece of evidence exactly:
 // file, locator (page / sheet!range / slide / record / pointer / section path), a preview of
 // where it sits (the PDF page with the chunk's lines highlighted, the sheet rows as a table,
-// the slide, its images) and its text. Escape closes the panel.
+// the slide, its images) and its text.
+//
+// The panel is a modal dialog (role=dialog, aria-modal=true on a <section>), the same on every
+// screen: while it is open the rest of the page is inert, Tab cycles inside it, Escape or a click
+// outside closes it and the focus goes back to the link or card that opened it. On a desktop it
+// slides in from the right and the conversation column narrows beside it (the cited sentence
+// stays in view, under a transparent backdrop); on a phone it is a sheet over a dimmed backdrop.
 import { ObjectUrls } from "./assets.js";
 import { h, locatorParts, num, sheetRange } from "./dom.js";
+import { t, translatePage } from "./i18n.js";
 import { renderMarkdown } from "./markdown.js";
+import "./strings/panel.js";
 
 // what the API serves inline (anything else comes as a download and cannot be shown)
 const SHOWN_TYPES = new Set(["image/png", "image/jpeg", "image/gif", "image/webp"]);
 const isSet = (value) => value !== null && value !== undefined && value !== "";
 
-function plural(count, word) {
-  return `${count} ${word}${count === 1 ? "" : "s"}`;
+/** The string for `count` things: `one` for 1, `other` (with {count}) otherwise. */
+function plural(count, one, other, params = {}) {
+  return t(count === 1 ? one : other, { count, ...params });
+}
+
+/** A locator label of dom.js ("Page", "Section", ...) in the page's language. */
+function factLabel(label) {
+  const key = `panel.fact.${String(label).toLowerCase()}`;
+  const text = t(key);
+  return text === key ? String(label) : text;
+}
+
+/** "Page 2 · Section Travel › Hotels" for a card. */
+function whereText(item) {
+  return locatorParts(item.locator, item.heading_path)
+    .map(([label, value]) => t("panel.where", { label: factLabel(label), value })).join(" · ");
 }
 
 /** One card per evidence item; `cited` is the set of numbers the answer cites. */
 export function evidenceCards(evidence, cited, onOpen) {
-  return h("div", { class: "evidence-cards", "aria-label": "Evidence" },
+  return h("div", { class: "evidence-cards", "aria-label": t("panel.cards") },
     evidence.map((item) => {
-      const where = locatorParts(item.locator, item.heading_path)
-        .map(([label, value]) => `${label} ${value}`).join(" · ");
+      const where = whereText(item);
       const pictures = (item.assets || []).length;
       return h("button", {
         type: "button",
@@ -27,11 +48,13 @@ export function evidenceCards(evidence, cited, onOpen) {
         dataset: { evidence: item.n, chunkId: item.chunk_id },
         onclick: (event) => onOpen(item, event.currentTarget),
       },
-      h("strong", {}, `[${item.n}] ${item.filename}`),
+      h("strong", {}, t("panel.cardTitle", { n: item.n, filename: item.filename })),
       where ? h("span", { class: "where" }, where) : null,
       h("span", { class: "clamp" }, item.text),
-      pictures ? h("span", { class: "where" }, plural(pictures, "image")) : null,
-      item.score !== undefined ? h("span", { class: "where" }, `score ${num(item.score)}`) : null);
+      pictures ? h("span", { class: "where" },
+        plural(pictures, "panel.images.one", "panel.images.other")) : null,
+      item.score !== undefined
+        ? h("span", { class: "where" }, t("panel.score", { score: num(item.score) })) : null);
     }));
 }
 
@@ -67,13 +90,16 @@ function overlay([x0, y0, x1, y1], [width, height]) {
 function pagePreview(item, images) {
   const page = item.locator.page;
   const boxes = (item.locator.boxes || []).filter(validBox);
-  const img = h("img", { class: "page-image", alt: `Page ${page} of ${item.filename}` });
+  const img = h("img", { class: "page-image",
+    alt: t("panel.page.alt", { page, filename: item.filename }) });
   const frame = h("div", { class: "page-frame" }, img);
   const status = h("p", { class: "small muted", dataset: { part: "page-status" } },
-    "Rendering the page…");
+    t("panel.page.rendering"));
   const figure = h("figure", { class: "page-preview", dataset: { part: "page", page } }, frame,
     h("figcaption", { class: "small muted" },
-      `Page ${page}`, boxes.length ? ` · ${plural(boxes.length, "highlighted line")}` : ""),
+      boxes.length ? plural(boxes.length, "panel.page.captionBoxes.one",
+          "panel.page.captionBoxes.other", { page })
+        : t("panel.page.caption", { page })),
     status);
   const path = `/api/documents/${encodeURIComponent(item.document_id)}/pages/`
     + `${encodeURIComponent(page)}.png?width=${pageWidth()}`;
@@ -89,7 +115,7 @@ function pagePreview(item, images) {
     status.remove();
   }, (error) => {
     if (error.status === 409) figure.remove(); // not a PDF: no page to show
-    else status.textContent = `The page could not be shown: ${error.message || error}`;
+    else status.textContent = t("panel.page.failed", { reason: error.message || error });
   });
   return figure;
 }
@@ -100,26 +126,28 @@ function sheetPreview(item) {
   const rows = h("div", { class: "markdown sheet-preview", dataset: { part: "sheet" } });
   renderMarkdown(rows, item.text); // sanitised like an answer; shows no image
   const where = loc.sheet ? sheetRange(loc.sheet, loc.cell_range) : loc.cell_range;
-  return [h("h3", {}, `Sheet ${where}`), rows];
+  return [h("h3", {}, t("panel.sheet", { range: where })), rows];
 }
 
 /** The images of the evidence, each with its caption (and page or slide). */
 function assetFigures(assets, images) {
   const figures = assets.map((ref) => {
-    const where = isSet(ref.page) ? `page ${ref.page}`
-      : isSet(ref.slide) ? `slide ${ref.slide}` : "";
-    const caption = [ref.caption, where].filter(Boolean).join(" · ") || "Image";
+    const where = isSet(ref.page) ? t("panel.asset.page", { page: ref.page })
+      : isSet(ref.slide) ? t("panel.asset.slide", { slide: ref.slide }) : "";
+    const caption = [ref.caption, where].filter(Boolean).join(" · ") || t("panel.asset.image");
     if (!SHOWN_TYPES.has(ref.media_type)) {
-      return h("p", { class: "small muted" }, `${caption} (${ref.media_type}, not shown)`);
+      return h("p", { class: "small muted" },
+        t("panel.asset.notShown", { caption, type: ref.media_type }));
     }
     return h("figure", { class: "asset-figure", dataset: { part: "asset", asset: ref.id } },
-      h("img", { class: "asset", alt: ref.caption || "image", width: ref.width,
+      h("img", { class: "asset", alt: ref.caption || t("panel.asset.alt"), width: ref.width,
         height: ref.height, dataset: { asset: ref.id } }),
       h("figcaption", { class: "small muted" }, caption));
   });
   const block = h("div", { class: "asset-figures" }, figures);
   images.fill(block);
-  return [h("h3", {}, assets.length === 1 ? "Image" : "Images"), block];
+  return [h("h3", {}, plural(assets.length, "panel.asset.heading.one",
+    "panel.asset.heading.other")), block];
 }
 
 /** What shows where the evidence sits: page, sheet rows, slide, images. */
@@ -129,58 +157,154 @@ function previews(item, images) {
   if (isSet(loc.page)) blocks.push(pagePreview(item, images));
   if (isSet(loc.sheet) || isSet(loc.cell_range)) blocks.push(...sheetPreview(item));
   if (isSet(loc.slide)) {
-    blocks.push(h("p", { class: "slide-label", dataset: { part: "slide" } }, `slide ${loc.slide}`));
+    blocks.push(h("p", { class: "slide-label", dataset: { part: "slide" } },
+      t("panel.slide", { slide: loc.slide })));
   }
   if ((item.assets || []).length) blocks.push(...assetFigures(item.assets, images));
   return blocks;
 }
+
+// how long the slide in / out takes (app.css, chat-layout block: --evidence-motion)
+const MOTION_MS = 220;
+const FOCUSABLE = "a[href], button:not([disabled]), input:not([disabled]), select:not([disabled]),"
+  + " textarea:not([disabled]), [tabindex]:not([tabindex='-1'])";
+
+/** A native modal <dialog> (the API key prompt) is open above everything else. */
+const nativeDialogOpen = () => Boolean(document.querySelector("dialog[open]"));
 
 export class EvidencePanel {
   constructor(panel) {
     this.panel = panel;
     this.title = panel.querySelector("[data-part=title]");
     this.body = panel.querySelector("[data-part=body]");
+    this.closeButton = panel.querySelector("[data-part=close]");
+    this.backdrop = document.getElementById("evidence-backdrop")
+      || panel.insertAdjacentElement("beforebegin",
+        h("div", { id: "evidence-backdrop", class: "evidence-backdrop", hidden: true }));
+    this.item = null; // the item shown, while open
     this.returnFocus = null;
+    this.hideTimer = null;
+    this.inerted = [];
     this.images = new ObjectUrls();
-    panel.querySelector("[data-part=close]").addEventListener("click", () => this.close());
+    translatePage(panel);
+    this.closeButton.addEventListener("click", () => this.close());
+    this.backdrop.addEventListener("click", () => this.close());
+    panel.addEventListener("keydown", (event) => this.trapTab(event));
     document.addEventListener("keydown", (event) => {
-      if (event.key === "Escape" && !this.panel.hidden) {
+      if (event.key === "Escape" && this.isOpen && !nativeDialogOpen()) {
         event.preventDefault();
         this.close();
       }
     });
+    // the focus never rests outside while open (a script or the browser moving it)
+    document.addEventListener("focusin", (event) => {
+      if (!this.isOpen || nativeDialogOpen() || this.panel.contains(event.target)) return;
+      this.closeButton.focus({ preventScroll: true });
+    });
+    document.addEventListener("ragsift:language", () => {
+      translatePage(panel);
+      if (this.item) this.render(this.item);
+    });
+  }
+
+  get isOpen() {
+    return this.item !== null && this.panel.isConnected;
+  }
+
+  /** Tab and Shift+Tab go round the panel's controls, never to the page behind. */
+  trapTab(event) {
+    if (event.key !== "Tab" || !this.isOpen) return;
+    const stops = [...this.panel.querySelectorAll(FOCUSABLE)]
+      .filter((element) => element.getClientRects().length > 0);
+    if (!stops.length) return;
+    const first = stops[0];
+    const last = stops[stops.length - 1];
+    const active = document.activeElement;
+    if (event.shiftKey && (active === first || !this.panel.contains(active))) {
+      event.preventDefault();
+      last.focus();
+    } else if (!event.shiftKey && (active === last || !this.panel.contains(active))) {
+      event.preventDefault();
+      first.focus();
+    }
   }
 
   /** Show one evidence (or citation) item; focus returns to `opener` on close. */
   open(item, opener) {
-    this.returnFocus = opener || null;
+    const wasOpen = this.isOpen;
+    if (!wasOpen || opener) {
+      const active = document.activeElement;
+      this.returnFocus = opener || (this.panel.contains(active) ? null : active);
+    }
+    clearTimeout(this.hideTimer);
+    this.render(item);
+    if (!wasOpen) {
+      this.panel.hidden = false;
+      this.backdrop.hidden = false;
+      void this.panel.offsetWidth; // lay out off-screen first, so the slide-in transitions
+      this.panel.classList.add("is-open");
+      this.backdrop.classList.add("is-open");
+      document.body.classList.add("evidence-open");
+      this.inertPage();
+    }
+    this.closeButton.focus({ preventScroll: true });
+    // the column narrows beside the panel: keep the link that opened it in view
+    const keep = this.returnFocus;
+    setTimeout(() => {
+      if (this.isOpen && keep && keep.isConnected) {
+        keep.scrollIntoView({ block: "nearest", inline: "nearest" });
+      }
+    }, MOTION_MS + 30);
+  }
+
+  render(item) {
+    this.item = item;
     this.images.dispose(); // the previous item's images
     this.images = new ObjectUrls();
     this.panel.dataset.evidence = item.n;
-    this.title.textContent = `[${item.n}] ${item.filename}`;
+    this.title.textContent = t("panel.title", { n: item.n, filename: item.filename });
     const facts = [["File", item.filename], ...locatorParts(item.locator, item.heading_path),
       ["Chunk", item.chunk_id]];
     const list = h("dl", { class: "facts", dataset: { part: "locator" } },
-      facts.map(([term, value]) => [h("dt", {}, term),
-        h("dd", { dataset: { fact: term.toLowerCase() } }, value)]));
-    const blocks = [list, ...previews(item, this.images), h("h3", {}, "Text"),
+      facts.map(([term, value]) => [h("dt", {}, factLabel(term)),
+        h("dd", { dataset: { fact: String(term).toLowerCase() } }, value)]));
+    const blocks = [list, ...previews(item, this.images), h("h3", {}, t("panel.text")),
       h("pre", { class: "evidence-text", dataset: { part: "text" } }, item.text)];
     if (item.context_text && item.context_text !== item.text) {
-      blocks.push(h("h3", {}, "Context sent to the model (Small2Big)"),
+      blocks.push(h("h3", {}, t("panel.context")),
         h("pre", { class: "evidence-text", dataset: { part: "context" } }, item.context_text));
     }
     this.body.replaceChildren(...blocks);
-    this.panel.scrollTop = 0;
-    this.panel.hidden = false;
-    this.panel.querySelector("[data-part=close]").focus();
+    this.body.scrollTop = 0;
+  }
+
+  /** Everything but the panel (and native dialogs) stops taking focus, clicks and the AT. */
+  inertPage() {
+    for (const element of document.body.children) {
+      if (element === this.panel || element === this.backdrop || element.inert
+        || ["DIALOG", "SCRIPT"].includes(element.tagName)) continue;
+      element.inert = true;
+      this.inerted.push(element);
+    }
   }
 
   close() {
-    this.panel.hidden = true;
+    if (!this.isOpen) return;
+    this.item = null;
+    for (const element of this.inerted) element.inert = false;
+    this.inerted = [];
+    this.panel.classList.remove("is-open");
+    this.backdrop.classList.remove("is-open");
+    document.body.classList.remove("evidence-open");
     delete this.panel.dataset.evidence;
-    this.body.replaceChildren();
-    this.images.dispose();
-    this.images = new ObjectUrls();
+    clearTimeout(this.hideTimer);
+    this.hideTimer = setTimeout(() => { // once it has slid out
+      this.panel.hidden = true;
+      this.backdrop.hidden = true;
+      this.body.replaceChildren();
+      this.images.dispose();
+      this.images = new ObjectUrls();
+    }, MOTION_MS);
     if (this.returnFocus && this.returnFocus.isConnected) this.returnFocus.focus();
     this.returnFocus = null;
   }

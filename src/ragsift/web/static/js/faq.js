@@ -9,8 +9,11 @@ import { initKeyControl } from "./auth.js";
 import { openDialog } from "./dialog.js";
 import { FaqApi } from "./faqapi.js";
 import { h, say } from "./dom.js";
-import { plural, timeNode } from "./format.js";
+import { timeNode } from "./format.js";
+import { t, translatePage } from "./i18n.js";
 import { KbPicker, keepKbInLinks } from "./kbs.js";
+import "./strings/common.js";
+import { countKey } from "./strings/documents.js";
 
 const $ = (id) => document.getElementById(id);
 const list = $("faq-list");
@@ -38,28 +41,36 @@ function entryItem(entry) {
   const actions = [];
   if (faq.canUpdate) {
     actions.push(h("button", { type: "button", class: "secondary", dataset: { action: "edit" },
-      "aria-label": `Edit the entry: ${title}`, onclick: () => edit(entry) }, "Edit"));
+      "aria-label": t("documents.faq.editLabel", { title }), onclick: () => edit(entry) },
+    t("documents.faq.edit")));
   }
   if (faq.canDelete) {
     actions.push(h("button", { type: "button", class: "danger", dataset: { action: "delete" },
-      "aria-label": `Delete the entry: ${title}`, onclick: () => remove(entry) }, "Delete"));
+      "aria-label": t("documents.faq.deleteLabel", { title }), onclick: () => remove(entry) },
+    t("documents.faq.delete")));
   }
   const roles = entry.allowed_roles && entry.allowed_roles.length
-    ? `roles: ${entry.allowed_roles.join(", ")}` : null;
+    ? t("documents.faq.roles", { roles: entry.allowed_roles.join(t("documents.list.separator")) })
+    : null;
+  const separator = t("documents.faq.factSeparator");
   const facts = [
-    entry.source ? `source: ${entry.source}` : "no source",
-    entry.tenant_id ? `tenant: ${entry.tenant_id}` : null,
-    entry.dataset_id ? `dataset: ${entry.dataset_id}` : null,
-    entry.visibility ? `visibility: ${entry.visibility}` : null,
+    entry.source ? t("documents.faq.source", { source: entry.source })
+      : t("documents.faq.noSource"),
+    entry.tenant_id ? t("documents.faq.tenant", { tenant: entry.tenant_id }) : null,
+    entry.dataset_id ? t("documents.faq.dataset", { dataset: entry.dataset_id }) : null,
+    entry.visibility ? t("documents.faq.visibility", { visibility: entry.visibility }) : null,
     roles,
-    entry.rank ? `rank ${entry.rank}` : null,
-    entry.direct_answer ? "direct answer" : null,
-  ].filter(Boolean).join(" · ");
+    entry.rank ? t("documents.faq.rank", { rank: entry.rank }) : null,
+    entry.direct_answer ? t("documents.faq.direct") : null,
+  ].filter(Boolean).join(separator);
+  // "added {time}": the sentence split around the <time> node, so its order follows the language
+  const [beforeTime, afterTime = ""] = t("documents.faq.added", { time: "\u0000" })
+    .split("\u0000");
   return h("li", { class: "faq-entry", dataset: { faqId: entry.id } },
     h("h3", { class: "faq-question", dataset: { part: "question" } }, title),
     h("p", { class: "faq-answer", dataset: { part: "answer" } }, entry.answer),
     h("p", { class: "small muted", dataset: { part: "facts" } }, facts,
-      entry.created_at ? [" · added ", timeNode(entry.created_at)] : null),
+      entry.created_at ? [separator, beforeTime, timeNode(entry.created_at), afterTime] : null),
     actions.length ? h("div", { class: "actions" }, actions) : null);
 }
 
@@ -69,20 +80,20 @@ function render() {
   const shown = entries.filter((entry) => matches(entry, wanted));
   list.replaceChildren(...shown.map(entryItem));
   const empty = $("faq-empty");
-  if (!kb) say(empty, "Choose a knowledge base.");
+  if (!kb) say(empty, t("documents.faq.chooseKb"));
   else if (shown.length) say(empty, "");
   else if (faq.canList) {
-    say(empty, entries.length ? "No entry matches the filter."
-      : "No FAQ entry in this knowledge base yet: import a file.");
+    say(empty, t(entries.length ? "documents.faq.noMatch" : "documents.faq.none"));
   } else {
-    say(empty, lastQuery ? "No FAQ entry found for this search."
-      : (kb.faq ? "Type a search to find entries." : "No FAQ entry in this knowledge base yet: "
-        + "import a file."));
+    say(empty, t(lastQuery ? "documents.faq.noneFound"
+      : (kb.faq ? "documents.faq.typeSearch" : "documents.faq.none")));
   }
+  const entryCount = (count) => t(countKey("documents.faq.count", count), { count });
   $("faq-count").textContent = faq.canList
-    ? (shown.length === entries.length ? plural(entries.length, "entry", "entries")
-      : `${shown.length} of ${entries.length}`)
-    : (kb ? plural(kb.faq, "entry", "entries") : "");
+    ? (shown.length === entries.length ? entryCount(entries.length)
+      : t("documents.faq.count.filtered", { shown: shown.length, total: entries.length }))
+    : (kb ? entryCount(kb.faq) : "");
+  renderTitle();
 }
 
 /** Reload what is shown: every entry (list endpoint), or the last search again. */
@@ -96,7 +107,6 @@ async function reload() {
     render();
     return;
   }
-  $("faq-title").textContent = `FAQ entries of ${kb.name}`;
   if (!faq.canList && !lastQuery) {
     entries = [];
     render();
@@ -110,8 +120,8 @@ async function reload() {
   } catch (failure) {
     if (mine !== generation) return;
     entries = [];
-    say($("faq-error"), `${faq.canList ? "Could not list" : "Search failed"}: `
-      + describe(failure));
+    say($("faq-error"), t(faq.canList ? "documents.faq.listFailed" : "documents.faq.searchFailed",
+      { reason: describe(failure) }));
   } finally {
     if (mine === generation) list.removeAttribute("aria-busy");
   }
@@ -126,7 +136,7 @@ function search(event) {
   }
   const query = $("faq-search").value.trim();
   if (!query) {
-    say($("faq-error"), "Type something to search for.");
+    say($("faq-error"), t("documents.faq.searchEmpty"));
     $("faq-search").focus();
     return;
   }
@@ -145,13 +155,13 @@ async function edit(entry) {
   source.value = entry.source || "";
   const updated = await openDialog({
     name: "faq-edit",
-    title: "Edit the FAQ entry",
+    title: t("documents.faq.editTitle"),
     fields: [
-      h("label", { for: "faq-edit-question" }, "Question", question),
-      h("label", { for: "faq-edit-answer" }, "Answer", answer),
-      h("label", { for: "faq-edit-source" }, "Source (optional)", source),
+      h("label", { for: "faq-edit-question" }, t("documents.faq.question"), question),
+      h("label", { for: "faq-edit-answer" }, t("documents.faq.answer"), answer),
+      h("label", { for: "faq-edit-source" }, t("documents.faq.sourceField"), source),
     ],
-    submitLabel: "Save",
+    submitLabel: t("documents.faq.save"),
     ready: () => Boolean(question.value.trim() && answer.value.trim()),
     submit: async () => (await faq.update(kb.id, entry.id, {
       question: question.value.trim(), answer: answer.value.trim(),
@@ -159,24 +169,26 @@ async function edit(entry) {
     })) || true,
   });
   if (!updated) return;
-  announce("Entry saved.");
+  announce(t("documents.faq.saved"));
   await reload();
   $("faq-title").focus();
 }
 
 async function remove(entry) {
   const kb = picker.current();
-  if (!kb || !window.confirm(`Delete the FAQ entry “${entry.question}”?`)) return;
+  if (!kb || !window.confirm(t("documents.faq.deleteConfirm", { question: entry.question }))) {
+    return;
+  }
   say($("faq-error"), "");
   try {
     await faq.remove(kb.id, entry.id);
   } catch (failure) {
     if (failure.status !== 404) {
-      say($("faq-error"), `Not deleted: ${describe(failure)}`);
+      say($("faq-error"), t("documents.faq.deleteFailed", { reason: describe(failure) }));
       return;
     }
   }
-  announce("Entry deleted.");
+  announce(t("documents.faq.deleted"));
   await picker.load();
   await reload();
   $("faq-title").focus();
@@ -187,8 +199,8 @@ async function importFile(event) {
   const kb = picker.current();
   const input = $("import-file");
   const error = $("import-error");
-  if (!kb) return say(error, "Choose a knowledge base first.");
-  if (!input.files.length) return say(error, "Choose a .jsonl or .csv file.");
+  if (!kb) return say(error, t("documents.faq.importNoKb"));
+  if (!input.files.length) return say(error, t("documents.faq.importNoFile"));
   say(error, "");
   const file = input.files[0];
   const button = $("import-button");
@@ -196,27 +208,52 @@ async function importFile(event) {
   try {
     const out = await FaqApi.importFile(kb.id, file);
     input.value = "";
-    $("import-result").textContent = `${file.name}: ${plural(out.rows, "row")}, `
-      + `${out.added} added, ${out.duplicates} already held or repeated.`;
+    $("import-result").textContent = t(countKey("documents.faq.imported", out.rows),
+      { file: file.name, count: out.rows, added: out.added, duplicates: out.duplicates });
     await picker.load();
     await reload();
   } catch (failure) {
     $("import-result").textContent = "";
-    say(error, `Not imported: ${describe(failure)}`);
+    say(error, t("documents.faq.importFailed", { reason: describe(failure) }));
   } finally {
     button.disabled = false;
   }
 }
 
 function describeCapabilities() {
-  say($("faq-mode"), faq.canList ? "Typing filters the entries below."
-    : "This server cannot list FAQ entries: a search shows the 50 entries closest to it "
-      + "(the FAQ search of the retrieval explain).");
-  const missing = [!faq.canUpdate && "edit", !faq.canDelete && "delete"].filter(Boolean);
-  say($("faq-capabilities"), missing.length ? `This server has no endpoint to ${missing
-    .join(" or ")} FAQ entries, so only importing and searching are offered.` : "");
-  $("faq-search-button").textContent = faq.canList ? "Filter" : "Search";
+  say($("faq-mode"), t(faq.canList ? "documents.faq.modeList" : "documents.faq.modeSearch"));
+  const missing = !faq.canUpdate && !faq.canDelete ? "documents.faq.noEditDelete"
+    : !faq.canUpdate ? "documents.faq.noEdit" : !faq.canDelete ? "documents.faq.noDelete" : "";
+  say($("faq-capabilities"), missing ? t(missing) : "");
+  $("faq-search-button").textContent = t(faq.canList ? "documents.faq.filterButton"
+    : "documents.faq.searchButton");
 }
+
+function renderTitle() {
+  const kb = picker.current();
+  $("faq-title").textContent = kb ? t("documents.faq.titleOf", { kb: kb.name })
+    : t("documents.faq.title");
+}
+
+/** Another language: the static texts are translated by setLanguage; what this page built is
+ * built again (the focus, when on an entry's action, kept there). */
+function relabel() {
+  const focused = document.activeElement;
+  const entryId = focused && focused.closest ? focused.closest("li.faq-entry")?.dataset.faqId
+    : null;
+  const action = focused && focused.dataset ? focused.dataset.action : null;
+  describeCapabilities();
+  picker.render();
+  render();
+  if (entryId && action) {
+    const again = list.querySelector(`li[data-faq-id="${CSS.escape(entryId)}"] `
+      + `[data-action="${action}"]`);
+    if (again) again.focus();
+  }
+}
+
+translatePage();
+document.addEventListener("ragsift:language", relabel);
 
 async function showKb() {
   keepKbInLinks(picker.current());

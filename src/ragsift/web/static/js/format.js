@@ -1,5 +1,7 @@
-// Small formatters of the management pages.
-import { h } from "./dom.js";
+// Small formatters of the management pages, and the locator cells of the debug page.
+import { h, locatorPhrases, sheetRange } from "./dom.js";
+import { language, t } from "./i18n.js";
+import "./strings/debug.js";
 
 /** 1536 -> "1.5 KB" (binary multiples, as file managers show them). */
 export function bytes(size) {
@@ -20,10 +22,34 @@ export function timeNode(iso) {
   const date = new Date(iso);
   if (Number.isNaN(date.getTime())) return String(iso);
   return h("time", { datetime: date.toISOString(), title: date.toISOString() },
-    date.toLocaleString());
+    date.toLocaleString(language()));
 }
 
 /** "1 chunk", "2 chunks". */
 export function plural(count, word, many = `${word}s`) {
   return `${count} ${count === 1 ? word : many}`;
+}
+
+// ---- locators of the debug page's hits table (area "debug") ----
+
+const isSet = (value) => value !== null && value !== undefined && value !== "";
+
+/** The one place a chunk sits, short, for a table cell: "Page 3" (第 3 页), "Q1!A2:D9",
+ * "Slide 2", "Record 4" (else its JSON pointer), "A2:D9"; "" when the locator has none. */
+export function locatorShort(locator) {
+  const loc = locator || {};
+  const parts = [];
+  if (isSet(loc.page)) parts.push(t("debug.loc.page", { page: loc.page }));
+  if (isSet(loc.sheet)) parts.push(sheetRange(loc.sheet, loc.cell_range));
+  else if (isSet(loc.cell_range)) parts.push(loc.cell_range);
+  if (isSet(loc.slide)) parts.push(t("debug.loc.slide", { slide: loc.slide }));
+  if (isSet(loc.record)) parts.push(t("debug.loc.record", { record: loc.record }));
+  else if (isSet(loc.pointer)) parts.push(loc.pointer);
+  return parts.join(" · ");
+}
+
+/** Every part of a locator in words ("Page 3 · Sheet Q1!A2:D9 · Pointer /items/4"), no
+ * section path; "" when the locator has none. */
+export function locatorFull(locator) {
+  return locatorPhrases(locator, []).join(" · ");
 }

@@ -4,8 +4,9 @@
 import { api, describe } from "./api.js";
 import { openDialog } from "./dialog.js";
 import { h, say } from "./dom.js";
-
-const LIST_FAILED = "Could not list knowledge bases: ";
+import { t } from "./i18n.js";
+import "./strings/common.js";
+import "./strings/documents.js";
 
 export class KbPicker {
   constructor({ select, empty, error, onChange }) {
@@ -29,20 +30,32 @@ export class KbPicker {
   async load(selectId = null) {
     try {
       this.kbs = await api("/api/kbs");
-      if (this.error.textContent.startsWith(LIST_FAILED)) say(this.error, "");
+      if (this.error.dataset.failed === "kbs") {
+        say(this.error, "");
+        delete this.error.dataset.failed;
+      }
     } catch (failure) {
       this.kbs = [];
-      say(this.error, LIST_FAILED + describe(failure));
+      say(this.error, t("documents.kb.listFailed", { reason: describe(failure) }));
+      this.error.dataset.failed = "kbs";
     }
     const wanted = selectId || this.select.value
       || new URLSearchParams(location.search).get("kb");
-    this.select.replaceChildren(...this.kbs.map((kb) => h("option", { value: kb.id },
-      `${kb.name} (${kb.ready}/${kb.documents} ready, ${kb.faq} FAQ)`)));
+    this.render();
     if (this.kbs.some((kb) => kb.id === wanted)) this.select.value = wanted;
     this.select.disabled = this.kbs.length === 0;
     this.empty.hidden = this.kbs.length > 0;
     this.remember();
     return this.current();
+  }
+
+  /** The options, in the page's language (again after a language switch), keeping the choice. */
+  render() {
+    const chosen = this.select.value;
+    this.select.replaceChildren(...this.kbs.map((kb) => h("option", { value: kb.id },
+      t("documents.kb.option", { name: kb.name, ready: kb.ready, documents: kb.documents,
+        faq: kb.faq }))));
+    if (this.kbs.some((kb) => kb.id === chosen)) this.select.value = chosen;
   }
 
   /** Put the chosen KB in the address without a new history entry. */
@@ -78,17 +91,14 @@ export async function confirmDeleteKb(kb) {
     autocapitalize: "off", "aria-describedby": "kb-delete-hint" });
   const deleted = await openDialog({
     name: "kb-delete",
-    title: `Delete the knowledge base “${kb.name}”?`,
-    description: `Its ${kb.documents} document${kb.documents === 1 ? "" : "s"} (originals, `
-      + `chunks, both indexes) and ${kb.faq} FAQ entr${kb.faq === 1 ? "y" : "ies"} are `
-      + "deleted with it. This cannot be undone.",
+    title: t("documents.kb.deleteTitle", { name: kb.name }),
+    description: t("documents.kb.deleteDescription", { documents: kb.documents, faq: kb.faq }),
     fields: [
-      h("label", { for: "kb-delete-name" }, "Type the name of the knowledge base to confirm",
-        input),
-      h("p", { id: "kb-delete-hint", class: "small muted" }, "Name: ",
-        h("span", { class: "mono" }, kb.name)),
+      h("label", { for: "kb-delete-name" }, t("documents.kb.deleteLabel"), input),
+      h("p", { id: "kb-delete-hint", class: "small muted mono" },
+        t("documents.kb.deleteHint", { name: kb.name })),
     ],
-    submitLabel: "Delete knowledge base",
+    submitLabel: t("documents.kb.deleteSubmit"),
     danger: true,
     ready: () => input.value === kb.name,
     submit: async () => {

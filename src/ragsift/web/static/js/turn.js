@@ -1,11 +1,14 @@
 // One question/answer turn of the chat page: the question, the Markdown answer (re-rendered as
 // deltas stream in), evidence cards, and the retrieval trace folded away. The answer may show
 // the images of its turn (the server's kept `assets`) and of its evidence, nothing else; their
-// object URLs live as long as the turn's element (dispose() when it is removed).
+// object URLs live as long as the turn's element (dispose() when it is removed). The status
+// line is kept as a key and parameters, so a change of language re-renders it (relabel()).
 import { ObjectUrls } from "./assets.js";
+import { evidenceCards } from "./chatcards.js";
 import { h } from "./dom.js";
-import { evidenceCards } from "./evidence.js";
+import { t } from "./i18n.js";
 import { renderMarkdown } from "./markdown.js";
+import "./strings/chat.js";
 import { traceSections } from "./trace.js";
 
 const RENDER_EVERY_MS = 40;
@@ -19,6 +22,8 @@ export class TurnView {
     this.images = new ObjectUrls();
     this.text = "";
     this.timer = null;
+    this.trace = null;
+    this.statusKey = null; // [key, params] of the status line, re-rendered on a language change
     this.markdown = h("div", { class: "markdown" });
     this.status = h("p", { class: "status", role: "status", hidden: true });
     this.cards = h("div", { class: "cards-slot" });
@@ -51,17 +56,27 @@ export class TurnView {
     renderMarkdown(this.markdown, this.text, { allowed, images: this.images });
   }
 
+  /** The cards; none without evidence: the answer itself says so (once). */
   renderCards() {
     const cited = new Set(this.citations.map((c) => c.n));
     this.cards.replaceChildren(this.evidence.length
-      ? evidenceCards(this.evidence, cited, this.onOpenEvidence)
-      : h("p", { class: "muted small" }, "No evidence was found for this question."));
+      ? evidenceCards(this.evidence, cited, this.onOpenEvidence) : "");
   }
 
   setTrace(trace) {
     if (!trace) return;
-    this.traceSlot.replaceChildren(h("details", { class: "turn-trace" },
-      h("summary", {}, "Retrieval trace"), ...traceSections(trace)));
+    this.trace = trace;
+    const open = this.traceSlot.querySelector("details")?.open;
+    this.traceSlot.replaceChildren(h("details", { class: "turn-trace", open: Boolean(open) },
+      h("summary", {}, t("chat.trace")), ...traceSections(trace)));
+  }
+
+  /** Render again what holds words, in the page's (new) language. */
+  relabel() {
+    this.render();
+    this.renderCards();
+    if (this.trace) this.setTrace(this.trace);
+    if (this.statusKey) this.setStatus(...this.statusKey);
   }
 
   /** Append streamed text; the Markdown is re-rendered at most every RENDER_EVERY_MS. */
@@ -103,10 +118,14 @@ export class TurnView {
     this.images.dispose();
   }
 
-  setStatus(message, kind = "") {
-    this.status.textContent = message || "";
+  /** The status line: t(key, params), or none for a null key; `kind` styles it. */
+  setStatus(key, params = {}, kind = "") {
+    this.statusKey = key ? [key, params, kind] : null;
+    const message = key ? t(key, params) : "";
+    this.status.textContent = message;
     this.status.hidden = !message;
     this.status.className = kind ? `status ${kind}` : "status";
     if (kind) this.element.dataset.state = kind;
+    else delete this.element.dataset.state;
   }
 }

@@ -1,12 +1,22 @@
 // The upload form: multipart POST, then one status line per file, polled until READY/FAILED.
 import { api, describe } from "./api.js";
 import { h, say } from "./dom.js";
+import { t } from "./i18n.js";
+import "./strings/documents.js";
 
 const SETTLED = new Set(["READY", "FAILED"]);
 const POLL_MS = 700;
 
 function statusBadge(status) {
-  return h("span", { class: `badge status-${status}`, dataset: { role: "status" } }, status);
+  return h("span", { class: `badge status-${status}`, dataset: { role: "status" } },
+    statusLabel(status));
+}
+
+/** READY, 就绪, …: the status in the page's language (the code itself when unknown). */
+export function statusLabel(status) {
+  const key = `documents.status.${status}`;
+  const label = t(key);
+  return label === key ? status : label;
 }
 
 /** Show one line per uploaded document and poll it; onSettled(doc) runs once per document. */
@@ -27,8 +37,8 @@ export class Uploader {
   async upload() {
     const kbId = this.kbId();
     const files = [...this.input.files];
-    if (!kbId) return say(this.error, "Choose or create a knowledge base first.");
-    if (!files.length) return say(this.error, "Choose at least one file.");
+    if (!kbId) return say(this.error, t("documents.upload.noKb"));
+    if (!files.length) return say(this.error, t("documents.upload.noFiles"));
     say(this.error, "");
     const form = new FormData();
     for (const file of files) form.append("files", file, file.name);
@@ -39,7 +49,7 @@ export class Uploader {
       this.input.value = "";
       for (const doc of out.documents) this.track(doc);
     } catch (error) {
-      say(this.error, `Upload failed: ${describe(error)}`);
+      say(this.error, t("documents.error.upload", { reason: describe(error) }));
     } finally {
       this.button.disabled = false;
     }
@@ -48,7 +58,8 @@ export class Uploader {
   track(doc) {
     const status = statusBadge(doc.status);
     const reason = h("span", { class: "reason", hidden: true });
-    const note = doc.duplicate ? h("span", { class: "muted small" }, "already held") : null;
+    const note = doc.duplicate ? h("span", { class: "muted small" },
+      t("documents.upload.held")) : null;
     const line = h("li", { dataset: { documentId: doc.id, filename: doc.filename } },
       h("span", {}, doc.filename), status, note, reason);
     this.list.prepend(line);
@@ -62,14 +73,14 @@ export class Uploader {
       try {
         current = await api(`/api/documents/${encodeURIComponent(doc.id)}`);
       } catch (error) {
-        say(reason, `status unknown: ${describe(error)}`);
+        say(reason, t("documents.upload.statusUnknown", { reason: describe(error) }));
         return;
       }
-      status.textContent = current.status;
+      status.textContent = statusLabel(current.status);
       status.className = `badge status-${current.status}`;
     }
     line.dataset.status = current.status;
-    say(reason, current.status === "FAILED" ? current.error || "failed" : "");
+    say(reason, current.status === "FAILED" ? current.error || t("documents.upload.failed") : "");
     this.onSettled(current);
   }
 }
