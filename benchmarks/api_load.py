@@ -22,19 +22,17 @@ import os
 import platform
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
 import numpy as np
+from bench_server import free_port, healthy
 from numpy.typing import NDArray
 from search_latency import build_vocabulary, make_text
 
@@ -128,20 +126,6 @@ def prepared_kb(built: Path, chunks: int, rng: np.random.Generator) -> tuple[int
     print(f"built {count} chunks in {time.perf_counter() - start:.1f} s", file=sys.stderr)
     marker.write_text(json.dumps({"chunks": count, "queries": queries}), "utf-8")
     return count, queries
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def healthy(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=1) as response:
-            return int(response.status) == 200
-    except (urllib.error.URLError, OSError):
-        return False
 
 
 @dataclass

@@ -34,17 +34,16 @@ import os
 import platform
 import resource
 import signal
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from bench_server import free_port, healthy
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ("hr-handbook-zh.md", "release-notes-en.txt")
@@ -141,20 +140,6 @@ def process_tree_cpu(root: int) -> float:
         tree.update(children)
         frontier.extend(children)
     return sum(used.get(pid, 0.0) for pid in tree)
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def healthy(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=1) as response:
-            return int(response.status) == 200
-    except (urllib.error.URLError, OSError):
-        return False
 
 
 def measure_serve(config: Config) -> None:
