@@ -2,7 +2,8 @@
 by the test, never shipped) finds no serious or critical violation on /web/documents, on
 /web/chat with an answer and its evidence panel open, and on /web/debug after a search, at
 1366x768 and 390x844; and keyboard-only walkthroughs (Tab, Enter, Escape, typing) at 1366x768:
-a search on the debug page, deleting a document, deleting a conversation.
+a search on the debug page, asking in the chat and opening a citation, deleting a document,
+deleting a conversation.
 
 A native confirm() cannot receive WebDriver key presses: where a page asks with one, the test
 answers it through WebDriver's alert API (accept = Enter on its default button, dismiss =
@@ -267,3 +268,31 @@ def test_deleting_a_conversation_with_the_keyboard_only(
     assert live_server.client.get(f"/api/conversations/{conversation}").status_code == 404
     assert not _active_matches(browser, "body"), "the focus was lost after the delete"
     browser.screenshot("keyboard-conversation-deleted")
+
+
+def test_asking_and_opening_a_citation_with_the_keyboard_only(
+    browser: Browser, live_server: LiveServer, llm_server: LLMServer
+) -> None:
+    from selenium.webdriver.common.keys import Keys
+
+    llm_server.control(chat={"content": ANSWER})
+    set_viewport(browser, DESKTOP)
+    browser.open("/web/chat")
+
+    _tab_to(browser, "#message")
+    _keys(browser, "What is the hotel limit per night?")
+    _keys(browser, ENTER)  # Enter sends
+    browser.visible("article.turn[data-done=true]")
+    _tab_to(browser, "article.turn .markdown a.citation")
+    link = _focused(browser)
+    _keys(browser, ENTER)  # opens the evidence panel, focus inside it
+    browser.visible("#evidence-panel")
+    browser.wait(lambda _: browser.driver.execute_script(
+        "return document.getElementById('evidence-panel').contains(document.activeElement)"),
+        10, "the focus did not move into the evidence panel")
+    assert "150 dollars" in browser.css("#evidence-panel").text
+    _keys(browser, Keys.ESCAPE)
+    browser.wait(lambda d: not d.find_element("css selector", "#evidence-panel").is_displayed(),
+                 10, "Escape did not close the panel")
+    assert _focused(browser) == link  # back on the citation it was opened from
+    browser.screenshot("keyboard-chat-citation")
