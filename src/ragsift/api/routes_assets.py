@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
-import tempfile
-from pathlib import Path
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Response
 from starlette.concurrency import run_in_threadpool
 
+from ragsift.adapters.local_object_store import LocalObjectStore
 from ragsift.api.deps import State, require_document
 from ragsift.api.errors import ERROR_RESPONSES, ApiError
 from ragsift.bootstrap import Container
@@ -99,33 +97,25 @@ def _rendered(
         raise ApiError(409, "not_a_pdf", f"document {document_id!r} is {document.media_type}; "
                        "only PDF pages can be rendered")
     key = hashlib.sha256(f"{document.sha256}:{page}:{width}".encode()).hexdigest()[:32]
-    cached = container.settings.data_dir / "cache" / "pages" / document_id / f"{key}.png"
-    sizes = cached.with_suffix(".size")
-    if cached.exists() and sizes.exists():
-        width_pt, _, height_pt = sizes.read_text().partition("x")
-        return cached.read_bytes(), (float(width_pt), float(height_pt))
-    from ragsift.ingestion.parsers.pdf_pages import page_size, render_page_png
+    # the local object store writes whole files or none, even when the process dies
+    cache = LocalObjectStore(container.settings.data_dir / "cache" / "pages")
+    try:
+        width_pt, _, height_pt = cache.get(f"{document_id}/{key}.size").decode().partition("x")
+        return cache.get(f"{document_id}/{key}.png"), (float(width_pt), float(height_pt))
+    except NotFound:
+        pass
+    from ragsift.ingestion.parsers.pdf_pages import render_preview
 
     original = container.ingestion.read_original(document)
     try:
-        data = render_page_png(original, page, width, ParseLimits.from_settings(
+        data, size = render_preview(original, page, width, ParseLimits.from_settings(
             container.settings))
-        size = page_size(original, page)
     except DocumentRejected as exc:
         raise ApiError(404 if "does not exist" in str(exc) else 422, "page_unavailable",
                        str(exc)) from exc
-    _write_atomically(sizes, f"{size[0]:g}x{size[1]:g}".encode())
-    _write_atomically(cached, data)
-    return data, size
-
-
-def _write_atomically(path: Path, data: bytes) -> None:
-    """A cache file is whole or absent, even when the process dies writing it."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, temporary = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-        os.replace(temporary, path)
+        cache.put(f"{document_id}/{key}.size", f"{size[0]:g}x{size[1]:g}".encode())
+        cache.put(f"{document_id}/{key}.png", data)
     except OSError:
-        logger.warning("could not cache a rendered page at %s", path, exc_info=True)
+        logger.warning("could not cache page %d of %s", page, document_id, exc_info=True)
+    return data, size

@@ -45,6 +45,13 @@ def render_page(
     DocumentRejected when the bytes are not a PDF, it cannot be opened, or the page does not
     exist.
     """
+    return _render_sized(data, page_number, width, dpi, limits)[0]
+
+
+def _render_sized(
+    data: bytes, page_number: int, width: int | None, dpi: int, limits: ParseLimits
+) -> tuple[Image.Image, tuple[float, float]]:
+    """render_page(), and the page's size in points, from one opening of the PDF."""
     if (width is not None and width <= 0) or dpi <= 0:
         raise ValueError("width and dpi must be positive")
     with _opened(data) as pdf, PDFIUM_LOCK:
@@ -52,19 +59,28 @@ def render_page(
         try:
             page_width, page_height = page.get_size()
             wanted = width / max(page_width, 1.0) if width is not None else dpi / POINTS_PER_INCH
-            return _render(page, _bounded_scale(wanted, page_width, page_height, limits))
+            image = _render(page, _bounded_scale(wanted, page_width, page_height, limits))
+            return image, (float(page_width), float(page_height))
         finally:
             page.close()
+
+
+def render_preview(
+    data: bytes, page_number: int, width: int, limits: ParseLimits = DEFAULT_LIMITS
+) -> tuple[bytes, tuple[float, float]]:
+    """PNG bytes of page `page_number` (from 1) `width` pixels wide (see render_page), and
+    the page's width and height in points (see page_size), from one opening of the PDF."""
+    image, size = _render_sized(data, page_number, width, 150, limits)
+    out = io.BytesIO()
+    image.save(out, format="PNG", optimize=False)
+    return out.getvalue(), size
 
 
 def render_page_png(
     data: bytes, page_number: int, width: int, limits: ParseLimits = DEFAULT_LIMITS
 ) -> bytes:
     """Render page `page_number` (from 1) as PNG bytes `width` pixels wide (see render_page)."""
-    image = render_page(data, page_number, width=width, limits=limits)
-    out = io.BytesIO()
-    image.save(out, format="PNG", optimize=False)
-    return out.getvalue()
+    return render_preview(data, page_number, width, limits)[0]
 
 
 def ocr_pdf_page(
