@@ -247,22 +247,15 @@ class Authorizer:
         params = request.path_params
         if "kb_id" in params:
             principal.check_kb(str(params["kb_id"]))
+        repository = self._container.repository
         if "asset_id" in params:  # an image follows its document
-            asset = self._container.repository.get_asset(str(params["asset_id"]))
-            document = None if asset is None else self._container.repository.get_document(
-                asset.document_id)
-            if document is not None:
-                principal.check_kb(document.kb_id)
-                if not principal.sees(document.scope):
-                    raise ApiError(404, "not_found",
-                                   f"asset {params['asset_id']!r} does not exist")
+            asset = repository.get_asset(str(params["asset_id"]))
+            if asset is not None:
+                self._check_document(principal, asset.document_id,
+                                     f"asset {params['asset_id']!r}")
         if "document_id" in params:
-            document = self._container.repository.get_document(str(params["document_id"]))
-            if document is not None:
-                principal.check_kb(document.kb_id)
-                if not principal.sees(document.scope):  # outside the key's data: not there
-                    raise ApiError(404, "not_found",
-                                   f"document {params['document_id']!r} does not exist")
+            self._check_document(principal, str(params["document_id"]),
+                                 f"document {params['document_id']!r}")
         if "conversation_id" in params and principal.key is not None:
             exists, owner = self._container.conversations.conversation_owner(
                 str(params["conversation_id"]))
@@ -270,6 +263,14 @@ class Authorizer:
                 # another key's conversation is not there for this key
                 raise ApiError(404, "not_found",
                                f"conversation {params['conversation_id']!r} does not exist")
+
+    def _check_document(self, principal: Principal, document_id: str, named: str) -> None:
+        """The document's KB must be the key's; outside the key's data it is not there."""
+        document = self._container.repository.get_document(document_id)
+        if document is not None:
+            principal.check_kb(document.kb_id)
+            if not principal.sees(document.scope):
+                raise ApiError(404, "not_found", f"{named} does not exist")
 
 
 def _principal(request: Request) -> Principal:

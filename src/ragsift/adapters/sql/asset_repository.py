@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import ColumnElement, delete, func, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from ragsift.adapters.sql.orm import (
@@ -26,6 +26,12 @@ def _asset(row: AssetRow) -> Asset:
         locator=locator_from_json(dict(row.locator)), caption=row.caption,
         ocr_text=row.ocr_text,
     )
+
+
+def _named(session: Session, chunks: ColumnElement[bool]) -> set[str]:
+    """The asset ids the stored chunks selected by `chunks` name."""
+    query = select(CHUNK_TABLE.c.asset_ids).where(chunks, CHUNK_TABLE.c.asset_ids.is_not(None))
+    return {asset for (ids,) in session.execute(query) for asset in ids or ()}
 
 
 class AssetRepositoryMixin:
@@ -74,12 +80,7 @@ class AssetRepositoryMixin:
         former assets to `unused_images` instead.
         """
         with self._sessions.begin() as session:
-            named: set[str] = set()
-            query = select(CHUNK_TABLE.c.asset_ids).where(
-                CHUNK_TABLE.c.document_id == document_id, CHUNK_TABLE.c.asset_ids.is_not(None)
-            )
-            for (ids,) in session.execute(query):
-                named.update(ids or ())
+            named = _named(session, CHUNK_TABLE.c.document_id == document_id)
             rows = session.scalars(select(AssetRow).where(AssetRow.document_id == document_id))
             gone = [row for row in rows if row.id not in named]
             if not gone:
@@ -108,12 +109,7 @@ class AssetRepositoryMixin:
     def sweep_assets(self, kb_id: str) -> int:
         """Delete the KB's asset rows no stored chunk of the KB names; how many went."""
         with self._sessions.begin() as session:
-            named: set[str] = set()
-            query = select(CHUNK_TABLE.c.asset_ids).where(
-                CHUNK_TABLE.c.kb_id == kb_id, CHUNK_TABLE.c.asset_ids.is_not(None)
-            )
-            for (ids,) in session.execute(query):
-                named.update(ids or ())
+            named = _named(session, CHUNK_TABLE.c.kb_id == kb_id)
             rows = session.scalars(select(AssetRow.id).where(AssetRow.kb_id == kb_id)).all()
             gone = [row for row in rows if row not in named]
             for start in range(0, len(gone), _IN_BATCH):
