@@ -105,6 +105,7 @@ class BlockPacker:
     ) -> list[tuple[list[_Piece], int]]:
         """Greedy runs of pieces by estimate, each verified with the exact token count."""
         runs: list[tuple[list[_Piece], int]] = []
+        estimates = [piece.tokens for piece in pieces]
         start, limit = 0, self._chunker.child_tokens
         while start < len(pieces):
             end, used = start, 0
@@ -119,11 +120,7 @@ class BlockPacker:
             runs.append((list(pieces[start:end]), tokens))
             if end >= len(pieces):
                 break
-            back, carried = end, 0
-            while back - 1 > start and carried + pieces[back - 1].tokens <= overlap:
-                back -= 1
-                carried += pieces[back].tokens
-            start = back
+            start = overlap_start(estimates, start, end, overlap)
         return runs
 
     def _make(
@@ -134,6 +131,16 @@ class BlockPacker:
             self._document_id, self._kb_id, parent_id, level, ordinal, section, text, tokens,
             locator,
         )
+
+
+def overlap_start(tokens: Sequence[int], start: int, end: int, overlap: int) -> int:
+    """Index where the next child starts after units [start, end): back up over whole
+    trailing units (their `tokens`) that fit in `overlap`, never to `start` itself."""
+    back, carried = end, 0
+    while back - 1 > start and carried + tokens[back - 1] <= overlap:
+        back -= 1
+        carried += tokens[back]
+    return back
 
 
 def _join(pieces: Sequence[_Piece], separator: str) -> str:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import rjieba
 
 from ragsift.domain.models import CHILD_LEVEL, PARENT_LEVEL, Chunk, Locator, chunk_id
-from ragsift.ingestion.blocks import BlockPacker
+from ragsift.ingestion.blocks import BlockPacker, overlap_start
 from ragsift.ingestion.parsers.base import ParsedDocument, Section
 from ragsift.ports import Tokenizer
 
@@ -242,6 +242,7 @@ class Chunker:
         from each verified child, so later children rarely need a second count.
         """
         children: list[tuple[str, int]] = []
+        estimates = [unit.tokens for unit in units]
         start, scale = 0, 1.0
         while start < len(units):
             end, used = start, 0.0
@@ -266,17 +267,10 @@ class Chunker:
             children.append((text, tokens))
             if end >= len(units):
                 break
-            start = self._overlap_start(units, start, end)
+            start = overlap_start(estimates, start, end, self._overlap)
         return children
 
     def _joined(self, units: Sequence[_Unit]) -> tuple[str, int]:
         text = "".join(unit.text for unit in units).strip()
         return text, self._count(text)
 
-    def _overlap_start(self, units: Sequence[_Unit], start: int, end: int) -> int:
-        """Index where the next child starts: back up over whole trailing units within overlap."""
-        back, carried = end, 0
-        while back - 1 > start and carried + units[back - 1].tokens <= self._overlap:
-            back -= 1
-            carried += units[back].tokens
-        return back
