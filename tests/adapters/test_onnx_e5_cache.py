@@ -1,0 +1,109 @@
+"""The ONNX e5 graph cache: atomic writes (kill -9 midway), reuse, and rebuilds."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ragsift.adapters.onnx_e5 import cache
+from ragsift.adapters.onnx_e5.cache import graph_path, load_or_build, write_atomically
+
+DIGEST = "ab" * 32
+
+
+class _Session:
+    """Stands in for an onnxruntime session: what it was opened from and its metadata."""
+
+    def __init__(self, source: str | bytes, meta: dict[str, str]) -> None:
+        self.source = source
+        self._meta = meta
+
+    def get_modelmeta(self) -> Any:
+        return type("Meta", (), {"custom_metadata_map": self._meta})()
+
+
+def _loader(opened: list[str | bytes], meta: dict[str, str] | None = None) -> Any:
+    def load(source: str | bytes) -> _Session:
+        data = Path(source).read_bytes() if isinstance(source, str) else source
+        if not data.startswith(b"graph"):
+            raise RuntimeError("not a graph")
+        opened.append(source)
+        return _Session(source, cache.metadata(DIGEST) if meta is None else meta)
+
+    return load
+
+
+def test_a_build_killed_midway_leaves_nothing_under_the_final_name(tmp_path: Path) -> None:
+    target = tmp_path / "graph.onnx"
+    script = textwrap.dedent(f"""
+        import os, time
+        from pathlib import Path
+        from ragsift.adapters.onnx_e5 import cache
+        os.fsync = lambda fd: time.sleep(60)  # hold the write open until killed
+        cache.write_atomically(Path({str(target)!r}), b"graph" * 1_000_000)
+    """)
+    child = subprocess.Popen([sys.executable, "-c", script])
+    try:
+        deadline = time.monotonic() + 30
+        while not list(tmp_path.glob("*.tmp")) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert list(tmp_path.glob("*.tmp")), "the writer never started"
+    finally:
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait()
+    assert not target.exists()
+
+
+def test_a_failed_write_removes_its_temporary_file(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    def fail(fd: int) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(cache.os, "fsync", fail)
+    with pytest.raises(OSError, match="disk full"):
+        write_atomically(tmp_path / "graph.onnx", b"graph")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_saved_graph_is_opened_without_building(tmp_path: Path) -> None:
+    path = graph_path(tmp_path, DIGEST)
+    path.write_bytes(b"graph v1")
+    opened: list[str | bytes] = []
+    loaded = load_or_build(tmp_path, DIGEST, lambda: pytest.fail("built"), _loader(opened))
+    assert (loaded.built, loaded.source, opened) == (False, str(path), [str(path)])
+
+
+def test_a_graph_of_other_weights_under_the_name_is_rebuilt(tmp_path: Path) -> None:
+    path = graph_path(tmp_path, DIGEST)
+    path.write_bytes(b"graph old")
+    opened: list[str | bytes] = []
+    stale = {cache.SOURCE_KEY: "cd" * 32, cache.BUILDER_KEY: cache.BUILDER_VERSION}
+    loaded = load_or_build(tmp_path, DIGEST, lambda: b"graph new", _loader(opened, stale))
+    assert loaded.built and path.read_bytes() == b"graph new"
+
+
+def test_an_unwritable_cache_folder_serves_the_graph_from_memory(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("a file where the folder should be")
+    opened: list[str | bytes] = []
+    loaded = load_or_build(blocker / "models", DIGEST, lambda: b"graph", _loader(opened))
+    assert (loaded.built, loaded.source) == (True, b"graph")
+
+
+def test_a_killed_builds_old_temporary_file_is_removed_by_the_next_build(tmp_path: Path) -> None:
+    path = graph_path(tmp_path, DIGEST)
+    old, young = (tmp_path / f"{path.name}.{tag}.tmp" for tag in ("old", "young"))
+    for temp in (old, young):
+        temp.write_bytes(b"graph half")
+    hours_ago = time.time() - 2 * cache.STALE_TEMPORARY_S
+    os.utime(old, (hours_ago, hours_ago))
+    load_or_build(tmp_path, DIGEST, lambda: b"graph", _loader([]))
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([path.name, young.name])
