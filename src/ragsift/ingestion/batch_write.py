@@ -1,9 +1,10 @@
-"""Writing a batch of prepared documents: one index write, then each document's facts."""
+"""Writing a batch of prepared documents: one index write, then the facts (one transaction
+for the batch with versions; each document's without), then the batch read back at once."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -20,12 +21,13 @@ class BatchWriter:
     """Writes prepared documents together; a failure fails the documents it concerns.
 
     `fail` records a document FAILED with a reason (and removes what it left in the index);
-    `reload` reads a document's current state; `written` is told of each document stored.
+    `reload` reads documents' current state, by id; `written` is told of each document stored.
     """
 
     def __init__(
         self, repository: Repository, index: SearchIndex, versions: DraftWriter | None,
-        fail: Callable[[Document, str], Document], reload: Callable[[str], Document],
+        fail: Callable[[Document, str], Document],
+        reload: Callable[[Sequence[str]], Mapping[str, Document]],
         written: Callable[[Prepared], None] = lambda prepared: None,
     ) -> None:
         self._repository = repository
@@ -53,20 +55,19 @@ class BatchWriter:
                 for p in batch
             }
         outcomes: dict[str, IngestOutcome] = {}
+        stored: list[Prepared] = []
         for p in batch:
             try:
                 self._repository.replace_chunks(p.document.id, p.chunks)
                 self._repository.set_status(p.document.id, DocumentStatus.READY)
                 self._written(p)
-                outcomes[p.document.id] = IngestOutcome(
-                    self._reload(p.document.id), chunks=len(p.records)
-                )
+                stored.append(p)
             except Exception as exc:
                 logger.exception("storing the chunks of %s failed", p.document.filename)
                 outcomes[p.document.id] = IngestOutcome(
                     self._fail(p.document, f"{type(exc).__name__}: {exc}")
                 )
-        return outcomes
+        return outcomes | self._reloaded(stored)
 
     def _write_versioned(self, batch: Sequence[Prepared]) -> dict[str, IngestOutcome]:
         assert self._versions is not None
@@ -75,6 +76,7 @@ class BatchWriter:
             for p in batch
         ])
         outcomes: dict[str, IngestOutcome] = {}
+        stored: list[Prepared] = []
         for p in batch:
             result = written[p.document.id]
             if isinstance(result, Exception):
@@ -83,5 +85,19 @@ class BatchWriter:
                 outcomes[p.document.id] = IngestOutcome(self._fail(p.document, reason))
             else:
                 self._written(p)
-                outcomes[p.document.id] = IngestOutcome(self._reload(p.document.id), chunks=result)
+                stored.append(p)
+        return outcomes | self._reloaded(stored, written)
+
+    def _reloaded(
+        self, stored: Sequence[Prepared], counts: Mapping[str, int | Exception] | None = None,
+    ) -> dict[str, IngestOutcome]:
+        """The stored documents as they are now (READY), with their indexed chunk counts."""
+        if not stored:
+            return {}
+        documents = self._reload([p.document.id for p in stored])
+        outcomes: dict[str, IngestOutcome] = {}
+        for p in stored:
+            count = len(p.records) if counts is None else counts[p.document.id]
+            assert isinstance(count, int)
+            outcomes[p.document.id] = IngestOutcome(documents[p.document.id], chunks=count)
         return outcomes

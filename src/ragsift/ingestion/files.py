@@ -21,7 +21,7 @@ from ragsift.faults import crash_point
 from ragsift.ingestion.embedding import Progress
 from ragsift.ingestion.outcomes import IngestOutcome
 from ragsift.ingestion.parsers import SUPPORTED_EXTENSIONS
-from ragsift.ingestion.pipeline import IngestionService
+from ragsift.ingestion.pipeline import IngestionService, NewFile
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,16 +115,47 @@ def ingest_files(
     clashes = key_conflicts(files)
     results: dict[int, FileResult] = {}
     pending: list[tuple[int, str]] = []
-    for i, source in enumerate(files):
-        results[i], document_id = _accept(service, kb, source, scope, clashes)
-        if document_id is not None:
-            pending.append((i, document_id))
+    size = service.batch_documents
+    for start in range(0, len(files), size):
+        for i, (result, document_id) in _accept_batch(
+                service, kb, files, range(start, min(start + size, len(files))), scope,
+                clashes).items():
+            results[i] = result
+            if document_id is not None:
+                pending.append((i, document_id))
     crash_point("registered")
     todo = list(dict.fromkeys([*resumed, *(document_id for _, document_id in pending)]))
     processed = dict(zip(todo, service.process_many(todo, progress), strict=True))
     for i, document_id in pending:
         results[i] = FileResult(files[i], processed[document_id])
     return [results[i] for i in range(len(files))], resumed
+
+
+def _accept_batch(
+    service: IngestionService, kb: KnowledgeBase, files: Sequence[SourceFile],
+    batch: range, scope: DocumentScope | None, clashes: dict[str, list[SourceFile]],
+) -> dict[int, tuple[FileResult, str | None]]:
+    """_accept() of the files at `batch`: the plainly new ones registered together first
+    (one transaction), then the others one by one, in order."""
+    read: dict[int, NewFile] = {}
+    for i in batch:
+        source = files[i]
+        try:
+            key = normalize_key(source.key)
+            stat = source.path.stat()
+            if key in clashes or stat.st_size > service.max_file_bytes:
+                continue  # _accept says why, without reading the file
+            read[i] = NewFile(source.path.name, source.path.read_bytes(), key, stat.st_mtime)
+        except (InvalidInput, OSError):
+            continue  # _accept reports it
+    registered = dict(zip(read, service.register_new(kb, list(read.values()), scope),
+                          strict=True))
+    done: dict[int, tuple[FileResult, str | None]] = {}
+    for i in batch:
+        outcome = registered.get(i)
+        done[i] = ((FileResult(files[i], outcome), outcome.document.id) if outcome is not None
+                   else _accept(service, kb, files[i], scope, clashes))
+    return done
 
 
 def _accept(

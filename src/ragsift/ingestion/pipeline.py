@@ -1,72 +1,46 @@
-"""IngestionService: PENDING -> PARSING -> INDEXING -> READY | FAILED, one document at a time.
+"""IngestionService: PENDING -> PARSING -> INDEXING -> READY | FAILED.
 
 A bad document ends FAILED with its reason and never affects the rest of the knowledge base.
 Chunks reach the index before the document is READY, but search re-checks READY in the facts,
 so nothing of a document is visible before it is complete.
 
 Every unfinished document names its owner, the process working on it (ragsift/processes.py);
-`recover` (ingestion/recovery.py) takes over those whose owner died.
+`recover` (ingestion/recovery.py) takes over those whose owner died. The steps live in their
+own modules: registration.py (accept), dispatch.py (parse, chunk, embed), batch_write.py
+(index and facts of a batch), states.py (reloads and failures), revisions.py (replace).
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import hashlib
 import logging
-import re
 import threading
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
-from pathlib import Path, PurePath
+from pathlib import Path
 
 from ragsift.domain.assets import Asset, asset_object_key
 from ragsift.domain.errors import DocumentBusy, DocumentRejected, InvalidInput
-from ragsift.domain.keys import normalize_key
-from ragsift.domain.models import (
-    CHILD_LEVEL,
-    Chunk,
-    Document,
-    DocumentScope,
-    DocumentStatus,
-    KnowledgeBase,
-)
-from ragsift.faults import crash_point
+from ragsift.domain.models import Document, DocumentScope, DocumentStatus, KnowledgeBase
 from ragsift.ingestion.assets import AssetKeeper
 from ragsift.ingestion.batch_write import BatchWriter
 from ragsift.ingestion.chunking import Chunker
 from ragsift.ingestion.cleanup import discard_unstored
-from ragsift.ingestion.embedding import Progress, embed_in_batches
-from ragsift.ingestion.outcomes import UNFINISHED, IngestOutcome
-from ragsift.ingestion.parsers import media_type_for
-from ragsift.ingestion.preparation import (
-    Analyzer,
-    Chunked,
-    Failed,
-    Job,
-    PreparationPool,
-    Prepared,
-    WorkerLimits,
-    chunk_document,
-    index_records,
-    picklable,
-    prepare_in_pool,
-)
-from ragsift.ingestion.recovery import Recovery, load_document
+from ragsift.ingestion.dispatch import Dispatcher, Staging
+from ragsift.ingestion.embedding import Progress
+from ragsift.ingestion.outcomes import IngestOutcome
+from ragsift.ingestion.preparation import PreparationPool, Prepared, WorkerLimits, picklable
+from ragsift.ingestion.recovery import Recovery
+from ragsift.ingestion.registration import NewFile, Registrar
 from ragsift.ingestion.revisions import Replacer
-from ragsift.ports import (
-    Embedder,
-    ObjectStore,
-    Repository,
-    SearchIndex,
-    SparsePreAnalyzable,
-    Vectors,
-)
-from ragsift.processes import is_dead, this_process
+from ragsift.ingestion.states import DocumentStates, object_key
+from ragsift.ports import Embedder, ObjectStore, Repository, SearchIndex
+from ragsift.processes import this_process
 from ragsift.versions.writer import DraftWriter
 
-__all__ = ["IngestOutcome", "IngestionService"]
+__all__ = ["IngestOutcome", "IngestionService", "NewFile"]
 
 logger = logging.getLogger(__name__)
 
@@ -95,8 +69,10 @@ class IngestionService:
         self._embedder = embedder
         self._objects = object_store
         self._chunker = chunker
-        self._max_bytes = max_file_bytes
-        self._batch = batch_size
+        self.max_file_bytes = max_file_bytes
+        # documents registered, claimed and embedded together (a batch of one-line documents
+        # fills one embedder call)
+        self.batch_documents = batch_size
         # KB versions: chunks go into the KB's draft by reference (see versions/writer.py);
         # None writes them directly (no versions).
         self._versions = versions
@@ -112,11 +88,18 @@ class IngestionService:
         self._pool: PreparationPool | None = None
         self._pool_lock = threading.Lock()
         self._assets = AssetKeeper(repository, object_store)
+        self._states = DocumentStates(repository, index, versions)
         self._recovery = Recovery(repository, index, object_store, self._assets)
-        self._replacer = Replacer(repository, index, object_store, versions, self._prepare,
-                                  _object_key, self._written)
-        self._writer = BatchWriter(repository, index, versions, self._fail_existing,
-                                   self._reload, self._written)
+        self._dispatch = Dispatcher(
+            repository, index, embedder, object_store, versions, self._states, self._assets,
+            Staging(chunker, self._limits, batch_size, self._preparer),
+        )
+        self._replacer = Replacer(repository, index, object_store, versions,
+                                  self._dispatch.prepare, object_key, self._written)
+        self._registrar = Registrar(repository, object_store, max_file_bytes, self._states,
+                                    self._replacer, self._recovery, self.delete_document)
+        self._writer = BatchWriter(repository, index, versions, self._states.fail,
+                                   self._states.reload_many, self._written)
 
     def close(self) -> None:
         """Stop the preparation workers (started again on next use)."""
@@ -178,13 +161,7 @@ class IngestionService:
         key: str | None = None, source_mtime: float | None = None,
     ) -> IngestOutcome:
         """accept() for a file on disk; an oversized file is rejected before it is read."""
-        size = path.stat().st_size
-        if size > self._max_bytes:
-            reason = f"file is {size} bytes, over the limit of {self._max_bytes} bytes"
-            return IngestOutcome(self._failed(kb, path.name, None, size, reason, scope,
-                                              normalize_key(key or path.name)))
-        return self.accept(kb, path.name, path.read_bytes(), scope, key=key,
-                           source_mtime=source_mtime)
+        return self._registrar.accept_path(kb, path, scope, key, source_mtime)
 
     def ingest_bytes(
         self, kb: KnowledgeBase, filename: str, data: bytes, scope: DocumentScope | None = None,
@@ -208,53 +185,18 @@ class IngestionService:
         as a `conflict` without `replace`. A duplicate of a live document under another key
         (same sha256 in the KB) is returned as it is.
         """
-        key = normalize_key(key or filename)
-        if len(data) > self._max_bytes:
-            reason = f"file is {len(data)} bytes, over the limit of {self._max_bytes} bytes"
-            return IngestOutcome(self._failed(kb, filename, None, len(data), reason, scope, key))
-        sha = hashlib.sha256(data).hexdigest()
-        keyed = self._repository.find_document_by_key(kb.id, key)
-        if keyed is not None and keyed.sha256 != sha and keyed.status not in UNFINISHED:
-            if not replace:
-                return IngestOutcome(keyed, conflict=True)
-            self._replacer.claim(keyed)
-            return IngestOutcome(keyed, replacing=True)
-        if keyed is not None and keyed.sha256 != sha:  # still being ingested
-            if not is_dead(self._repository.document_owner(keyed.id)):
-                raise DocumentBusy(f"document {keyed.id!r} ({keyed.key}) is being ingested; "
-                                   "replace it once it is READY or FAILED")
-            self.delete_document(keyed.id)  # abandoned, never searchable: start over
-            keyed = None
-        existing = keyed or self._repository.find_document_by_sha256(kb.id, sha)
-        if existing is not None and existing.status in UNFINISHED:
-            return self._recovery.resume_or_busy(existing)
-        if existing is not None and existing.status != DocumentStatus.FAILED:
-            return IngestOutcome(existing, duplicate=True)
-        if existing is not None:
-            self.delete_document(existing.id)  # a failed attempt is retried from scratch
-        try:
-            media_type = media_type_for(filename)
-        except DocumentRejected as exc:
-            return IngestOutcome(self._failed(kb, filename, sha, len(data), str(exc), scope, key))
-        document = self._repository.add_document(
-            Document(
-                id=uuid.uuid4().hex, kb_id=kb.id, filename=filename, media_type=media_type,
-                sha256=sha, size=len(data), status=DocumentStatus.PENDING,
-                scope=scope or DocumentScope(), created_at=datetime.now(UTC), key=key,
-                source_mtime=source_mtime,
-            ),
-            owner=this_process().token(),
-        )
-        try:
-            self._objects.put(_object_key(document), data)
-        except Exception as exc:
-            logger.exception("storing the original of %s failed", filename)
-            return IngestOutcome(self._fail_existing(document, f"{type(exc).__name__}: {exc}"))
-        return IngestOutcome(document)
+        return self._registrar.accept(kb, filename, data, scope, key, source_mtime, replace)
+
+    def register_new(
+        self, kb: KnowledgeBase, files: Sequence[NewFile], scope: DocumentScope | None = None,
+    ) -> list[IngestOutcome | None]:
+        """The plainly new files registered PENDING together (one transaction), None for
+        the others, which the caller gives to accept() (see ingestion/registration.py)."""
+        return self._registrar.register_new(kb, files, scope)
 
     def claim_replace(self, document_id: str) -> None:
         """Take a READY or FAILED document for a replacement, or DocumentBusy (atomic)."""
-        document = self._reload(document_id)
+        document = self._states.reload(document_id)
         if document.status not in (DocumentStatus.READY, DocumentStatus.FAILED):
             raise DocumentBusy(f"document {document_id!r} is {document.status.value}; "
                                "replace it once it is READY or FAILED")
@@ -269,7 +211,7 @@ class IngestionService:
         See ingestion/revisions.py: the old content stays searchable until the new one is
         committed, and stays when the new one fails.
         """
-        document = self._reload(document_id)
+        document = self._states.reload(document_id)
         sha = hashlib.sha256(data).hexdigest()
         outcome = self._replacer.replace(document, filename, data, sha, source_mtime, progress)
         if outcome.document.status == DocumentStatus.PENDING:  # it had FAILED: ingest anew
@@ -281,18 +223,18 @@ class IngestionService:
 
         Ends READY or FAILED with the reason; NotFound if the document is gone (deleted).
         """
-        document = self._reload(document_id)
+        document = self._states.reload(document_id)
         self._repository.set_owner(document_id, this_process().token())
         try:
-            data = self._objects.get(_object_key(document))
+            data = self._objects.get(object_key(document))
         except Exception as exc:
-            return IngestOutcome(self._fail_existing(document, f"{type(exc).__name__}: {exc}"))
+            return IngestOutcome(self._states.fail(document, f"{type(exc).__name__}: {exc}"))
         return self._process(document, data, progress)
 
     def reindex(self, document_id: str, progress: Progress | None = None) -> IngestOutcome:
         """Re-parse a document from its stored original (after a chunking change, say)."""
-        document = self._reload(document_id)
-        data = self._objects.get(_object_key(document))  # NotFound before anything changes
+        document = self._states.reload(document_id)
+        data = self._objects.get(object_key(document))  # NotFound before anything changes
         self._repository.set_owner(document_id, this_process().token())
         # A version build keeps what is unchanged; what an interrupted attempt indexed
         # beyond the facts goes first.
@@ -310,33 +252,16 @@ class IngestionService:
             if self._versions is None:  # a version commit sets READY with the chunks
                 self._repository.set_status(document.id, DocumentStatus.READY)
         except DocumentRejected as exc:
-            return IngestOutcome(self._fail_existing(document, str(exc)))
+            return IngestOutcome(self._states.fail(document, str(exc)))
         except Exception as exc:  # one document's failure must not stop the batch
             logger.exception("ingesting %s failed", document.filename)
-            return IngestOutcome(self._fail_existing(document, f"{type(exc).__name__}: {exc}"))
-        return IngestOutcome(self._reload(document.id), chunks=count)
-
-    def read_original(self, document: Document) -> bytes:
-        """The stored original of a document (as ingested, or last replaced)."""
-        return self._objects.get(_object_key(document))
-
-    def read_asset(self, asset: Asset) -> bytes:
-        """The bytes of an image kept with a document."""
-        return self._objects.get(asset_object_key(asset.kb_id, asset.sha256))
-
-    def delete_document(self, document_id: str) -> None:
-        """Remove a document from the indexes, the object store and the facts."""
-        document = self._reload(document_id)
-        if self._versions is not None and not self._versions.retire(document):
-            return  # kept for the versions that still hold it, until they are collected
-        self._repository.set_status(document_id, DocumentStatus.DELETING, document.error)
-        self._repository.set_owner(document_id, this_process().token())
-        self._recovery.finish_delete(document)
+            return IngestOutcome(self._states.fail(document, f"{type(exc).__name__}: {exc}"))
+        return IngestOutcome(self._states.reload(document.id), chunks=count)
 
     def _index_document(
         self, document: Document, data: bytes, progress: Progress | None
     ) -> int:
-        prepared = self._prepare(document, data, progress)
+        prepared = self._dispatch.prepare(document, data, progress)
         if self._versions is not None:
             count = self._versions.write(
                 document, prepared.chunks, prepared.vectors_by_text(), progress
@@ -355,60 +280,6 @@ class IngestionService:
         if prepared.has_assets or prepared.document.status != DocumentStatus.PENDING:
             self._assets.collect(prepared.document.id)
 
-    def _prepare(
-        self, document: Document, data: bytes, progress: Progress | None, mark: bool = True
-    ) -> Prepared:
-        """Parse, chunk and embed: everything before the index and the facts are written.
-
-        `mark`: move the document through PARSING and INDEXING (a replacement does not: its
-        old content stays READY and searchable until the new one is committed).
-        """
-        if mark:
-            self._repository.set_status(document.id, DocumentStatus.PARSING)
-        pool = self._preparer()
-        if pool is None:
-            chunked = chunk_document(
-                self._chunker, document.id, document.kb_id, document.filename, data,
-                self._limits.parse,
-            )
-            return self._embed(document, chunked, progress, mark)
-        job = Job(document, data, self._sparse_analyzer(document.kb_id))
-        result = pool.result(pool.submit(job))
-        if isinstance(result, Failed):
-            if not result.rejected:
-                logger.error("ingesting %s failed: %s", document.filename, result.detail)
-            raise DocumentRejected(result.reason)
-        return self._embed(document, result, progress, mark)
-
-    def _embed(
-        self, document: Document, chunked: Chunked, progress: Progress | None,
-        mark: bool = True,
-    ) -> Prepared:
-        """Embed the children of a chunked document that need a vector."""
-        children = self._to_embed(document, chunked, mark)
-        vectors = embed_in_batches(
-            self._embedder, [chunk.text for chunk in children], self._batch, progress
-        )
-        return self._prepared(document, chunked, children, vectors)
-
-    def _to_embed(self, document: Document, chunked: Chunked, mark: bool = True) -> list[Chunk]:
-        """The document INDEXING (before any embedding) and its children that need a vector."""
-        crash_point("parsed")
-        if mark:
-            self._repository.set_status(document.id, DocumentStatus.INDEXING)
-        if self._versions is not None:  # only chunks no version shares need a vector
-            return self._versions.to_embed(document, chunked.chunks)
-        return [chunk for chunk in chunked.chunks if chunk.level == CHILD_LEVEL]
-
-    def _prepared(
-        self, document: Document, chunked: Chunked, children: list[Chunk], vectors: Vectors
-    ) -> Prepared:
-        records = index_records(document, children, chunked.analyzed)
-        if chunked.assets or chunked.warnings or document.warnings:
-            self._assets.stage(document, chunked.assets, chunked.warnings)
-        return Prepared(document, chunked.chunks, records, vectors, chunked.analyzed,
-                        has_assets=bool(chunked.assets))
-
     def process_many(
         self, document_ids: Sequence[str], progress: Progress | None = None,
         commit_chunks: int = 4096,
@@ -416,187 +287,45 @@ class IngestionService:
         """process() for several accepted documents, writing the index once per batch.
 
         An index commit per document dominated ingesting many small files; here documents
-        are prepared one by one and their chunks reach the index together (at most about
-        `commit_chunks` per write), then each becomes READY. A document that fails to parse
-        fails alone; a failed index write fails the documents of that batch.
+        are prepared (ingestion/dispatch.py) and their chunks reach the index together (at
+        most about `commit_chunks` per write), then they become READY in one transaction.
+        A document that fails to parse fails alone; a failed index write fails the
+        documents of that batch.
         """
         outcomes: dict[str, IngestOutcome] = {}
         pending: list[Prepared] = []
+        held = 0  # chunks in `pending` (a running count: summing each time was quadratic)
         pool = self._preparer()
         prepared = (
-            self._prepare_parallel(pool, document_ids, progress) if pool is not None
-            else (self._prepare_stored(self._reload(i), progress) for i in document_ids)
+            self._dispatch.prepare_pooled(pool, document_ids, progress) if pool is not None
+            else (self._dispatch.prepare_stored(self._states.reload(i), progress)
+                  for i in document_ids)
         )
         for item in prepared:
             if isinstance(item, IngestOutcome):
                 outcomes[item.document.id] = item
-            else:
-                pending.append(item)
-            if sum(len(p.records) for p in pending) >= commit_chunks:
+                continue
+            pending.append(item)
+            held += len(item.records)
+            if held >= commit_chunks:
                 outcomes.update(self._writer.write(pending))
-                pending = []
+                pending, held = [], 0
         outcomes.update(self._writer.write(pending))
         return [outcomes[document_id] for document_id in document_ids]
 
-    def _prepare_stored(
-        self, document: Document, progress: Progress | None, data: bytes | None = None
-    ) -> Prepared | IngestOutcome:
-        """_prepare() from the stored original; a failure ends the document FAILED."""
-        try:
-            if data is None:
-                data = self._objects.get(_object_key(document))
-            return self._prepare(document, data, progress)
-        except DocumentRejected as exc:
-            return IngestOutcome(self._fail_existing(document, str(exc)))
-        except Exception as exc:
-            logger.exception("ingesting %s failed", document.filename)
-            return IngestOutcome(self._fail_existing(document, f"{type(exc).__name__}: {exc}"))
+    def read_original(self, document: Document) -> bytes:
+        """The stored original of a document (as ingested, or last replaced)."""
+        return self._objects.get(object_key(document))
 
-    def _prepare_parallel(
-        self, pool: PreparationPool, document_ids: Sequence[str], progress: Progress | None
-    ) -> Iterator[Prepared | IngestOutcome]:
-        """_prepare_stored() for each document, the parsing and chunking in worker processes.
+    def read_asset(self, asset: Asset) -> bytes:
+        """The bytes of an image kept with a document."""
+        return self._objects.get(asset_object_key(asset.kb_id, asset.sha256))
 
-        Small documents are embedded together, a batch of children across documents per
-        call: one embedder call per one-line document cost more than its embedding.
-        """
-        group: list[_Staged] = []
-        for item in prepare_in_pool(pool, self._jobs(document_ids)):
-            if isinstance(item, IngestOutcome):
-                yield item
-                continue
-            job, result = item
-            staged = self._stage(job.document, result)
-            if isinstance(staged, IngestOutcome):
-                yield staged
-                continue
-            group.append(staged)
-            if sum(len(s.children) for s in group) >= self._batch:
-                yield from self._embed_group(group, progress)
-                group = []
-        yield from self._embed_group(group, progress)
-
-    def _stage(self, document: Document, result: Chunked | Failed) -> _Staged | IngestOutcome:
-        """A worker's result INDEXING with its children to embed, or the document FAILED."""
-        if isinstance(result, Failed):
-            if not result.rejected:
-                logger.error("ingesting %s failed: %s", document.filename, result.detail)
-            return IngestOutcome(self._fail_existing(document, result.reason))
-        try:
-            return _Staged(document, result, self._to_embed(document, result))
-        except Exception as exc:
-            logger.exception("ingesting %s failed", document.filename)
-            return IngestOutcome(self._fail_existing(document, f"{type(exc).__name__}: {exc}"))
-
-    def _embed_group(
-        self, group: Sequence[_Staged], progress: Progress | None
-    ) -> Iterator[Prepared | IngestOutcome]:
-        """The staged documents embedded in shared batches; after a failure, one by one
-        (so that a document the embedder refuses fails alone)."""
-        if not group:
-            return
-        texts = [chunk.text for staged in group for chunk in staged.children]
-        try:
-            vectors = embed_in_batches(self._embedder, texts, self._batch, progress)
-        except Exception:
-            logger.warning("embedding %d documents together failed; one by one", len(group))
-            for staged in group:
-                yield self._embed_one(staged, progress)
-            return
-        start = 0
-        for staged in group:
-            end = start + len(staged.children)
-            yield self._finish(staged, vectors[start:end])
-            start = end
-
-    def _embed_one(self, staged: _Staged, progress: Progress | None) -> Prepared | IngestOutcome:
-        try:
-            vectors = embed_in_batches(self._embedder, [c.text for c in staged.children],
-                                       self._batch, progress)
-        except Exception as exc:
-            logger.exception("ingesting %s failed", staged.document.filename)
-            reason = f"{type(exc).__name__}: {exc}"
-            return IngestOutcome(self._fail_existing(staged.document, reason))
-        return self._finish(staged, vectors)
-
-    def _finish(self, staged: _Staged, vectors: Vectors) -> Prepared | IngestOutcome:
-        try:
-            return self._prepared(staged.document, staged.chunked, staged.children, vectors)
-        except Exception as exc:
-            logger.exception("ingesting %s failed", staged.document.filename)
-            reason = f"{type(exc).__name__}: {exc}"
-            return IngestOutcome(self._fail_existing(staged.document, reason))
-
-    def _jobs(self, document_ids: Sequence[str]) -> Iterator[Job | IngestOutcome]:
-        """Each document's stored original and its kb's BM25 analyzer, or its failure."""
-        analyzers: dict[str, Analyzer | None] = {}
-        me = this_process().token()
-        for document_id in document_ids:
-            document = self._reload(document_id)
-            self._repository.set_owner(document_id, me)
-            try:
-                data = self._objects.get(_object_key(document))
-            except Exception as exc:
-                yield IngestOutcome(self._fail_existing(document, f"{type(exc).__name__}: {exc}"))
-                continue
-            self._repository.set_status(document.id, DocumentStatus.PARSING)
-            if document.kb_id not in analyzers:
-                analyzers[document.kb_id] = self._sparse_analyzer(document.kb_id)
-            yield Job(document, data, analyzers[document.kb_id])
-
-    def _sparse_analyzer(self, kb_id: str) -> Analyzer | None:
-        """The kb's BM25 analyzer, when the index lets workers analyze ahead of the write."""
-        if isinstance(self._index, SparsePreAnalyzable):
-            return self._index.sparse_analyzer(kb_id)
-        return None
-
-    def _failed(
-        self, kb: KnowledgeBase, filename: str, sha: str | None, size: int, reason: str,
-        scope: DocumentScope | None, key: str | None = None,
-    ) -> Document:
-        media_type = "application/octet-stream"
-        with contextlib.suppress(DocumentRejected):
-            media_type = media_type_for(filename)
-        return self._repository.add_document(
-            Document(
-                id=uuid.uuid4().hex, kb_id=kb.id, filename=filename, media_type=media_type,
-                sha256=sha, size=size, status=DocumentStatus.FAILED, error=reason,
-                scope=scope or DocumentScope(), created_at=datetime.now(UTC),
-                key=self._free_key(kb, key),
-            )
-        )
-
-    def _free_key(self, kb: KnowledgeBase, key: str | None) -> str | None:
-        """`key`, unless another document holds it (a rejected replacement keeps none)."""
-        if key is None or self._repository.find_document_by_key(kb.id, key) is not None:
-            return None
-        return key
-
-    def _fail_existing(self, document: Document, reason: str) -> Document:
-        try:
-            if self._versions is None:
-                self._index.delete_document(document.id)
-            else:  # versions keep what they hold; what no version holds goes
-                discard_unstored(self._repository, self._index, document)
-        except Exception:  # the FAILED status matters more than index cleanup
-            logger.exception("could not remove chunks of failed document %s", document.id)
-        self._repository.set_status(document.id, DocumentStatus.FAILED, reason)
-        return self._reload(document.id)
-
-    def _reload(self, document_id: str) -> Document:
-        return load_document(self._repository, document_id)
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Staged:
-    """A chunked document INDEXING, waiting for its children's vectors."""
-
-    document: Document
-    chunked: Chunked
-    children: list[Chunk]
-
-
-def _object_key(document: Document) -> str:
-    # user-given names never become paths: keep only a tame basename
-    safe = re.sub(r"[^\w.\-]", "_", PurePath(document.filename.replace("\\", "/")).name)
-    return f"{document.kb_id}/{document.id}/{safe.strip('.') or 'original'}"
+    def delete_document(self, document_id: str) -> None:
+        """Remove a document from the indexes, the object store and the facts."""
+        document = self._states.reload(document_id)
+        if self._versions is not None and not self._versions.retire(document):
+            return  # kept for the versions that still hold it, until they are collected
+        self._repository.set_status(document_id, DocumentStatus.DELETING, document.error)
+        self._repository.set_owner(document_id, this_process().token())
+        self._recovery.finish_delete(document)

@@ -77,9 +77,21 @@ class DraftWriter:
 
     def to_embed(self, document: Document, chunks: Sequence[Chunk]) -> list[Chunk]:
         """The children that need a vector: those the draft does not share with a version."""
-        rows = self._store.list_chunks(document.id)
-        plan = plan_document(chunks, rows, self.state(document.kb_id).draft_seq)
-        return children(plan.add)
+        return self.to_embed_many([(document, chunks)])[0]
+
+    def to_embed_many(
+        self, items: Sequence[tuple[Document, Sequence[Chunk]]]
+    ) -> list[list[Chunk]]:
+        """to_embed() of several documents: one read of their rows, one of each KB's state."""
+        rows = self._store.list_chunks_of([document.id for document, _ in items])
+        drafts: dict[str, int] = {}
+        found: list[list[Chunk]] = []
+        for document, chunks in items:
+            if document.kb_id not in drafts:
+                drafts[document.kb_id] = self.state(document.kb_id).draft_seq
+            plan = plan_document(chunks, rows[document.id], drafts[document.kb_id])
+            found.append(children(plan.add))
+        return found
 
     def write(
         self, document: Document, chunks: Sequence[Chunk], vectors: dict[str, Vectors],
@@ -142,8 +154,9 @@ class DraftWriter:
         kb_id = group[0].document.kb_id
         for _ in range(MAX_ATTEMPTS):
             state = self.state(kb_id)
-            plans = [plan_document(item.chunks, self._store.list_chunks(item.document.id),
-                                   state.draft_seq) for item in group]
+            rows = self._store.list_chunks_of([item.document.id for item in group])
+            plans = [plan_document(item.chunks, rows[item.document.id], state.draft_seq)
+                     for item in group]
             records: list[IndexRecord] = []
             vectors: list[Vectors] = []
             for item, plan in zip(group, plans, strict=True):

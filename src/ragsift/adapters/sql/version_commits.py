@@ -106,8 +106,7 @@ class VersionCommitMixin:
             if not lock_state(session, kb_id, draft_seq, changes):
                 raise DraftMoved(f"the draft of knowledge base {kb_id!r} is no longer "
                                  f"version {draft_seq}")
-            for commit in commits:
-                _apply(session, commit)
+            _apply(session, commits)
             sealed = _seal(session, kb_id, draft_seq, note) if seal else None
             if sealed is not None and activate:
                 _activate(session, kb_id, sealed.seq, "publish", False, None)
@@ -204,28 +203,53 @@ def _collect_faq(session: Session, kb_id: str, retained: set[int]) -> list[str]:
     return gone
 
 
-def _apply(session: Session, commit: DraftCommit) -> None:
-    """One document's rows and status (the state row is locked by the caller)."""
+def _apply(session: Session, commits: Sequence[DraftCommit]) -> None:
+    """The documents' rows and statuses (the state row is locked by the caller).
+
+    A statement per kind of change for all the documents, not per document: a batch of
+    one-line documents paid more for its queries than for its rows.
+    """
     table = CHUNK_TABLE.c
-    live = set(session.scalars(select(table.id).where(
-        table.document_id == commit.document_id, table.valid_to_seq == 0)))
-    if live != commit.basis:
-        raise DraftMoved(f"document {commit.document_id!r} changed meanwhile")
-    for batch in batches(commit.drop):
+    ids = list(dict.fromkeys(c.document_id for c in commits))
+    live: dict[str, set[str]] = {document_id: set() for document_id in ids}
+    for batch in batches(ids):
+        for chunk_id, document_id in session.execute(select(table.id, table.document_id).where(
+                table.document_id.in_(batch), table.valid_to_seq == 0)):
+            live[document_id].add(chunk_id)
+    for commit in commits:
+        if live[commit.document_id] != commit.basis:
+            raise DraftMoved(f"document {commit.document_id!r} changed meanwhile")
+    for batch in batches([chunk_id for c in commits for chunk_id in c.drop]):
         session.execute(delete(CHUNK_TABLE).where(table.id.in_(batch)))
-    for batch in batches(commit.retire):
-        session.execute(update(CHUNK_TABLE).where(table.id.in_(batch))
-                        .values(valid_to_seq=commit.draft_seq))
-    if commit.add:
-        session.execute(insert(CHUNK_TABLE), [chunk_values(c) for c in commit.add])
-    values: dict[str, Any] = {"status": commit.status.value, "error": None, "updated_at": now()}
-    if commit.status == DocumentStatus.RETIRED:
+    for batch in batches([chunk_id for c in commits for chunk_id in c.retire]):
+        session.execute(update(CHUNK_TABLE).where(table.id.in_(batch))  # one draft for all
+                        .values(valid_to_seq=commits[0].draft_seq))
+    added = [chunk_values(chunk) for c in commits for chunk in c.add]
+    if added:
+        session.execute(insert(CHUNK_TABLE), added)
+    by_status: dict[DocumentStatus, list[str]] = {}
+    for commit in commits:
+        by_status.setdefault(commit.status, []).append(commit.document_id)
+    for status, document_ids in by_status.items():
+        _set_status(session, list(dict.fromkeys(document_ids)), status)
+
+
+def _set_status(session: Session, document_ids: Sequence[str], status: DocumentStatus) -> None:
+    """The documents' new status; NotFound when one of them is gone."""
+    values: dict[str, Any] = {"status": status.value, "error": None, "updated_at": now()}
+    if status == DocumentStatus.RETIRED:
         # the same bytes may come back as a new document while this one serves old versions
         values["sha256"] = None
-    result = session.execute(
-        update(DocumentRow).where(DocumentRow.id == commit.document_id).values(**values))
-    if not result.rowcount:  # type: ignore[attr-defined]
-        raise NotFound(f"document {commit.document_id!r} does not exist")
+    changed = 0
+    for batch in batches(document_ids):
+        result = session.execute(
+            update(DocumentRow).where(DocumentRow.id.in_(batch)).values(**values))
+        changed += result.rowcount  # type: ignore[attr-defined]
+    if changed != len(document_ids):
+        present = {i for batch in batches(document_ids) for i in session.scalars(
+            select(DocumentRow.id).where(DocumentRow.id.in_(batch)))}
+        gone = next((i for i in document_ids if i not in present), document_ids[0])
+        raise NotFound(f"document {gone!r} does not exist")
 
 
 def _indexed_count(session: Session, kb_id: str, *conditions: Any) -> int:
