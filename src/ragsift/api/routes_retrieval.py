@@ -20,7 +20,9 @@ router = APIRouter(prefix="/api/retrieval", tags=["retrieval"], responses={
 
 
 async def _search(state: AppState, body: SearchBody, principal: Principal) -> RetrievalResult:
-    kb_id = await run_in_threadpool(kb_id_of, state.container, body.kb_id, body.kb)
+    kb_id = body.kb_id  # named by id: nothing to look up, so no hop to a worker thread
+    if kb_id is None:
+        kb_id = await run_in_threadpool(kb_id_of, state.container, body.kb_id, body.kb)
     principal.check_kb(kb_id)
     request = body.to_request(kb_id)
     # the key's scope is the ceiling: a request may narrow it, never widen it

@@ -15,10 +15,13 @@ from ragsift.adapters.sql.asset_repository import AssetRepositoryMixin
 from ragsift.adapters.sql.chunk_queries import (
     RANGES_PER_STATEMENT,
     ancestors_query,
+    chunks_with_filenames,
+    documents_in,
     neighbour_query,
     neighbour_ranges,
 )
 from ragsift.adapters.sql.faq_repository import FaqRepositoryMixin
+from ragsift.adapters.sql.ingest_batches import IngestBatchMixin
 from ragsift.adapters.sql.key_repository import KeyRepositoryMixin
 from ragsift.adapters.sql.migrate import upgrade_to_head
 from ragsift.adapters.sql.orm import (
@@ -66,7 +69,7 @@ def _now() -> datetime:
 
 class SqlRepository(
     AssetRepositoryMixin, FaqRepositoryMixin, TuningRepositoryMixin, VersionRepositoryMixin,
-    OwnerRepositoryMixin, KeyRepositoryMixin,
+    OwnerRepositoryMixin, KeyRepositoryMixin, IngestBatchMixin,
 ):
     """Knowledge bases, documents, chunks and FAQ entries in SQLite or PostgreSQL; thread-safe."""
 
@@ -218,20 +221,8 @@ class SqlRepository(
 
     def ready_document_ids(self, kb_id: str, document_ids: Iterable[str]) -> set[str]:
         """The subset of `document_ids` that is READY in `kb_id` right now."""
-        wanted = list(dict.fromkeys(document_ids))
-        ready: set[str] = set()
-        with self._sessions.begin() as session:
-            for batch in _batches(wanted):
-                ready.update(
-                    session.scalars(
-                        select(DocumentRow.id).where(
-                            DocumentRow.kb_id == kb_id,
-                            DocumentRow.status == DocumentStatus.READY.value,
-                            DocumentRow.id.in_(batch),
-                        )
-                    )
-                )
-        return ready
+        with self._engine.connect() as connection:
+            return documents_in(connection, kb_id, document_ids, (DocumentStatus.READY.value,))
 
     # chunks
 
@@ -273,31 +264,11 @@ class SqlRepository(
     def get_ready_chunks(
         self, kb_id: str, chunk_ids: Sequence[str]
     ) -> list[tuple[Chunk, str]]:
-        """(chunk, filename) for the chunks whose document is READY in `kb_id`, in order.
-
-        Two primary-key lookups in one session: a join let SQLite start from the documents
-        index and walk every chunk of the KB (14 ms at 100k chunks instead of under 1 ms).
-        """
-        unique = list(dict.fromkeys(chunk_ids))
-        chunks: dict[str, Chunk] = {}
-        filenames: dict[str, str] = {}
-        with self._sessions.begin() as session:
-            for batch in _batches(unique):
-                for row in session.execute(select(CHUNK_TABLE).where(CHUNK_TABLE.c.id.in_(batch))):
-                    chunks[row.id] = chunk_from_row(row)
-            document_ids = list({chunk.document_id for chunk in chunks.values()})
-            for batch in _batches(document_ids):
-                query = select(DocumentRow.id, DocumentRow.filename).where(
-                    DocumentRow.id.in_(batch),
-                    DocumentRow.kb_id == kb_id,
-                    DocumentRow.status == DocumentStatus.READY.value,
-                )
-                filenames.update({row.id: row.filename for row in session.execute(query)})
-        return [
-            (chunks[chunk_id], filenames[chunks[chunk_id].document_id])
-            for chunk_id in chunk_ids
-            if chunk_id in chunks and chunks[chunk_id].document_id in filenames
-        ]
+        """(chunk, filename) for the chunks whose document is READY in `kb_id`, in order."""
+        with self._engine.connect() as connection:
+            return chunks_with_filenames(
+                connection, kb_id, chunk_ids, (DocumentStatus.READY.value,)
+            )
 
     def list_chunks(self, document_id: str) -> list[Chunk]:
         """Every chunk of a document, parents first, each level in reading order."""
@@ -308,7 +279,6 @@ class SqlRepository(
         )
         with self._sessions.begin() as session:
             return [chunk_from_row(row) for row in session.execute(query)]
-
 
     def get_neighbours(self, anchors: Sequence[Chunk], window: int) -> list[Chunk]:
         """Chunks within `window` ordinals of each anchor, same document, level and parent.
@@ -321,9 +291,9 @@ class SqlRepository(
         ranges = neighbour_ranges(anchors, window)
         anchor_ids = {anchor.id for anchor in anchors}
         found: dict[str, Chunk] = {}
-        with self._sessions.begin() as session:
+        with self._engine.connect() as connection:  # plain selects: no ORM session needed
             for batch in _batches(ranges, RANGES_PER_STATEMENT):
-                for row in session.execute(neighbour_query(batch)):
+                for row in connection.execute(*neighbour_query(batch)):
                     if row.id not in anchor_ids:
                         found[row.id] = chunk_from_row(row)
         return sorted(found.values(), key=_reading_order)

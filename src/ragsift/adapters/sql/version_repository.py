@@ -7,15 +7,15 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from pydantic import ValidationError
-from sqlalchemy import and_, or_, select
+from sqlalchemy import Engine, and_, or_, select
 
+from ragsift.adapters.sql.chunk_queries import chunks_with_filenames, documents_in
 from ragsift.adapters.sql.orm import (
     CHUNK_TABLE,
     DocumentRow,
     KbActivationRow,
     KbVersionRow,
     KbVersionStateRow,
-    chunk_from_row,
     to_utc,
 )
 from ragsift.adapters.sql.version_commits import (
@@ -61,6 +61,8 @@ def _state_from_row(row: KbVersionStateRow) -> VersionState:
 class VersionRepositoryMixin(VersionCommitMixin):
     """The VersionReader port and the version bookkeeping; mixed into SqlRepository."""
 
+    _engine: Engine  # set by SqlRepository, for the plain selects of the READY re-check
+
     # ---- what retrieval reads ---------------------------------------------------------
 
     def searchable_version(self, kb_id: str, pinned: int | None = None) -> int:
@@ -90,37 +92,16 @@ class VersionRepositoryMixin(VersionCommitMixin):
         The READY re-check at a version: the chunk row must exist and be valid in that version,
         and its document must be READY or RETIRED in `kb_id`.
         """
-        unique = list(dict.fromkeys(chunk_ids))
-        chunks: dict[str, Chunk] = {}
-        filenames: dict[str, str] = {}
-        with self._sessions.begin() as session:
-            for batch in batches(unique):
-                for row in session.execute(select(CHUNK_TABLE).where(CHUNK_TABLE.c.id.in_(batch))):
-                    if valid_at(row.valid_from_seq, row.valid_to_seq, version_seq):
-                        chunks[row.id] = chunk_from_row(row)
-            document_ids = list({chunk.document_id for chunk in chunks.values()})
-            for batch in batches(document_ids):
-                query = select(DocumentRow.id, DocumentRow.filename).where(
-                    DocumentRow.id.in_(batch), DocumentRow.kb_id == kb_id,
-                    DocumentRow.status.in_(SEARCHABLE),
-                )
-                filenames.update({row.id: row.filename for row in session.execute(query)})
-        return [
-            (chunks[chunk_id], filenames[chunks[chunk_id].document_id])
-            for chunk_id in chunk_ids
-            if chunk_id in chunks and chunks[chunk_id].document_id in filenames
-        ]
+        with self._engine.connect() as connection:
+            return chunks_with_filenames(
+                connection, kb_id, chunk_ids, SEARCHABLE,
+                keep=lambda row: valid_at(row.valid_from_seq, row.valid_to_seq, version_seq),
+            )
 
     def searchable_document_ids(self, kb_id: str, document_ids: Iterable[str]) -> set[str]:
         """The subset of `document_ids` that versions of `kb_id` may show right now."""
-        wanted = list(dict.fromkeys(document_ids))
-        found: set[str] = set()
-        with self._sessions.begin() as session:
-            for batch in batches(wanted):
-                found.update(session.scalars(select(DocumentRow.id).where(
-                    DocumentRow.kb_id == kb_id, DocumentRow.status.in_(SEARCHABLE),
-                    DocumentRow.id.in_(batch))))
-        return found
+        with self._engine.connect() as connection:
+            return documents_in(connection, kb_id, document_ids, SEARCHABLE)
 
     # ---- state and policy -------------------------------------------------------------
 

@@ -1,0 +1,359 @@
+"""The stages of a document search, one `run` each: scope, channels (with the rewrite), READY
+check, auto-merge, rerank, threshold, Small2Big and the hits; RetrievalService chains them."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from ragsift.domain.assets import Asset, AssetRef
+from ragsift.domain.errors import RetrievalUnavailable
+from ragsift.domain.filters import SearchFilter, valid_at
+from ragsift.domain.requests import SearchRequest
+from ragsift.domain.results import FusedHit, RankedList, RetrievalHit
+from ragsift.domain.trace import ChannelRun, Degradation, QueryVariant, StageTrace
+from ragsift.domain.trusted import TrustedBuilder
+from ragsift.ports import QueryRewriter, Repository, Reranker, Tokenizer, VersionReader
+from ragsift.retrieval.auto_merge import auto_merge, candidate
+from ragsift.retrieval.candidates import (
+    Candidate,
+    CandidateOutcome,
+    StageContext,
+    off,
+)
+from ragsift.retrieval.channels import ChannelRunner
+from ragsift.retrieval.expansion import Expansion, plan_expansion
+from ragsift.retrieval.options import Options
+from ragsift.retrieval.scope import ScopeDecision, compile_filter, resolve_whitelist
+from ragsift.retrieval.stages import (
+    RerankLimits,
+    RewriteOutcome,
+    check_rerank_query,
+    rerank_stage,
+    rewrite_stage,
+)
+
+
+def _ms(start: float) -> float:
+    return round((time.perf_counter() - start) * 1000, 3)
+
+
+@dataclass(frozen=True, slots=True)
+class ScopeOutcome:
+    decision: ScopeDecision
+    search_filter: SearchFilter | None  # None: the whitelist left no document to search
+
+
+class ScopeStage:
+    """The document whitelist intersected with the searchable documents, then the filter."""
+
+    def __init__(self, repository: Repository, versions: VersionReader | None) -> None:
+        self._repository = repository
+        self._versions = versions
+
+    async def run(
+        self, request: SearchRequest, requested_ids: tuple[str, ...] | None, version: int | None
+    ) -> ScopeOutcome:
+        ready: set[str] = set()
+        if requested_ids is not None:
+            ready = await asyncio.to_thread(
+                self._repository.ready_document_ids if self._versions is None
+                else self._versions.searchable_document_ids, request.kb_id, requested_ids
+            )
+        decision = resolve_whitelist(requested_ids, ready)
+        if decision.allowed is not None and not decision.allowed:
+            return ScopeOutcome(decision, None)
+        return ScopeOutcome(decision, compile_filter(request, decision.allowed, version))
+
+
+@dataclass(frozen=True, slots=True)
+class Retrieved:
+    """Every (variant x channel) list, its runs and the rewrite that added variants."""
+
+    variants: tuple[QueryVariant, ...]
+    lists: tuple[RankedList, ...]
+    runs: tuple[ChannelRun, ...]
+    degradations: tuple[Degradation, ...]
+    rewrite: RewriteOutcome
+    timings: tuple[tuple[str, float], ...]  # "rewrite" (when it was on), "channels"
+
+
+class ChannelStage:
+    """The original query's channels while the rewriter thinks, then the rewrite's channels."""
+
+    def __init__(
+        self, channels: ChannelRunner, rewriter: QueryRewriter | None, max_rewrite_chars: int
+    ) -> None:
+        if max_rewrite_chars <= 0:
+            raise ValueError(f"max_rewrite_chars must be positive, got {max_rewrite_chars}")
+        self._channels = channels
+        self._rewriter = rewriter
+        self._max_rewrite_chars = max_rewrite_chars
+
+    async def run(self, query: str, search_filter: SearchFilter, options: Options) -> Retrieved:
+        """RetrievalUnavailable when every channel failed."""
+        stage = time.perf_counter()
+        timings: list[tuple[str, float]] = []
+        original = asyncio.create_task(self._channels.run(
+            [("original", query)], search_filter, options.mode, options.channel_k
+        ))
+        try:
+            rewrite = await rewrite_stage(
+                self._rewriter, options.switches.rewrite, query, self._max_rewrite_chars
+            )
+        except BaseException:
+            original.cancel()
+            raise
+        if rewrite.trace.status != "off":
+            timings.append(("rewrite", _ms(stage)))
+        outcome = await original
+        lists, runs, degradations = outcome.lists, outcome.runs, outcome.degradations
+        variants = [QueryVariant(text=query, method="original")]
+        if rewrite.degradation is not None:
+            degradations.append(rewrite.degradation)
+        if rewrite.variant is not None:
+            variants.append(rewrite.variant)
+            extra = await self._channels.run(
+                [("rewrite", rewrite.variant.text)], search_filter, options.mode,
+                options.channel_k,
+            )
+            lists += extra.lists
+            runs += extra.runs
+            degradations += extra.degradations
+        timings.append(("channels", _ms(stage)))
+        if not lists:
+            reasons = "; ".join(
+                d.reason for d in degradations if d.code.endswith("_retrieval_failed")
+            )
+            raise RetrievalUnavailable(f"every retrieval channel failed: {reasons}")
+        return Retrieved(tuple(variants), tuple(lists), tuple(runs), tuple(degradations),
+                         rewrite, tuple(timings))
+
+
+@dataclass(frozen=True, slots=True)
+class ReadyOutcome:
+    candidates: tuple[Candidate, ...]
+    filtered: int  # fused hits dropped: document not READY, or chunk not in the facts
+
+
+class ReadyStage:
+    """Candidates whose document is READY and whose chunk is in the facts, in fused order;
+    with a version, only chunks valid in that version."""
+
+    def __init__(self, repository: Repository, versions: VersionReader | None) -> None:
+        self._repository = repository
+        self._versions = versions
+
+    async def run(
+        self, kb_id: str, fused: Sequence[FusedHit], version: int | None
+    ) -> ReadyOutcome:
+        return await asyncio.to_thread(self._check, kb_id, fused, version)
+
+    def _check(self, kb_id: str, fused: Sequence[FusedHit], version: int | None) -> ReadyOutcome:
+        ids = [hit.chunk_id for hit in fused]
+        rows = (
+            self._repository.get_ready_chunks(kb_id, ids) if version is None
+            or self._versions is None else self._versions.get_chunks_at(kb_id, ids, version)
+        )
+        found = {chunk.id: (chunk, filename) for chunk, filename in rows}
+        candidates = tuple(
+            Candidate(hit, *found[hit.chunk_id]) for hit in fused if hit.chunk_id in found
+        )
+        return ReadyOutcome(candidates, len(fused) - len(candidates))
+
+
+class AutoMergeStage:
+    """Replaces enough sibling candidates by their parent (a candidate stage)."""
+
+    name = "auto_merge"
+
+    def __init__(self, repository: Repository) -> None:
+        self._repository = repository
+
+    async def run(
+        self, query: str, candidates: Sequence[Candidate], context: StageContext
+    ) -> CandidateOutcome:
+        if not context.options.switches.auto_merge:
+            return off(candidates, "not requested")
+        return await asyncio.to_thread(
+            self._merge, candidates, context.options.auto_merge_threshold
+        )
+
+    def _merge(self, candidates: Sequence[Candidate], threshold: int) -> CandidateOutcome:
+        parents = {
+            c.id: c for c in self._repository.get_ancestors([x.chunk.id for x in candidates])
+        }
+        merged = auto_merge(
+            [candidate(c.chunk, c.fused.fusion_score) for c in candidates], parents, threshold
+        )
+        by_id = {c.chunk.id: c for c in candidates}
+        result: list[Candidate] = []
+        for entry in merged:
+            if not entry.is_merged:
+                result.append(by_id[entry.chunk_id])
+                continue
+            # the best-ranked original candidate lends the parent its fusion data
+            best = next(by_id[m] for m in entry.merged_from if m in by_id)
+            result.append(
+                Candidate(best.fused, parents[entry.chunk_id], best.filename, entry.merged_from)
+            )
+        count = sum(1 for entry in merged if entry.is_merged)
+        if not count:
+            reason = f"no parent had {threshold} or more children among the candidates"
+            return CandidateOutcome(tuple(result), StageTrace(status="skipped", reason=reason))
+        return CandidateOutcome(
+            tuple(result), StageTrace(status="applied", detail={"merged_parents": count})
+        )
+
+
+class RerankCandidates:
+    """The cross-encoder over the fused prefix that fits its budget (a candidate stage)."""
+
+    name = "rerank"
+
+    def __init__(
+        self, reranker: Reranker | None, tokenizer: Tokenizer, limits: RerankLimits
+    ) -> None:
+        if min(limits.budget_tokens, limits.max_query_tokens) <= 0 or limits.margin_tokens < 0:
+            raise ValueError(f"rerank limits must be positive: {limits}")
+        self._reranker = reranker
+        self._tokenizer = tokenizer
+        self._limits = limits
+
+    def wanted(self, options: Options) -> bool:
+        return options.switches.rerank and self._reranker is not None
+
+    def query_tokens(self, query: str, options: Options) -> int:
+        """The query's tokens when it will be reranked (InvalidInput when too long), else 0."""
+        if not self.wanted(options):
+            return 0
+        return check_rerank_query(self._tokenizer, query, self._limits)
+
+    async def run(
+        self, query: str, candidates: Sequence[Candidate], context: StageContext
+    ) -> CandidateOutcome:
+        options = context.options
+        if self._reranker is None or not options.switches.rerank or not candidates:
+            reason = "not requested" if not options.switches.rerank else "no reranker configured"
+            return off(candidates, reason)
+        result = await rerank_stage(
+            self._reranker, self._tokenizer, query, context.query_tokens,
+            [c.chunk.text for c in candidates], self._limits,
+        )
+        ordered = tuple(candidates)
+        if result.trace.status == "applied":
+            ordered = tuple(
+                replace(candidates[index], rerank_score=score) for index, score in result.order
+            )
+        return CandidateOutcome(ordered, result.trace, result.degradation)
+
+
+def threshold_stage(
+    candidates: Sequence[Candidate], min_score: float | None, reranked: bool
+) -> CandidateOutcome:
+    """Drops candidates under the minimum score (rerank score when reranked, else fusion)."""
+    if min_score is None:
+        return off(candidates, "no minimum score")
+    kept = tuple(
+        c for c in candidates
+        if (c.rerank_score if reranked else c.fused.fusion_score) is not None
+        and c.score >= min_score
+        and (not reranked or c.rerank_score is not None)
+    )
+    return CandidateOutcome(kept, StageTrace(
+        status="applied",
+        detail={"min_score": min_score,
+                "compared_with": "rerank_score" if reranked else "fusion_score",
+                "dropped": len(candidates) - len(kept)},
+    ))
+
+
+@dataclass(frozen=True, slots=True)
+class ExpandOutcome:
+    expansions: Mapping[str, Expansion]  # by hit chunk id
+    trace: StageTrace
+    degradation: Degradation | None = None
+    ran: bool = True
+
+
+class Small2BigStage:
+    """Same-parent neighbours of each final hit as its context, within a token budget."""
+
+    def __init__(self, repository: Repository) -> None:
+        self._repository = repository
+
+    async def run(
+        self, final: Sequence[Candidate], options: Options, version: int | None
+    ) -> ExpandOutcome:
+        if not options.switches.small2big or not final:
+            return ExpandOutcome({}, StageTrace(status="off", reason="not requested"), ran=False)
+        hits = [c.chunk for c in final if not c.merged_from]  # a merged parent is context already
+        try:
+            neighbours = await asyncio.to_thread(
+                self._repository.get_neighbours, hits, options.small2big_window
+            )
+            if version is not None:  # a document's rows of other versions share ordinals
+                neighbours = [n for n in neighbours
+                              if valid_at(n.valid_from_seq, n.valid_to_seq, version)]
+            planned = plan_expansion(
+                hits, neighbours, options.small2big_window, options.small2big_budget
+            )
+        except Exception as exc:
+            reason = f"{type(exc).__name__}: {exc}"
+            return ExpandOutcome({}, StageTrace(status="failed", reason=reason), Degradation(
+                code="expansion_failed", reason=reason
+            ))
+        added = sum(len(e.context_chunk_ids) - 1 for e in planned)
+        return ExpandOutcome({e.chunk_id: e for e in planned}, StageTrace(
+            status="applied",
+            detail={"window": options.small2big_window, "budget_tokens": options.small2big_budget,
+                    "context_tokens": sum(e.token_count for e in planned),
+                    "neighbours_added": added},
+        ))
+
+
+class HitStage:
+    """The final hits, ranked, with their context and the assets their chunks name."""
+
+    def __init__(self, repository: Repository) -> None:
+        self._repository = repository
+
+    async def run(
+        self, final: Sequence[Candidate], expansions: Mapping[str, Expansion]
+    ) -> tuple[RetrievalHit, ...]:
+        assets = await self._assets_of(final)
+        return tuple(
+            _to_hit(rank, c, expansions.get(c.chunk.id), assets)
+            for rank, c in enumerate(final, start=1)
+        )
+
+    async def _assets_of(self, final: Sequence[Candidate]) -> dict[str, Asset]:
+        """The assets the final hits' chunks name, in one query (none when none do)."""
+        ids = {asset for c in final for asset in c.chunk.asset_ids}
+        if not ids:
+            return {}
+        return await asyncio.to_thread(self._repository.get_assets, ids)
+
+
+_hit = TrustedBuilder(RetrievalHit)
+
+
+def _to_hit(
+    rank: int, c: Candidate, expansion: Expansion | None, assets: dict[str, Asset]
+) -> RetrievalHit:
+    # unvalidated: every value comes typed from validated chunks, fused hits and expansions
+    hit, chunk = c.fused, c.chunk
+    return _hit({
+        "rank": rank, "chunk_id": chunk.id, "document_id": chunk.document_id,
+        "filename": c.filename, "text": chunk.text, "heading_path": chunk.heading_path,
+        "locator": chunk.locator, "parent_id": chunk.parent_id,
+        "dense_rank": hit.channel_rank("dense"), "dense_score": hit.channel_score("dense"),
+        "sparse_rank": hit.channel_rank("sparse"), "sparse_score": hit.channel_score("sparse"),
+        "fusion_score": hit.fusion_score, "rerank_score": c.rerank_score,
+        "retrieval_sources": hit.retrieval_sources, "merged_from": c.merged_from,
+        "context_chunk_ids": expansion.context_chunk_ids if expansion else (),
+        "context_text": expansion.text if expansion else None,
+        "assets": tuple(AssetRef.of(assets[i]) for i in chunk.asset_ids if i in assets),
+    })
