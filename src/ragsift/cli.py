@@ -20,6 +20,7 @@ from ragsift.cli_common import (
     open_container,
     out,
 )
+from ragsift.cli_eval import eval_command
 from ragsift.cli_faq import faq_app
 from ragsift.cli_files import ingest, sync
 from ragsift.cli_keys import audit, keys_app
@@ -42,10 +43,8 @@ from ragsift.domain.errors import InvalidInput, RagsiftError
 
 if TYPE_CHECKING:
     from pydantic import ValidationError
-    from rich.progress import Progress
 
     from ragsift.domain.results import RetrievalResult
-    from ragsift.evaluation.progress import Advance, ProgressFactory
 
 # Start-up cost: `ragsift --help` imports typer, rich and the cli_* modules only; pydantic
 # models, the settings, SQLAlchemy, numpy, tantivy and the parsers are imported by the
@@ -62,6 +61,7 @@ app.add_typer(faq_app, name="faq")
 app.add_typer(keys_app, name="keys")
 app.command("audit")(audit)
 app.command("tune")(tune_command)
+app.command("eval")(eval_command)
 app.command()(serve)
 app.command("rebuild-sparse")(rebuild_sparse)
 app.command()(reindex)
@@ -275,98 +275,6 @@ def docs_delete(
                 raise InvalidInput(f"document {doc_id!r} is not in knowledge base {kb!r}")
             container.ingestion.delete_document(doc_id)
             out.print(f"deleted {doc_id} ({document.filename})")
-
-
-def _eval_progress(bar: Progress) -> ProgressFactory:
-    def start(description: str, total: int) -> Advance:
-        task = bar.add_task(description, total=total)
-        return lambda done: bar.advance(task, done)
-    return start
-
-
-def _flag(name: str, text: str) -> Any:
-    return typer.Option(name, help=text)
-
-
-NO_REWRITE = "Never rewrite (rewrite is on when a chat server is configured)."
-NO_RERANK = "Never rerank (rerank is on when a reranker is configured)."
-MERGE = "Auto-merge: a parent replaces 2+ of its children among the hits."
-EvalDir = Annotated[Path, typer.Argument(help="Folder with corpus.jsonl, queries, qrels.tsv.")]
-QueriesOpt = Annotated[Path | None, typer.Option(
-    help="Queries JSONL {id,text} or labels {query,relevant}; default queries.dev.jsonl.")]
-QrelsOpt = Annotated[Path | None, typer.Option(help="Qrels TSV; default DATASET/qrels.tsv.")]
-DumpRunOpt = Annotated[Path | None, typer.Option(
-    help="TREC run file; with --ablation one per config, named FILE-stem.CONFIG.suffix.")]
-
-
-@app.command("eval")
-def eval_command(
-    dataset: EvalDir,
-    queries: QueriesOpt = None,
-    qrels: QrelsOpt = None,
-    mode: Annotated[str, typer.Option(help="dense | sparse | hybrid.")] = "hybrid",
-    fusion: Annotated[str, typer.Option(help="zscore | weighted | rrf (hybrid only).")
-                      ] = "zscore",
-    k: Annotated[int, typer.Option("--k", help="k of the table; JSON has 1,3,5,10,100 too.")
-                 ] = 10,
-    ablation: Annotated[bool, _flag("--ablation", "dense, sparse, hybrid rrf, weighted, zscore."
-                                    )] = False,
-    chunk: Annotated[bool, _flag("--chunk", "Chunk passages (default: one chunk each).")
-                     ] = False,
-    channel_k: Annotated[int, typer.Option(help="Hits per channel before fusion.")] = 100,
-    limit_queries: Annotated[int | None, typer.Option(help="Only the first N queries.")] = None,
-    dump_run: DumpRunOpt = None,
-    markdown: Annotated[bool, _flag("--markdown", "Also print a markdown table.")] = False,
-    disable_rewrite: Annotated[bool, _flag("--disable-rewrite", NO_REWRITE)] = False,
-    disable_rerank: Annotated[bool, _flag("--disable-rerank", NO_RERANK)] = False,
-    enable_parent_expansion: Annotated[bool, _flag("--enable-parent-expansion", MERGE)] = False,
-    kb_version: KbVersionOpt = None,
-    as_json: JsonFlag = False,
-    data_dir: DataDir = None,
-) -> None:
-    """Measure retrieval quality and latency on a labelled corpus (built into KB eval-NAME)."""
-    from typing import get_args
-
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
-
-    from ragsift.domain.requests import Fusion, Mode
-    from ragsift.evaluation.datasets import load_beir_folder
-    from ragsift.evaluation.report import render_table as render_report
-    from ragsift.evaluation.report import to_json as report_json
-    from ragsift.evaluation.report import to_markdown as report_markdown
-    from ragsift.evaluation.session import EvalOptions, evaluate
-
-    if mode not in get_args(Mode) or fusion not in get_args(Fusion):
-        raise InvalidInput(f"--mode must be one of {get_args(Mode)} and --fusion one of "
-                           f"{get_args(Fusion)}")
-    data = load_beir_folder(dataset, queries, qrels)
-    if limit_queries is not None:
-        data = data.limited(limit_queries)
-    options = EvalOptions(
-        mode=mode, fusion=fusion, ablation=ablation, k=k,  # type: ignore[arg-type]
-        chunk=chunk, channel_k=channel_k, dump_run=dump_run, disable_rewrite=disable_rewrite,
-        disable_rerank=disable_rerank, enable_parent_expansion=enable_parent_expansion,
-        kb_version=kb_version,
-    )
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-               TimeElapsedColumn(), TimeRemainingColumn())
-    # no query-embedding cache: every configuration pays for its own query embeddings
-    with open_container(data_dir, query_cache_size=0) as container, \
-            Progress(*columns, console=err, transient=True) as bar:
-        report = evaluate(container, data, options, _eval_progress(bar))
-    if as_json:
-        echo_json(report_json(report))
-        return
-    render_report(out, report)
-    if markdown:
-        out.print(report_markdown(report), markup=False, highlight=False)
 
 
 def main() -> None:

@@ -64,3 +64,35 @@ def jsonl() -> JsonlWriter:
 def shared_dataset_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The tiny dataset, written once; tests must not modify it."""
     return write_dataset(tmp_path_factory.mktemp("shared") / "tinyset")
+
+
+HANDBOOK = {
+    "leave.md": "# 年假\n\n员工每年有十天带薪年假，未用完的年假最多结转五天。\n\n"
+                "## 病假\n\n病假需要医院开具的证明，每年最多三十天。\n",
+    "travel.md": "# Travel\n\nThe hotel limit per night is 150 dollars on business trips.\n",
+    "wifi.md": "# Wi-Fi\n\nError E-104 means Wi-Fi authentication failed; re-enter the "
+               "password.\n",
+    "warranty.md": "# 保修\n\n本产品保修两年，人为损坏不在保修范围内。\n",
+}
+# one filename under two keys: a label naming it alone is ambiguous
+NOTES = {"team-a/notes.md": "# Parking\n\nEmployees park for free in lot B.\n",
+         "team-b/notes.md": "# 食堂\n\n公司食堂早餐七点开始供应。\n"}
+
+
+def build_handbook_kb(data_dir: Path, source_dir: Path) -> None:
+    """KB "handbook" in `data_dir`: four files and two notes.md under different keys."""
+    from ragsift.bootstrap import build
+    from ragsift.config import Settings
+
+    container = build(Settings(data_dir=data_dir))
+    try:
+        kb = container.ingestion.ensure_kb("handbook")
+        source_dir.mkdir(parents=True, exist_ok=True)
+        for name, text in HANDBOOK.items():
+            (source_dir / name).write_text(text, encoding="utf-8")
+            container.ingestion.ingest_path(kb, source_dir / name)
+        for key, text in NOTES.items():
+            accepted = container.ingestion.accept(kb, "notes.md", text.encode(), key=key)
+            container.ingestion.process(accepted.document.id)
+    finally:
+        container.close()

@@ -20,8 +20,12 @@ def test_eval_json_reports_every_configuration_and_the_stages_that_ran(
                    "--dump-run", str(run_file), "--limit-queries", "3", "--disable-rerank",
                    "--enable-parent-expansion")
     assert done.returncode == 0, done.stderr
+    # stderr is a pipe, not a terminal: progress comes as lines, each task ends with one
+    assert "eval: embedding passages 8/8 (100%)" in done.stderr
+    assert "eval: querying hybrid-zscore-no-auto-merge 3/3 (100%)" in done.stderr
     report = json.loads(done.stdout)
     assert report["dataset"] == "tinyset"
+    assert report["fusion_source"] == "default" and report["kb"]["live"] is False
     assert report["kb"]["name"] == "eval-tinyset"
     assert report["queries"] == {"loaded": 3, "judged": 3}
     assert [c["name"] for c in report["configs"]] == [

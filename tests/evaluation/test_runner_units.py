@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import cast
 
 from ragsift.config import Settings
 from ragsift.domain.models import Locator
@@ -11,7 +12,9 @@ from ragsift.evaluation.metrics import evaluate_run
 from ragsift.evaluation.report import run_paths, write_trec_run
 from ragsift.evaluation.runner import (
     ABLATION,
+    TUNED,
     ConfigResult,
+    EvalRunner,
     RankedDoc,
     RunConfig,
     configs_for,
@@ -25,6 +28,7 @@ from ragsift.evaluation.session import (
     stage_notes,
     stage_switches,
 )
+from ragsift.retrieval.service import RetrievalService
 
 
 def _hit(rank: int, chunk: str, document: str, score: float) -> RetrievalHit:
@@ -50,12 +54,37 @@ def test_hits_of_unknown_documents_are_ignored() -> None:
 
 
 def test_ablation_runs_five_configurations_and_single_runs_one() -> None:
-    names = [c.name for c in configs_for("hybrid", "rrf", ablation=True)]
-    assert names == ["dense", "sparse", "hybrid-rrf", "hybrid-weighted", "hybrid-zscore"]
+    configs = configs_for("hybrid", "rrf", ablation=True)
+    assert [c.name for c in configs] == [
+        "dense", "sparse", "hybrid-rrf", "hybrid-weighted", "hybrid-zscore"]
+    # the settings' method (zscore by default) is the "default" one, the others are named
+    assert [c.fusion_source for c in configs] == [None, None, "request", "request", "default"]
     assert configs_for("hybrid", "weighted", ablation=False) == (
-        RunConfig("hybrid-weighted", "hybrid", "weighted"),
+        RunConfig("hybrid-weighted", "hybrid", "weighted", fusion_source="request"),
+    )
+    assert configs_for("hybrid", None, ablation=False, default_fusion="rrf") == (
+        RunConfig("hybrid-rrf", "hybrid", "rrf", fusion_source="default"),
     )
     assert configs_for("sparse", "weighted", ablation=False) == (RunConfig("sparse", "sparse"),)
+
+
+def test_a_tuned_fit_in_effect_is_run_as_its_own_configuration() -> None:
+    assert configs_for("hybrid", None, ablation=False, tuned=True) == (TUNED,)
+    # --fusion names a method: the fit is not used
+    assert configs_for("hybrid", "rrf", ablation=False, tuned=True)[0].fusion_source == "request"
+    ablation = configs_for("hybrid", None, ablation=True, tuned=True)
+    assert ablation[-1] == TUNED and len(ablation) == 6
+    assert configs_for("dense", None, ablation=False, tuned=True) == (RunConfig("dense", "dense"),)
+
+
+def test_requests_ask_for_the_tuned_fusion_explicitly_on_or_off() -> None:
+    runner = EvalRunner(cast(RetrievalService, None), "kb", {}, ks=(10,), channel_k=100)
+    tuned = runner.request(TUNED, "q")
+    # the fit chooses method, width and weights; only the depth is the evaluation's
+    assert tuned.tuned_fusion is True and tuned.fusion is None and tuned.channel_k is None
+    assert tuned.candidate_k == 10 and tuned.top_k == 10
+    plain = runner.request(RunConfig("hybrid-zscore", "hybrid", "zscore"), "q")
+    assert plain.tuned_fusion is False and plain.fusion == "zscore" and plain.channel_k == 100
 
 
 def test_trec_run_lines_are_qid_q0_docid_rank_score_tag(tmp_path: Path) -> None:
@@ -94,7 +123,8 @@ def test_stages_run_only_when_configured_and_not_disabled() -> None:
 
 
 def test_the_ablation_adds_each_configured_stage_switched_off() -> None:
-    configs = ablation_configs(ABLATION, StageSwitches(True, True, False), ablation=True)
+    configs = ablation_configs(configs_for("hybrid", None, ablation=True),
+                               StageSwitches(True, True, False), ablation=True)
     names = [c.name for c in configs]
     assert names[-2:] == ["hybrid-zscore-no-rewrite", "hybrid-zscore-no-rerank"]
     assert all(c.rewrite and c.rerank for c in configs[:5])

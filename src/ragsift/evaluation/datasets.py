@@ -56,7 +56,7 @@ class EvalDataset:
                            {qid: rel for qid, rel in self.qrels.items() if qid in wanted})
 
 
-def _jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+def jsonl_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, object) for every non-blank line; InvalidInput names the bad line."""
     if not path.is_file():
         raise InvalidInput(f"no such file: {path}")
@@ -88,7 +88,7 @@ def load_corpus(path: Path) -> tuple[Passage, ...]:
     passages: list[Passage] = []
     seen: set[str] = set()
     empty = 0
-    for number, row in _jsonl(path):
+    for number, row in jsonl_rows(path):
         passage = Passage(
             id=_field(path, number, row, "id"),
             title=_field(path, number, row, "title", "").strip(),
@@ -114,7 +114,7 @@ def load_queries(path: Path) -> tuple[EvalQuery, ...]:
     """Query lines {"id", "text"} in file order; ids must be unique."""
     queries: list[EvalQuery] = []
     seen: set[str] = set()
-    for number, row in _jsonl(path):
+    for number, row in jsonl_rows(path):
         query = EvalQuery(_field(path, number, row, "id"), _field(path, number, row, "text"))
         if query.id in seen:
             raise InvalidInput(f"{path}:{number}: duplicate query id {query.id!r}")
@@ -153,7 +153,7 @@ def load_jsonl_labels(path: Path) -> tuple[tuple[EvalQuery, ...], Qrels]:
     """Lines {"query": text, "relevant": {doc id: grade}}; queries get ids q1..qn."""
     queries: list[EvalQuery] = []
     qrels: Qrels = {}
-    for number, row in _jsonl(path):
+    for number, row in jsonl_rows(path):
         text = row.get("query")
         relevant = row.get("relevant")
         if not isinstance(text, str):
@@ -170,7 +170,7 @@ def load_jsonl_labels(path: Path) -> tuple[tuple[EvalQuery, ...], Qrels]:
 
 def _is_labels_file(path: Path) -> bool:
     """True when the first object of a JSONL file has the {"query", "relevant"} form."""
-    for _, row in _jsonl(path):
+    for _, row in jsonl_rows(path):
         return "relevant" in row and "query" in row
     return False
 

@@ -7,7 +7,8 @@ import contextlib
 import logging
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
+from typing import Literal
 
 import numpy as np
 
@@ -15,6 +16,7 @@ from ragsift.domain.errors import InvalidInput
 from ragsift.domain.requests import Fusion, Mode, SearchRequest
 from ragsift.domain.results import RetrievalHit
 from ragsift.evaluation.datasets import EvalQuery, Qrels
+from ragsift.evaluation.kb_labels import chunk_ranking
 from ragsift.evaluation.metrics import DEFAULT_KS, evaluate_run, mean_metrics
 from ragsift.evaluation.progress import Advance, ProgressFactory, no_progress
 from ragsift.retrieval.service import RetrievalService
@@ -23,10 +25,15 @@ logger = logging.getLogger(__name__)
 
 MAX_TOP_K = 200  # SearchRequest's bound on top_k
 
+FusionSource = Literal["tuned", "default", "request"]
+"""Where a hybrid configuration's fusion comes from: the KB's `ragsift tune` fit in full, the
+settings (RAGSIFT_FUSION and its weights), or a method the evaluation names (weights from the
+settings)."""
+
 
 @dataclass(frozen=True, slots=True)
 class RunConfig:
-    """One retrieval configuration; fusion is None for a single channel."""
+    """One retrieval configuration; fusion is None for a single channel or a tuned one."""
 
     name: str
     mode: Mode
@@ -34,6 +41,8 @@ class RunConfig:
     rewrite: bool = False
     rerank: bool = False
     auto_merge: bool = False
+    tuned: bool = False  # search with the KB's tuned fusion: method, weights, width, RRF k
+    fusion_source: FusionSource | None = None  # None: a single channel, nothing is fused
 
 
 ABLATION: tuple[RunConfig, ...] = (
@@ -45,12 +54,33 @@ ABLATION: tuple[RunConfig, ...] = (
 )
 
 
-def configs_for(mode: Mode, fusion: Fusion, ablation: bool) -> tuple[RunConfig, ...]:
-    """The ablation configurations, or the one that `mode` and `fusion` name."""
+TUNED = RunConfig("hybrid-tuned", "hybrid", tuned=True, fusion_source="tuned")
+
+
+def _sourced(config: RunConfig, default_fusion: Fusion) -> RunConfig:
+    if config.mode != "hybrid":
+        return config
+    source: FusionSource = "default" if config.fusion == default_fusion else "request"
+    return replace(config, fusion_source=source)
+
+
+def configs_for(
+    mode: Mode, fusion: Fusion | None, ablation: bool, default_fusion: Fusion = "zscore",
+    tuned: bool = False,
+) -> tuple[RunConfig, ...]:
+    """The ablation configurations, or the one that `mode` and `fusion` name.
+
+    `fusion` None is the settings' (`default_fusion`), or the KB's tuned fusion when `tuned`
+    (a tuned fit is in effect); the ablation then adds the tuned configuration last.
+    """
     if ablation:
-        return ABLATION
+        configs = tuple(_sourced(c, default_fusion) for c in ABLATION)
+        return (*configs, TUNED) if tuned else configs
     if mode == "hybrid":
-        return (RunConfig(f"hybrid-{fusion}", "hybrid", fusion),)
+        if fusion is None and tuned:
+            return (TUNED,)
+        method = fusion or default_fusion
+        return (_sourced(RunConfig(f"hybrid-{method}", "hybrid", method), default_fusion),)
     return (RunConfig(mode, mode),)
 
 
@@ -73,6 +103,10 @@ class ConfigResult:
     latencies_ms: tuple[float, ...]
     failed_queries: dict[str, str]
     degraded_queries: int
+    # chunk-level scores of the queries with chunk labels (a live KB's labels), else empty
+    chunk_per_query: dict[str, dict[str, float]] = field(default_factory=dict)
+    chunk_means: dict[str, float] = field(default_factory=dict)
+    tuned_applied: int = 0  # queries whose trace says the KB's tuned fusion was applied
 
     def latency_ms(self, percentile: float) -> float | None:
         """A latency percentile (linear interpolation) over the timed queries."""
@@ -131,36 +165,57 @@ class EvalRunner:
         return self._depth
 
     def request(self, config: RunConfig, query: str) -> SearchRequest:
-        """The search request one query runs with under `config`."""
+        """The search request one query runs with under `config`.
+
+        The tuned fusion is asked for explicitly, on or off, so RAGSIFT_USE_TUNED_FUSION never
+        changes a configuration's weights behind its name. A tuned configuration leaves method,
+        width and weights to the fit; the service still widens each channel to top_k.
+        """
+        if config.tuned:
+            fusion, channel_k, candidate_k = None, None, self._depth
+        else:
+            fusion, channel_k = config.fusion or "rrf", self._channel_k
+            candidate_k = max(self._depth, self._channel_k)
         return SearchRequest(
-            query=query, kb_id=self._kb_id, mode=config.mode, fusion=config.fusion or "rrf",
-            top_k=self._depth, candidate_k=max(self._depth, self._channel_k),
-            channel_k=self._channel_k, rewrite=config.rewrite, rerank=config.rerank,
+            query=query, kb_id=self._kb_id, mode=config.mode, fusion=fusion,
+            top_k=self._depth, candidate_k=candidate_k, channel_k=channel_k,
+            tuned_fusion=config.tuned, rewrite=config.rewrite, rerank=config.rerank,
             auto_merge=config.auto_merge, small2big=False,  # context never changes the ranking
             kb_version=self._kb_version,
         )
 
     def run(
         self, config: RunConfig, queries: Sequence[EvalQuery], qrels: Qrels,
-        progress: ProgressFactory = no_progress,
+        progress: ProgressFactory = no_progress, chunk_qrels: Qrels | None = None,
     ) -> ConfigResult:
-        """Every query once (after one untimed warm-up query), then the metrics."""
+        """Every query once (after one untimed warm-up query), then the metrics.
+
+        With `chunk_qrels`, the queries they judge are also scored on chunks (chunk_ranking).
+        """
         advance = progress(f"querying {config.name}", len(queries))
-        runs, latencies, failed, degraded = asyncio.run(self._search_all(config, queries, advance))
+        labels = chunk_qrels or {}
+        runs, chunk_runs, latencies, failed, counts = asyncio.run(
+            self._search_all(config, queries, advance, labels))
         ranked = {qid: [doc.corpus_id for doc in docs] for qid, docs in runs.items()}
         per_query = evaluate_run(ranked, qrels, self._ks)
+        chunk_per_query = evaluate_run(chunk_runs, labels, self._ks) if labels else {}
         return ConfigResult(
             config=config, runs=runs, per_query=per_query, means=mean_metrics(per_query),
-            latencies_ms=tuple(latencies), failed_queries=failed, degraded_queries=degraded,
+            latencies_ms=tuple(latencies), failed_queries=failed, degraded_queries=counts[0],
+            chunk_per_query=chunk_per_query, chunk_means=mean_metrics(chunk_per_query),
+            tuned_applied=counts[1],
         )
 
     async def _search_all(
-        self, config: RunConfig, queries: Sequence[EvalQuery], advance: Advance
-    ) -> tuple[dict[str, list[RankedDoc]], list[float], dict[str, str], int]:
+        self, config: RunConfig, queries: Sequence[EvalQuery], advance: Advance,
+        chunk_qrels: Qrels,
+    ) -> tuple[dict[str, list[RankedDoc]], dict[str, list[str]], list[float], dict[str, str],
+               tuple[int, int]]:
         runs: dict[str, list[RankedDoc]] = {}
+        chunk_runs: dict[str, list[str]] = {}
         latencies: list[float] = []
         failed: dict[str, str] = {}
-        degraded = 0
+        degraded = tuned = 0
         if queries:  # warm-up: model load and first-search costs stay out of the percentiles
             with contextlib.suppress(InvalidInput):
                 await self._retrieval.search(self.request(config, queries[0].text))
@@ -175,6 +230,9 @@ class EvalRunner:
             else:
                 latencies.append((time.perf_counter() - started) * 1000)
                 degraded += bool(result.trace.degradations)
+                tuned += result.trace.tuned_fusion.status == "applied"
                 runs[query.id] = dedupe_hits(result.hits, self._corpus_ids)
+                if query.id in chunk_qrels:
+                    chunk_runs[query.id] = chunk_ranking(result.hits, chunk_qrels[query.id])
             advance(1)
-        return runs, latencies, failed, degraded
+        return runs, chunk_runs, latencies, failed, (degraded, tuned)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -11,11 +12,18 @@ from ragsift.config import Settings
 from ragsift.domain.errors import InvalidInput
 from ragsift.domain.requests import Fusion, Mode
 from ragsift.evaluation.corpus_index import CorpusIndexer, measure_embedder, passage_text
-from ragsift.evaluation.datasets import EvalDataset
+from ragsift.evaluation.datasets import EvalDataset, EvalQuery, Qrels
+from ragsift.evaluation.fusion_statement import FusionStatement, headline_config, state_fusion
 from ragsift.evaluation.metrics import DEFAULT_KS
 from ragsift.evaluation.progress import ProgressFactory, no_progress
 from ragsift.evaluation.report import EmbedderRates, EvalReport, run_paths, write_trec_run
-from ragsift.evaluation.runner import ABLATION, MAX_TOP_K, EvalRunner, RunConfig, configs_for
+from ragsift.evaluation.runner import (
+    MAX_TOP_K,
+    ConfigResult,
+    EvalRunner,
+    RunConfig,
+    configs_for,
+)
 from ragsift.ingestion.chunking import Chunker
 
 logger = logging.getLogger(__name__)
@@ -26,11 +34,11 @@ class EvalOptions:
     """What to run: the configurations, k, the corpus layout and the optional stages."""
 
     mode: Mode = "hybrid"
-    fusion: Fusion = "zscore"
+    fusion: Fusion | None = None  # None: the settings' fusion, or the KB's tuned one if in use
     ablation: bool = False
     k: int = 10
     chunk: bool = False
-    channel_k: int = 100
+    channel_k: int | None = None  # None: the settings' channel_k
     dump_run: Path | None = None
     disable_rewrite: bool = False
     disable_rerank: bool = False
@@ -79,15 +87,14 @@ def ablation_configs(
     if not ablation:
         return on
     extra = []
-    # stages are switched off one at a time on the default hybrid (z-score fusion)
-    base = replace(ABLATION[-1], rewrite=switches.rewrite, rerank=switches.rerank,
-                   auto_merge=switches.auto_merge)
+    # stages are switched off one at a time on the headline hybrid (tuned, else the default)
+    base = headline_config(on)
     if switches.rewrite:
-        extra.append(replace(base, name="hybrid-zscore-no-rewrite", rewrite=False))
+        extra.append(replace(base, name=f"{base.name}-no-rewrite", rewrite=False))
     if switches.rerank:
-        extra.append(replace(base, name="hybrid-zscore-no-rerank", rerank=False))
+        extra.append(replace(base, name=f"{base.name}-no-rerank", rerank=False))
     if switches.auto_merge:
-        extra.append(replace(base, name="hybrid-zscore-no-auto-merge", auto_merge=False))
+        extra.append(replace(base, name=f"{base.name}-no-auto-merge", auto_merge=False))
     return on + tuple(extra)
 
 
@@ -131,14 +138,58 @@ def _embedder_alone(container: Container, texts: list[str]) -> float | None:
             close()
 
 
+def check_options(options: EvalOptions) -> tuple[int, ...]:
+    """The k values to score; InvalidInput on a bad k or channel_k."""
+    if options.channel_k is not None and options.channel_k < 1:
+        raise InvalidInput("--channel-k must be at least 1")
+    return _ks(options.k)
+
+
+@dataclass(frozen=True)
+class ConfigRuns:
+    """Every configuration's result, the run files written and the fusion statement."""
+
+    results: tuple[ConfigResult, ...]
+    run_files: dict[str, str]
+    fusion: FusionStatement
+    stages: dict[str, str]
+
+
+def run_configs(
+    container: Container, runner: EvalRunner, kb_id: str, queries: Sequence[EvalQuery],
+    qrels: Qrels, options: EvalOptions, progress: ProgressFactory,
+    chunk_qrels: Qrels | None = None,
+) -> ConfigRuns:
+    """The configurations the options and the KB's tuned fusion call for, each run once."""
+    settings = container.settings
+    tuned = container.repository.get_tuned_fusion(kb_id)
+    in_effect = settings.use_tuned_fusion and tuned is not None
+    switches = stage_switches(settings, options)
+    configs = ablation_configs(
+        configs_for(options.mode, options.fusion, options.ablation, settings.fusion, in_effect),
+        switches, options.ablation,
+    )
+    statement = state_fusion(configs, settings, tuned, options.channel_k or settings.channel_k,
+                             runner.depth, named_by_flag=options.fusion is not None)
+    if in_effect:
+        logger.info("%s: %s", kb_id, statement.line())
+    results = tuple(runner.run(c, queries, qrels, progress, chunk_qrels) for c in configs)
+    run_files: dict[str, str] = {}
+    if options.dump_run is not None:
+        paths = run_paths(options.dump_run, [c.name for c in configs])
+        for result in results:
+            path = paths[result.config.name]
+            write_trec_run(path, result, f"ragsift-{result.config.name}")
+            run_files[result.config.name] = str(path)
+    return ConfigRuns(results, run_files, statement, stage_notes(switches, options))
+
+
 def evaluate(
     container: Container, dataset: EvalDataset, options: EvalOptions,
     progress: ProgressFactory = no_progress,
 ) -> EvalReport:
     """Build or reuse the corpus index, run each configuration, write run files if asked."""
-    ks = _ks(options.k)
-    if options.channel_k < 1:
-        raise InvalidInput("--channel-k must be at least 1")
+    ks = check_options(options)
     kb = container.ingestion.ensure_kb(kb_name(dataset.name, options.chunk))
     misses = container.embedder.misses
     build = _indexer(container, options).build(kb, dataset.corpus, progress)
@@ -153,19 +204,10 @@ def evaluate(
     }
     depth = min(MAX_TOP_K, max(ks) * (2 if options.chunk else 1))
     runner = EvalRunner(container.retrieval, kb.id, corpus_ids, ks=ks,
-                        channel_k=options.channel_k, depth=depth, kb_version=options.kb_version)
-    switches = stage_switches(container.settings, options)
-    configs = ablation_configs(
-        configs_for(options.mode, options.fusion, options.ablation), switches, options.ablation
-    )
-    results = tuple(runner.run(c, dataset.queries, dataset.qrels, progress) for c in configs)
-    run_files: dict[str, str] = {}
-    if options.dump_run is not None:
-        paths = run_paths(options.dump_run, [c.name for c in configs])
-        for result in results:
-            path = paths[result.config.name]
-            write_trec_run(path, result, f"ragsift-{result.config.name}")
-            run_files[result.config.name] = str(path)
+                        channel_k=options.channel_k or container.settings.channel_k,
+                        depth=depth, kb_version=options.kb_version)
+    runs = run_configs(container, runner, kb.id, dataset.queries, dataset.qrels, options,
+                       progress)
     return EvalReport(
         dataset=dataset.name, queries_loaded=len(dataset.queries),
         queries_judged=dataset.judged_queries(), k=options.k, ks=ks,
@@ -175,5 +217,5 @@ def evaluate(
             batch_size=container.settings.embedding_batch_size, embedded=embedded,
             alone_per_s=alone, sample=len(sample) if alone is not None else 0,
         ),
-        results=results, stages=stage_notes(switches, options), run_files=run_files,
+        results=runs.results, stages=runs.stages, run_files=runs.run_files, fusion=runs.fusion,
     )
