@@ -1,7 +1,8 @@
 """One conformance suite for every SearchIndex backend: the embedded index and Milvus.
 
-`backend` is parametrized over ["embedded", "milvus-lite"], so each test that uses it (or
-`shared_index` / `fresh_index`) runs against both. milvus-lite starts slowly, so the
+`backend` is parametrized over ["embedded", "embedded-ann", "milvus-lite"], so each test that
+uses it (or `shared_index` / `fresh_index`) runs against each (embedded-ann: the embedded
+index with its HNSW graph forced on). milvus-lite starts slowly, so the
 read-only tests share one loaded index per module and backend; tests that write get a
 fresh one. Where milvus-lite cannot be imported its cases are skipped with the reason;
 with RAGSIFT_TEST_MILVUS=require (set by .ci/run) they fail instead.
@@ -22,6 +23,8 @@ from ragsift.ports import SearchIndex
 
 @pytest.fixture(scope="module", params=BACKENDS)
 def backend(request: pytest.FixtureRequest) -> Backend:
+    if request.param == "embedded-ann":
+        pytest.importorskip("faiss", reason="the embedded index's graph needs ragsift[ann]")
     if request.param == "milvus-lite":
         missing = milvus_missing()
         if missing is not None:

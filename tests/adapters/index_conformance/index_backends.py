@@ -8,9 +8,13 @@ from pathlib import Path
 from index_corpus import DIM
 
 from ragsift.adapters.embedded_index import EmbeddedIndex
+from ragsift.adapters.embedded_index.dense_ann import AnnSettings
 from ragsift.ports import SearchIndex
 
-BACKENDS = ("embedded", "milvus-lite")
+# embedded-ann: the embedded index with its HNSW graph forced on from the first row and every
+# filter searched through it, so the graph path meets the same contract as the exact scan.
+BACKENDS = ("embedded", "embedded-ann", "milvus-lite")
+FORCED_ANN = AnnSettings(min_rows=1, exact_max_rows=0, tail_rows=1, background=False)
 
 
 def milvus_missing() -> str | None:
@@ -32,6 +36,8 @@ class Backend:
     def open(self, directory: Path, dimension: int = DIM) -> SearchIndex:
         if self.name == "embedded":
             return EmbeddedIndex(directory, dimension)
+        if self.name == "embedded-ann":
+            return EmbeddedIndex(directory, dimension, ann=FORCED_ANN)
         from ragsift.adapters.milvus import MilvusIndex
 
         directory.mkdir(parents=True, exist_ok=True)

@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 import numpy as np
+import orjson
 from numpy.typing import NDArray
 
 from ragsift.domain.index_records import IndexRecord
@@ -62,6 +63,21 @@ def _row_of_json(item: list[str | int | None]) -> Row:
     return tuple(item)  # type: ignore[return-value]
 
 
+_COLUMN_TYPES = [{str}] * 3 + [{str, type(None)}] * 5 + [{int}] * 2
+
+
+def _rows_of_json(items: list[list[str | int | None]]) -> list[Row]:
+    """Validated rows of one log entry; checked a column at a time (this runs on every open)."""
+    if not items:
+        return []
+    if set(map(len, items)) != {len(_COLUMN_TYPES)}:  # rows of the old layout among them
+        return [_row_of_json(item) for item in items]
+    for column, allowed in zip(zip(*items, strict=True), _COLUMN_TYPES, strict=True):
+        if not set(map(type, column)) <= allowed:
+            raise ValueError("malformed dense log row in an entry")
+    return list(map(tuple, items))  # type: ignore[arg-type]
+
+
 class DenseFiles:
     """Generation-numbered files; compaction writes a new generation and flips meta.json."""
 
@@ -82,6 +98,11 @@ class DenseFiles:
             self._write_meta()
 
     @property
+    def generation(self) -> int:
+        """Number of the current generation (compaction starts the next one)."""
+        return self._generation
+
+    @property
     def vectors_path(self) -> Path:
         """Raw row-major float32 file of the current generation."""
         return self._directory / f"vectors-{self._generation}.f32"
@@ -100,8 +121,8 @@ class DenseFiles:
             with self.log_path.open("rb") as log:
                 for line in log:
                     try:
-                        entry = json.loads(line)
-                        added = [_row_of_json(item) for item in entry.get("add", [])]
+                        entry = orjson.loads(line)
+                        added = _rows_of_json(entry.get("add", []))
                         dead = [int(r) for r in entry.get("del", [])]
                     except (ValueError, TypeError, AttributeError):
                         logger.warning("dropping a torn or invalid entry at the end of %s", log)

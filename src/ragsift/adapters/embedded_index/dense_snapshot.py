@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import cast
+from itertools import repeat
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 from numpy.typing import NDArray
@@ -13,6 +15,9 @@ from ragsift.adapters.embedded_index.dense_log import FILTER_FIELDS, VERSION_FIE
 from ragsift.adapters.thread_budget import default_budget
 from ragsift.domain.filters import SearchFilter
 from ragsift.domain.results import ChannelHit
+
+if TYPE_CHECKING:
+    from ragsift.adapters.embedded_index.dense_ann import AnnIndex
 
 Int32Array = NDArray[np.int32]
 IntpArray = NDArray[np.intp]
@@ -35,6 +40,16 @@ class Candidates:
 
     rows: IntpArray
     run_starts: IntpArray
+    # The rows as a bit per row, built on first use by the graph search (then kept).
+    bits: list[NDArray[np.uint8]] = field(default_factory=list)
+
+    def bitmap(self, size: int) -> NDArray[np.uint8]:
+        """A little-endian bitmap of `rows` over `size` rows (faiss's IDSelectorBitmap)."""
+        if not self.bits:
+            mask = np.zeros(size, dtype=np.bool_)
+            mask[self.rows] = True
+            self.bits.append(np.packbits(mask, bitorder="little"))
+        return self.bits[0]
 
 
 @dataclass(frozen=True, eq=False)
@@ -53,6 +68,9 @@ class Snapshot:
     # Value -> code per filter field; append-only until compaction replaces it wholesale.
     vocab: dict[str, dict[str, int]]
     cache: dict[SearchFilter, Candidates] = field(default_factory=dict)
+    generation: int = 0
+    # The approximate index, used for filters allowing more than its exact_max_rows rows.
+    ann: AnnIndex | None = None
 
     def search(
         self, query: Float32Array, search_filter: SearchFilter, limit: int
@@ -61,6 +79,10 @@ class Snapshot:
         if limit <= 0 or self.live == 0:
             return []
         candidates = self.candidates(search_filter)
+        if self.ann is not None and candidates.rows.size > self.ann.settings.exact_max_rows:
+            found = self.ann.candidates(self, query, candidates, limit)
+            if found is not None:
+                candidates = _as_candidates(found)
         rows = candidates.rows
         if rows.size == 0:
             return []
@@ -85,9 +107,7 @@ class Snapshot:
         cached = self.cache.get(search_filter)
         if cached is not None:
             return cached
-        rows = self._allowed_rows(search_filter)
-        run_starts = np.concatenate(([0], np.flatnonzero(np.diff(rows) != 1) + 1))
-        found = Candidates(rows=rows, run_starts=run_starts.astype(np.intp))
+        found = _as_candidates(self._allowed_rows(search_filter))
         if len(self.cache) >= _CACHE_SIZE:
             self.cache.clear()
         self.cache[search_filter] = found
@@ -162,20 +182,24 @@ class Snapshot:
         return out
 
 
+def _as_candidates(rows: IntpArray) -> Candidates:
+    run_starts = np.concatenate(([0], np.flatnonzero(np.diff(rows) != 1) + 1))
+    return Candidates(rows=rows, run_starts=run_starts.astype(np.intp))
+
+
 def encode_rows(vocab: dict[str, dict[str, int]], rows: list[Row]) -> dict[str, Int32Array]:
     """Per filter field, code + 1 of each row's value (0 for None), growing `vocab`."""
     codes: dict[str, Int32Array] = {}
     for pos, name in enumerate(FILTER_FIELDS, start=1):
         field_vocab = vocab[name]
-        out = np.zeros(len(rows), dtype=np.int32)
-        for index, row in enumerate(rows):
-            value = cast(str | None, row[pos])  # positions of FILTER_FIELDS hold text
-            if value is not None:
-                code = field_vocab.get(value)
-                if code is None:
-                    code = field_vocab[value] = len(field_vocab)
-                out[index] = code + 1
-        codes[name] = out
+        # positions of FILTER_FIELDS hold text; C-level loops: this runs on every open
+        column = cast(list[str | None], [row[pos] for row in rows])
+        for value in dict.fromkeys(column):  # new values get codes in first-seen order
+            if value is not None and value not in field_vocab:
+                field_vocab[value] = len(field_vocab)
+        lookup = cast(Callable[[str | None, int], int], field_vocab.get)
+        found = map(lookup, column, repeat(-1))  # None is no key: -1, stored as 0
+        codes[name] = np.fromiter(found, dtype=np.int32, count=len(rows)) + np.int32(1)
     for pos, name in enumerate(VERSION_FIELDS, start=1 + len(FILTER_FIELDS)):
         codes[name] = np.fromiter((row[pos] for row in rows), dtype=np.int32, count=len(rows))
     return codes

@@ -5,12 +5,14 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Iterable, Sequence
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from ragsift.adapters.embedded_index.dense_ann import AnnIndex, AnnSettings
 from ragsift.adapters.embedded_index.dense_log import (
     FILTER_FIELDS,
     DenseFiles,
@@ -29,17 +31,24 @@ Float32Array = NDArray[np.float32]
 
 
 class DenseMatrixStore:
-    """Exact cosine top-k with filters applied before ranking; survives restart."""
+    """Cosine top-k with filters applied before ranking; survives restart.
 
-    def __init__(self, directory: Path, dimension: int) -> None:
+    Exact below `ann.min_rows` rows and for filters allowing at most `ann.exact_max_rows`
+    rows; above, an HNSW graph (dense_ann) proposes candidates that are re-scored exactly.
+    """
+
+    def __init__(self, directory: Path, dimension: int, ann: AnnSettings | None = None) -> None:
         if dimension <= 0:
             raise ValueError(f"dimension must be positive, got {dimension}")
         self._dimension = dimension
         self._lock = threading.Lock()
         self._files = DenseFiles(Path(directory), dimension)
+        self._ann = AnnIndex(Path(directory), dimension, ann or AnnSettings(),
+                             lambda: self._snapshot)
         self._row_of: dict[str, int] = {}
         rows, deleted = self._files.replay()
         self._snapshot = self._build_snapshot(rows, deleted)
+        self._ann.opened(self._snapshot)
         logger.debug("opened dense store %s with %d live rows", directory, self._snapshot.live)
 
     @property
@@ -114,7 +123,16 @@ class DenseMatrixStore:
         return {snap.rows[int(r)][0] for r in np.flatnonzero(hit)}
 
     def close(self) -> None:
-        """Nothing to flush: every write is on disk when it returns."""
+        """Stop the graph worker and save the graph; every write is already on disk."""
+        self._ann.close()
+
+    def sync_ann(self) -> None:
+        """Build or extend the approximate index now (it is otherwise kept up in background)."""
+        self._ann.sync()
+
+    def ann_rows(self) -> int:
+        """Rows the approximate index of the current matrix covers (0: exact search only)."""
+        return self._ann.covered_rows(self._snapshot.generation)
 
     # ---- search -------------------------------------------------------------------------
 
@@ -138,7 +156,11 @@ class DenseMatrixStore:
         alive = np.ones(len(rows), dtype=np.bool_)
         if deleted:
             alive[sorted(deleted)] = False
-        self._row_of = {row[0]: i for i, row in enumerate(rows) if alive[i]}
+        # the last row of a chunk id is its live one, unless the chunk was deleted
+        self._row_of = dict(zip(map(itemgetter(0), rows), range(len(rows)), strict=True))
+        for dead in np.flatnonzero(~alive).tolist():
+            if self._row_of.get(rows[dead][0]) == dead:
+                del self._row_of[rows[dead][0]]
         vocab: dict[str, dict[str, int]] = {name: {} for name in FILTER_FIELDS}
         return Snapshot(
             size=len(rows),
@@ -148,6 +170,8 @@ class DenseMatrixStore:
             codes=encode_rows(vocab, rows),
             rows=rows,
             vocab=vocab,
+            generation=self._files.generation,
+            ann=self._ann if self._ann.available else None,
         )
 
     def _publish(self, new_rows: list[Row], dead: list[int]) -> None:
@@ -172,7 +196,10 @@ class DenseMatrixStore:
             codes=codes,
             rows=snap.rows,
             vocab=snap.vocab,
+            generation=snap.generation,
+            ann=snap.ann,
         )
+        self._ann.changed(self._snapshot)
 
     def _delete_rows(self, dead: list[int]) -> None:
         if not dead:
@@ -195,6 +222,7 @@ class DenseMatrixStore:
         self._files.rewrite(snap.matrix, keep, rows)
         # A fresh rows list and vocab: searches still holding the old snapshot keep theirs.
         self._snapshot = self._build_snapshot(rows, set())
+        self._ann.changed(self._snapshot)
         logger.info("compacted dense store: %d -> %d rows", snap.size, len(rows))
 
 
