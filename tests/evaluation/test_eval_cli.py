@@ -30,7 +30,7 @@ def test_eval_json_reports_every_configuration_and_the_stages_that_ran(
     assert report["queries"] == {"loaded": 3, "judged": 3}
     assert [c["name"] for c in report["configs"]] == [
         "dense", "sparse", "hybrid-rrf", "hybrid-weighted", "hybrid-zscore",
-        "hybrid-zscore-no-auto-merge"]
+        "hybrid-zscore-no-auto-merge", "hybrid-zscore-consistency"]
     for config in report["configs"]:
         assert 0.0 <= config["metrics"]["ndcg@10"] <= 1.0
         assert config["latency_ms"]["p50"] > 0 and config["queries_scored"] == 3

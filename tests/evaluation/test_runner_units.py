@@ -126,11 +126,29 @@ def test_the_ablation_adds_each_configured_stage_switched_off() -> None:
     configs = ablation_configs(configs_for("hybrid", None, ablation=True),
                                StageSwitches(True, True, False), ablation=True)
     names = [c.name for c in configs]
-    assert names[-2:] == ["hybrid-zscore-no-rewrite", "hybrid-zscore-no-rerank"]
-    assert all(c.rewrite and c.rerank for c in configs[:5])
-    assert not configs[-2].rewrite and configs[-2].rerank
+    assert names[-3:] == ["hybrid-zscore-no-rewrite", "hybrid-zscore-no-rerank",
+                          "hybrid-zscore-consistency"]
+    assert all(c.rewrite and c.rerank and not c.consistency for c in configs[:5])
+    assert not configs[-3].rewrite and configs[-3].rerank
+    assert configs[-1].consistency and configs[-1].rewrite and configs[-1].fusion == "zscore"
     single = ablation_configs(ABLATION[2:3], StageSwitches(True, False, False), ablation=False)
     assert [(c.name, c.rewrite) for c in single] == [("hybrid-rrf", True)]
+
+
+def test_the_ablation_turns_the_consistency_rescoring_off_where_the_settings_turn_it_on(
+) -> None:
+    configs = ablation_configs(configs_for("hybrid", None, ablation=True),
+                               StageSwitches(False, False, False, consistency=True),
+                               ablation=True)
+    assert all(c.consistency for c in configs[:-1])
+    assert configs[-1].name == "hybrid-zscore-no-consistency" and not configs[-1].consistency
+
+
+def test_an_eval_request_names_the_consistency_switch_either_way() -> None:
+    runner = EvalRunner(cast(RetrievalService, None), "kb", {}, ks=(10,), channel_k=100)
+    on = RunConfig("hybrid-zscore-consistency", "hybrid", "zscore", consistency=True)
+    assert runner.request(on, "q").consistency is True
+    assert runner.request(RunConfig("hybrid-zscore", "hybrid", "zscore"), "q").consistency is False
 
 
 def test_chunked_and_whole_passage_corpora_live_in_different_knowledge_bases() -> None:

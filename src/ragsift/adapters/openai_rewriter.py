@@ -37,6 +37,14 @@ Reply with ONE JSON object and nothing else, of the form:
 你是检索查询改写器。保留查询中的所有数字、日期、编号、型号和引号内的名称，原样不变；用查询的语言回答；
 只输出一个 JSON 对象。"""
 
+TRANSLATE_PROMPT = """\
+You translate search queries for a retrieval system whose documents are mostly in {language}.
+Translate the query into {language} as a searcher would phrase it there; do not answer it.
+Keep every number, date, version, code, model number, identifier and quoted name exactly as
+written. Reply with ONE JSON object and nothing else:
+{{"method": "translation", "text": "<the query in {language}>"}}"""
+_LANGUAGES = {"zh": "Chinese (简体中文)", "en": "English"}
+
 _FENCE = re.compile(r"^```[A-Za-z0-9_-]*\s*\n?(.*?)\n?```$", re.DOTALL)
 # Reasoning models served without a reasoning parser put their thoughts before the answer.
 _THINK = re.compile(r"^<think>.*?</think>", re.DOTALL)
@@ -100,6 +108,24 @@ class OpenAIRewriter:
             proposal.method,
             (time.perf_counter() - started) * 1000,
         )
+        return proposal
+
+    def translate(self, query: str, language: str) -> RewriteProposal:
+        """`query` translated into `language` ("zh" or "en"), as a proposal of method
+        "translation"; raises UpstreamError when the answer is unusable."""
+        if language not in _LANGUAGES:
+            raise ValueError(f"cannot translate into {language!r}; use one of {sorted(_LANGUAGES)}")
+        prompt = TRANSLATE_PROMPT.format(language=_LANGUAGES[language])
+        body: dict[str, Any] = {
+            "model": self._model,
+            "messages": [{"role": "system", "content": prompt},
+                         {"role": "user", "content": query}],
+            "temperature": 0, "max_tokens": self._max_tokens,
+            "response_format": {"type": "json_object"}, "stream": False,
+        }
+        proposal = parse_proposal(self._complete(body))
+        if proposal.method not in ("translation", "none"):  # asked to translate, not to rewrite
+            proposal = proposal.model_copy(update={"method": "translation"})
         return proposal
 
     def _complete(self, body: dict[str, Any]) -> str:

@@ -129,6 +129,12 @@ class SearchBody(Body):
     rerank: bool | None = None
     small2big: bool | None = None
     auto_merge: bool | None = None
+    consistency: bool | None = Field(
+        default=None, description="penalise candidates whose numbers contradict the query"
+    )
+    feedback: bool | None = Field(
+        default=None, description="RM3 expansion of the BM25 query from the top hits"
+    )
     min_score: float | None = Field(default=None, ge=-1e6, le=1e6)
     run_doc: bool | None = None
     run_faq: bool | None = None

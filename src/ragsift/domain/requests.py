@@ -30,6 +30,8 @@ class SearchRequest(BaseModel):
     rerank: bool | None = None
     small2big: bool | None = None
     auto_merge: bool | None = None
+    consistency: bool | None = None  # the consistency re-scoring (RAGSIFT_CONSISTENCY_RESCORING)
+    feedback: bool | None = None  # RM3 feedback for the BM25 query (RAGSIFT_PRF_RM3)
     min_score: float | None = None
     run_doc: bool | None = None
     run_faq: bool | None = None

@@ -6,7 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-RewriteMethod = Literal["step_back", "hyde", "expand", "none"]
+# "translation": the query in the script most of the KB is written in (cross-lingual queries)
+RewriteMethod = Literal["step_back", "hyde", "expand", "translation", "none"]
 
 
 class RewriteProposal(BaseModel):

@@ -13,6 +13,7 @@ DegradationCode = Literal[
     "rerank_failed",
     "expansion_failed",
     "faq_retrieval_failed",
+    "feedback_failed",
 ]
 
 
@@ -29,7 +30,7 @@ class QueryVariant(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     text: str
-    method: Literal["original", "step_back", "hyde", "expand"]
+    method: Literal["original", "step_back", "hyde", "expand", "translation"]
 
 
 class ChannelRun(BaseModel):
@@ -54,6 +55,8 @@ class Switches(BaseModel):
     rerank: bool = False
     small2big: bool = False
     auto_merge: bool = False
+    consistency: bool = False  # the consistency re-scoring (retrieval/consistency_stage.py)
+    feedback: bool = False  # RM3 feedback for the BM25 query (retrieval/feedback_stage.py)
 
 
 class ScopeTrace(BaseModel):
@@ -101,6 +104,8 @@ class RetrievalTrace(BaseModel):
     ready_filtered_count: int = 0
     rewrite: StageTrace = Field(default_factory=StageTrace)
     auto_merge: StageTrace = Field(default_factory=StageTrace)
+    consistency: StageTrace = Field(default_factory=StageTrace)
+    feedback: StageTrace = Field(default_factory=StageTrace)  # RM3 of the BM25 query
     rerank: StageTrace = Field(default_factory=StageTrace)
     threshold: StageTrace = Field(default_factory=StageTrace)
     small2big: StageTrace = Field(default_factory=StageTrace)

@@ -41,6 +41,7 @@ class RunConfig:
     rewrite: bool = False
     rerank: bool = False
     auto_merge: bool = False
+    consistency: bool = False  # the consistency re-scoring (asked for explicitly, on or off)
     tuned: bool = False  # search with the KB's tuned fusion: method, weights, width, RRF k
     fusion_source: FusionSource | None = None  # None: a single channel, nothing is fused
 
@@ -180,7 +181,8 @@ class EvalRunner:
             query=query, kb_id=self._kb_id, mode=config.mode, fusion=fusion,
             top_k=self._depth, candidate_k=candidate_k, channel_k=channel_k,
             tuned_fusion=config.tuned, rewrite=config.rewrite, rerank=config.rerank,
-            auto_merge=config.auto_merge, small2big=False,  # context never changes the ranking
+            auto_merge=config.auto_merge, consistency=config.consistency,
+            small2big=False,  # context never changes the ranking
             kb_version=self._kb_version,
         )
 

@@ -53,6 +53,7 @@ class StageSwitches:
     rewrite: bool
     rerank: bool
     auto_merge: bool
+    consistency: bool = False  # RAGSIFT_CONSISTENCY_RESCORING
 
 
 def stage_switches(settings: Settings, options: EvalOptions) -> StageSwitches:
@@ -61,6 +62,7 @@ def stage_switches(settings: Settings, options: EvalOptions) -> StageSwitches:
         rewrite=bool(settings.llm_base_url) and settings.rewrite and not options.disable_rewrite,
         rerank=settings.reranker != "none" and settings.rerank and not options.disable_rerank,
         auto_merge=options.enable_parent_expansion,
+        consistency=settings.consistency_rescoring,
     )
 
 
@@ -72,16 +74,20 @@ def stage_notes(switches: StageSwitches, options: EvalOptions) -> dict[str, str]
         "off (--disable-rerank)" if options.disable_rerank else "off: no reranker configured")
     expansion = ("auto-merge on: parents replace 2+ sibling hits" if switches.auto_merge
                  else "off: hits are the indexed chunks")
-    return {"rewrite": rewrite, "rerank": rerank, "parent_expansion": expansion}
+    consistency = ("on (RAGSIFT_CONSISTENCY_RESCORING)" if switches.consistency
+                   else "off (RAGSIFT_CONSISTENCY_RESCORING)")
+    return {"rewrite": rewrite, "rerank": rerank, "parent_expansion": expansion,
+            "consistency": consistency}
 
 
 def ablation_configs(
     configs: tuple[RunConfig, ...], switches: StageSwitches, ablation: bool
 ) -> tuple[RunConfig, ...]:
-    """`configs` with the stage switches; the ablation adds each configured stage turned off."""
+    """`configs` with the stage switches; the ablation adds each configured stage turned off,
+    and the consistency re-scoring turned on where the settings leave it off."""
     on = tuple(
         replace(c, rewrite=switches.rewrite, rerank=switches.rerank,
-                auto_merge=switches.auto_merge)
+                auto_merge=switches.auto_merge, consistency=switches.consistency)
         for c in configs
     )
     if not ablation:
@@ -95,6 +101,11 @@ def ablation_configs(
         extra.append(replace(base, name=f"{base.name}-no-rerank", rerank=False))
     if switches.auto_merge:
         extra.append(replace(base, name=f"{base.name}-no-auto-merge", auto_merge=False))
+    # an off-by-default stage is measured by turning it on (e.g. hybrid-zscore-consistency)
+    if switches.consistency:
+        extra.append(replace(base, name=f"{base.name}-no-consistency", consistency=False))
+    else:
+        extra.append(replace(base, name=f"{base.name}-consistency", consistency=True))
     return on + tuple(extra)
 
 

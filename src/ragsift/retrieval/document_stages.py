@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from ragsift.domain.assets import Asset, AssetRef
@@ -24,6 +24,7 @@ from ragsift.retrieval.candidates import (
     off,
 )
 from ragsift.retrieval.channels import ChannelRunner
+from ragsift.retrieval.cross_lingual import CrossLingual
 from ragsift.retrieval.expansion import Expansion, plan_expansion
 from ragsift.retrieval.options import Options
 from ragsift.retrieval.scope import ScopeDecision, compile_filter, resolve_whitelist
@@ -80,17 +81,24 @@ class Retrieved:
     timings: tuple[tuple[str, float], ...]  # "rewrite" (when it was on), "channels"
 
 
+# (kb_id, query) -> the cross-lingual decision for the rewrite stage (None: not consulted)
+CrossLingualDecider = Callable[[str, str], Awaitable[CrossLingual | None]]
+
+
 class ChannelStage:
     """The original query's channels while the rewriter thinks, then the rewrite's channels."""
 
     def __init__(
-        self, channels: ChannelRunner, rewriter: QueryRewriter | None, max_rewrite_chars: int
+        self, channels: ChannelRunner, rewriter: QueryRewriter | None, max_rewrite_chars: int,
+        cross_lingual: CrossLingualDecider | None = None,
     ) -> None:
+        """`cross_lingual`: asked per search whether the one variant is a translation."""
         if max_rewrite_chars <= 0:
             raise ValueError(f"max_rewrite_chars must be positive, got {max_rewrite_chars}")
         self._channels = channels
         self._rewriter = rewriter
         self._max_rewrite_chars = max_rewrite_chars
+        self._cross_lingual = cross_lingual
 
     async def run(self, query: str, search_filter: SearchFilter, options: Options) -> Retrieved:
         """RetrievalUnavailable when every channel failed."""
@@ -100,8 +108,11 @@ class ChannelStage:
             [("original", query)], search_filter, options.mode, options.channel_k
         ))
         try:
+            cross = None if self._cross_lingual is None else await self._cross_lingual(
+                search_filter.kb_id, query
+            )
             rewrite = await rewrite_stage(
-                self._rewriter, options.switches.rewrite, query, self._max_rewrite_chars
+                self._rewriter, options.switches.rewrite, query, self._max_rewrite_chars, cross
             )
         except BaseException:
             original.cancel()

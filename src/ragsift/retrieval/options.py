@@ -81,6 +81,8 @@ def resolve_options(
             rerank=_pick(request.rerank, settings.rerank),
             small2big=_pick(request.small2big, settings.small2big),
             auto_merge=_pick(request.auto_merge, settings.auto_merge),
+            consistency=_pick(request.consistency, settings.consistency_rescoring),
+            feedback=_pick(request.feedback, settings.prf_rm3),
         ),
         min_score=request.min_score if request.min_score is not None else settings.min_score,
         auto_merge_threshold=settings.auto_merge_threshold,

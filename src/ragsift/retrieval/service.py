@@ -1,5 +1,6 @@
-"""RetrievalService: scope -> variants x channels -> fusion -> READY -> auto-merge ->
-re-scorers -> rerank -> threshold -> top_k -> Small2Big, with every stage recorded in the trace.
+"""RetrievalService: scope -> variants x channels -> RM3 feedback -> fusion -> READY ->
+auto-merge -> re-scorers -> rerank -> threshold -> top_k -> Small2Big, with every stage
+recorded in the trace.
 
 The stages live in document_stages.py (one `run` each); this module chains them and builds
 the trace. The stages between READY and threshold share one interface (candidates.py), so a
@@ -16,9 +17,10 @@ from collections.abc import Callable, Sequence
 
 from ragsift.config import Settings
 from ragsift.domain.errors import EmbeddingModelMismatch, InvalidInput, NotFound
+from ragsift.domain.filters import SearchFilter
 from ragsift.domain.models import KnowledgeBase
 from ragsift.domain.requests import SearchRequest
-from ragsift.domain.results import RetrievalResult
+from ragsift.domain.results import FusedHit, RetrievalResult
 from ragsift.domain.trace import (
     Degradation,
     QueryVariant,
@@ -51,12 +53,13 @@ from ragsift.retrieval.document_stages import (
     threshold_stage,
 )
 from ragsift.retrieval.faq import FaqSearcher
+from ragsift.retrieval.feedback_stage import FeedbackOutcome, FeedbackStage
 from ragsift.retrieval.fusion import fuse
 from ragsift.retrieval.options import Options, resolve_options, wants_tuned_fusion
 from ragsift.retrieval.plan import run_plan
 from ragsift.retrieval.query import validate_query
 from ragsift.retrieval.scope import check_document_ids
-from ragsift.retrieval.stages import RerankLimits
+from ragsift.retrieval.stages import RerankLimits, cross_lingual_decision, kb_scripts
 
 
 def _ms(start: float) -> float:
@@ -98,8 +101,12 @@ class RetrievalService:
         )
         self._scope = ScopeStage(repository, versions)
         self._retrieve = ChannelStage(
-            ChannelRunner(index, embedder), rewriter, settings.max_query_chars * 4
+            ChannelRunner(index, embedder), rewriter, settings.max_query_chars * 4,
+            functools.partial(
+                cross_lingual_decision, kb_scripts(repository, settings), settings, rewriter
+            ),
         )
+        self._feedback = FeedbackStage(index, settings)
         self._ready = ReadyStage(repository, versions)
         self._rerank = RerankCandidates(reranker, embedder, RerankLimits(
             budget_tokens=settings.rerank_budget_tokens,
@@ -174,8 +181,10 @@ class RetrievalService:
 
         retrieved = await self._retrieve.run(query, scope.search_filter, options)
         timings.update(retrieved.timings)
+        feedback = await self._run_feedback(query, request.kb_id, scope.search_filter, options,
+                                            retrieved, version, timings)
         stage = time.perf_counter()
-        fused = fuse(options.fusion, list(retrieved.lists), k=options.rrf_k,
+        fused = fuse(options.fusion, list(feedback.lists), k=options.rrf_k,
                      weights=options.weights)
         timings["fusion"] = _ms(stage)
 
@@ -197,17 +206,36 @@ class RetrievalService:
             timings["small2big"] = _ms(stage)
         hits = await self._hits.run(final, expanded.expansions)
         timings["total"] = _ms(started)
-        failures = (*retrieved.degradations, *degradations,
-                    *(() if expanded.degradation is None else (expanded.degradation,)))
+        failures = (*retrieved.degradations, *_some(feedback.degradation), *degradations,
+                    *_some(expanded.degradation))
         trace = trace.model_copy(update={
             "variants": retrieved.variants, "channels": retrieved.runs,
-            "degradations": failures, "switches_applied": _applied(retrieved, traces, expanded),
+            "degradations": failures,
+            "switches_applied": _applied(retrieved, traces, expanded, feedback.trace),
             "fused_count": len(fused), "ready_filtered_count": ready.filtered,
-            "rewrite": retrieved.rewrite.trace, **traces,
+            "rewrite": retrieved.rewrite.trace, "feedback": feedback.trace, **traces,
             "threshold": threshold.trace, "small2big": expanded.trace,
             "returned_count": len(hits), "timings_ms": timings,
         })
         return RetrievalResult(hits=hits, trace=trace)
+
+    async def _run_feedback(
+        self, query: str, kb_id: str, search_filter: SearchFilter, options: Options,
+        retrieved: Retrieved, version: int | None, timings: dict[str, float],
+    ) -> FeedbackOutcome:
+        """RM3 feedback on the first pass's lists (timed when it ran)."""
+        async def ready(fused: Sequence[FusedHit]) -> Sequence[Candidate]:
+            return (await self._ready.run(kb_id, fused, version)).candidates
+
+        first_pass = max((run.latency_ms for run in retrieved.runs
+                          if run.list_name == "sparse:original"), default=0.0)
+        stage = time.perf_counter()
+        outcome = await self._feedback.run(
+            query, search_filter, options, retrieved.lists, first_pass, ready
+        )
+        if outcome.trace.status in ("applied", "failed"):
+            timings["feedback"] = _ms(stage)
+        return outcome
 
     async def _prepare(
         self, request: SearchRequest
@@ -284,12 +312,20 @@ _TRACE_FIELDS = frozenset(
     name for name, field in RetrievalTrace.model_fields.items() if field.annotation is StageTrace
 )
 # names the service itself records (timings, trace fields): no post-fusion stage may take one
-_RESERVED = frozenset({"scope", "rewrite", "channels", "fusion", "ready_check", "threshold",
-                       "small2big", "faq", "total", "tuned_fusion"})
+_RESERVED = frozenset({"scope", "rewrite", "channels", "feedback", "fusion", "ready_check",
+                       "threshold", "small2big", "faq", "total", "tuned_fusion"})
+
+
+_NOT_RUN = StageTrace()
+
+
+def _some(degradation: Degradation | None) -> tuple[Degradation, ...]:
+    return () if degradation is None else (degradation,)
 
 
 def _applied(
-    retrieved: Retrieved, traces: dict[str, StageTrace], expanded: ExpandOutcome
+    retrieved: Retrieved, traces: dict[str, StageTrace], expanded: ExpandOutcome,
+    feedback: StageTrace,
 ) -> Switches:
     """The optional stages that changed this search's answer."""
     return Switches(
@@ -297,6 +333,8 @@ def _applied(
         rerank=traces["rerank"].status == "applied",
         small2big=expanded.trace.status == "applied",
         auto_merge=traces["auto_merge"].status == "applied",
+        consistency=traces.get("consistency", _NOT_RUN).status == "applied",
+        feedback=feedback.status == "applied",
     )
 
 

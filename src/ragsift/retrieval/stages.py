@@ -6,11 +6,15 @@ import asyncio
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
 
+from ragsift.config import Settings
 from ragsift.domain.errors import InvalidInput
 from ragsift.domain.retries import counting_retries
+from ragsift.domain.stages import RewriteProposal
 from ragsift.domain.trace import Degradation, QueryVariant, StageTrace
-from ragsift.ports import QueryRewriter, Reranker, Tokenizer
+from ragsift.ports import QueryRewriter, Repository, Reranker, Tokenizer
+from ragsift.retrieval.cross_lingual import CrossLingual, KbScripts, Language
 from ragsift.retrieval.rerank import fitting_prefix, rerank_order, validate_scores
 from ragsift.retrieval.rewrite import accept_rewrite
 
@@ -24,31 +28,73 @@ class RewriteOutcome:
     degradation: Degradation | None = None
 
 
+@runtime_checkable
+class QueryTranslator(Protocol):
+    """A rewriter that can also translate a query (OpenAIRewriter can)."""
+
+    def translate(self, query: str, language: Language) -> RewriteProposal:
+        """The query in `language` ("zh" or "en"), method "translation"."""
+        ...
+
+
+async def cross_lingual_decision(
+    scripts: KbScripts, settings: Settings, rewriter: QueryRewriter | None, kb_id: str,
+    query: str,
+) -> CrossLingual | None:
+    """The cross-lingual decision to pass to `rewrite_stage`, when it can matter: the setting is
+    on and a rewriter is configured (None otherwise: no KB sample is read)."""
+    if not settings.cross_lingual or rewriter is None:
+        return None
+    return await scripts.decide(kb_id, query, settings.cross_lingual_min_share)
+
+
+def kb_scripts(repository: Repository, settings: Settings) -> KbScripts:
+    """The per-KB script sampler of a service, from the cross-lingual settings."""
+    return KbScripts(repository, settings.cross_lingual_sample_documents,
+                     settings.cross_lingual_sample_chars, settings.cross_lingual_ttl_s)
+
+
 async def rewrite_stage(
-    rewriter: QueryRewriter | None, wanted: bool, query: str, max_chars: int
+    rewriter: QueryRewriter | None, wanted: bool, query: str, max_chars: int,
+    cross_lingual: CrossLingual | None = None,
 ) -> RewriteOutcome:
-    """At most one validated rewrite; a failing rewriter degrades to the original query."""
-    if not wanted:
+    """At most one validated rewrite; a failing rewriter degrades to the original query.
+
+    With a `cross_lingual` decision that names a target language, the one variant is the
+    query translated into it (even when a same-language rewrite was not requested): the
+    original query still runs, so the translation only adds what the other script finds.
+    """
+    target = cross_lingual.target if cross_lingual is not None else None
+    translate = (target is not None and rewriter is not None
+                 and isinstance(rewriter, QueryTranslator))
+    extra = cross_lingual.detail() if cross_lingual is not None else {}
+    if not wanted and not translate:
         return RewriteOutcome(None, StageTrace(status="off", reason="not requested"))
     if rewriter is None:
-        return RewriteOutcome(None, StageTrace(status="off", reason="no rewriter configured"))
+        return RewriteOutcome(None, StageTrace(
+            status="off", reason="no rewriter configured", detail=extra))
     with counting_retries() as tally:
         try:
-            proposal = await asyncio.to_thread(rewriter.rewrite, query)
+            if translate:
+                assert target is not None and isinstance(rewriter, QueryTranslator)
+                proposal = await asyncio.to_thread(rewriter.translate, query, target)
+            else:
+                proposal = await asyncio.to_thread(rewriter.rewrite, query)
         except Exception as exc:  # cancellation (BaseException) propagates
             reason = f"{type(exc).__name__}: {exc}"
             logger.warning("rewrite failed: %s", reason)
             return RewriteOutcome(
-                None, StageTrace(status="failed", reason=reason, retries=tally.retries),
+                None,
+                StageTrace(status="failed", reason=reason, retries=tally.retries, detail=extra),
                 Degradation(code="rewrite_failed", reason=reason),
             )
     variant, why = accept_rewrite(query, proposal, max_chars)
     if variant is None:
-        return RewriteOutcome(
-            None, StageTrace(status="skipped", reason=why, retries=tally.retries)
-        )
+        return RewriteOutcome(None, StageTrace(
+            status="skipped", reason=why, retries=tally.retries, detail=extra,
+        ))
     return RewriteOutcome(variant, StageTrace(
-        status="applied", detail={"method": variant.method}, retries=tally.retries,
+        status="applied", detail={"method": variant.method, **extra}, retries=tally.retries,
     ))
 
 

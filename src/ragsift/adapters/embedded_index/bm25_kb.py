@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import math
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -145,9 +146,31 @@ class KbIndex:
         tokens = list(dict.fromkeys(self.analyze(query)))
         if not tokens:
             return []
+        return self._hits(_bm25_query(self._schema, [(t, 1.0) for t in tokens], restrictions),
+                          limit)
+
+    def search_weighted(
+        self, terms: Sequence[tuple[str, float]], restrictions: list[Query], limit: int
+    ) -> list[ChannelHit]:
+        """Like `search` for index terms given with weights (an expanded query): each term's
+        BM25 score is multiplied by its weight. Terms are used as they are, never parsed;
+        weights must be finite and positive (others are dropped)."""
+        merged: dict[str, float] = {}
+        for term, weight in terms:
+            if term and math.isfinite(weight) and weight > 0:
+                merged[term] = merged.get(term, 0.0) + weight
+        if not merged:
+            return []
+        return self._hits(_bm25_query(self._schema, list(merged.items()), restrictions), limit)
+
+    def term_stats(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
+        """(live documents, document frequency of each term) for idf; the searcher's view."""
         searcher = self.searcher
-        hits = searcher.search(_bm25_query(self._schema, tokens, restrictions), limit,
-                               count=False).hits
+        return int(searcher.num_docs), {t: int(searcher.doc_freq("text", t)) for t in terms}
+
+    def _hits(self, query: Query, limit: int) -> list[ChannelHit]:
+        searcher = self.searcher
+        hits = searcher.search(query, limit, count=False).hits
         results: list[ChannelHit] = []
         for score, address in hits:
             doc = searcher.doc(address)
@@ -298,11 +321,17 @@ def filter_clauses(schema_: tantivy.Schema, search_filter: SearchFilter) -> list
     return clauses
 
 
-def _bm25_query(schema_: tantivy.Schema, tokens: Sequence[str], restrictions: list[Query]
-                ) -> Query:
-    """Any of `tokens` in the text, scored by BM25, among the documents `restrictions` allow."""
+def _term(schema_: tantivy.Schema, token: str, weight: float) -> Query:
+    query = Query.term_query(schema_, "text", token)
+    return query if weight == 1.0 else Query.boost_query(query, weight)
+
+
+def _bm25_query(schema_: tantivy.Schema, terms: Sequence[tuple[str, float]],
+                restrictions: list[Query]) -> Query:
+    """Any of `terms` in the text, scored by weight x BM25, among the documents
+    `restrictions` allow."""
     text_query = Query.boolean_query(
-        [(Occur.Should, Query.term_query(schema_, "text", token)) for token in tokens]
+        [(Occur.Should, _term(schema_, token, weight)) for token, weight in terms]
     )
     if not restrictions:
         return text_query

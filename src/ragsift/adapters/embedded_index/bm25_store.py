@@ -323,6 +323,32 @@ class TantivyBm25Store:
             return []
         return kb.search(query, restrictions, limit)
 
+    def search_weighted(
+        self, terms: Sequence[tuple[str, float]], search_filter: SearchFilter, limit: int
+    ) -> list[ChannelHit]:
+        """`search` for (index term, weight) pairs, e.g. a feedback-expanded query.
+
+        Terms are the kb analyzer's tokens (see `analyzer`) and become term queries boosted
+        by their weight; nothing is parsed, so no text can act as query syntax.
+        """
+        if limit <= 0:
+            return []
+        restrictions = filter_clauses(self._schema, search_filter)
+        if restrictions is None:
+            return []
+        kb_id = search_filter.kb_id
+        kb = self._kb(kb_directory_name(kb_id), create=False, kb_id=kb_id)
+        if kb is None:
+            return []
+        return kb.search_weighted(terms, restrictions, limit)
+
+    def term_stats(self, kb_id: str, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
+        """(documents, document frequency per term) of one kb's index, for idf weights."""
+        kb = self._kb(kb_directory_name(kb_id), create=False, kb_id=kb_id)
+        if kb is None:
+            return 0, dict.fromkeys(terms, 0)
+        return kb.term_stats(terms)
+
     # ---- internals ----------------------------------------------------------------------
 
     def _scan(self) -> None:

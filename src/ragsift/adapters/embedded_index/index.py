@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ragsift.adapters.embedded_index.bm25_rebuild import KbRebuild
 from ragsift.adapters.embedded_index.bm25_store import TantivyBm25Store
+from ragsift.adapters.embedded_index.dense_ann import AnnSettings
 from ragsift.adapters.embedded_index.dense_store import DenseMatrixStore
 from ragsift.adapters.thread_budget import default_budget
 from ragsift.domain.filters import SearchFilter
@@ -24,7 +25,8 @@ class EmbeddedIndex:
     """Zero-setup SearchIndex: exact cosine under `dense/`, per-kb BM25 under `sparse/`."""
 
     def __init__(
-        self, directory: Path, dimension: int, upgrade_sparse_layout: bool = False
+        self, directory: Path, dimension: int, upgrade_sparse_layout: bool = False,
+        ann: AnnSettings | None = None,
     ) -> None:
         directory = Path(directory)
         # The BM25 store takes the directory's lock (sparse/.lock), so open it first: a second
@@ -32,7 +34,7 @@ class EmbeddedIndex:
         # repairs) its files.
         self._sparse = TantivyBm25Store(directory / "sparse", upgrade_layout=upgrade_sparse_layout)
         try:
-            self._dense = DenseMatrixStore(directory / "dense", dimension)
+            self._dense = DenseMatrixStore(directory / "dense", dimension, ann)
         except BaseException:
             self._sparse.close()
             raise
@@ -89,7 +91,7 @@ class EmbeddedIndex:
     def search_dense(
         self, vector: Vectors, search_filter: SearchFilter, limit: int
     ) -> list[ChannelHit]:
-        """Exact cosine top-k among the chunks the filter allows."""
+        """Cosine top-k among the chunks the filter allows (exact, or HNSW re-scored)."""
         return self._dense.search(vector, search_filter, limit)
 
     def search_sparse(
@@ -129,3 +131,14 @@ class EmbeddedIndex:
         """Release the BM25 writers and lock; the index can be reopened afterwards."""
         self._sparse.close()
         self._dense.close()
+
+    def sparse_term_stats(self, kb_id: str, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
+        """(documents, document frequency per term) of one kb's BM25 index, for idf weights."""
+        return self._sparse.term_stats(kb_id, terms)
+
+    def search_sparse_weighted(
+        self, terms: Sequence[tuple[str, float]], search_filter: SearchFilter, limit: int
+    ) -> list[ChannelHit]:
+        """BM25 top-k of (analyzer token, weight) pairs, e.g. a feedback-expanded query."""
+        with default_budget().cpu_call():
+            return self._sparse.search_weighted(terms, search_filter, limit)

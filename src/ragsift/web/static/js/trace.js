@@ -14,9 +14,11 @@ import "./strings/debug.js";
 // [trace key, catalogue key of its label]
 const SWITCHES = [
   ["rewrite", "debug.stage.rewrite"],
+  ["feedback", "debug.stage.feedback"],
   ["rerank", "debug.stage.rerank"],
   ["small2big", "debug.stage.small2big"],
   ["auto_merge", "debug.stage.auto_merge"],
+  ["consistency", "debug.stage.consistency"],
 ];
 const OTHER_STAGES = [
   ["tuned_fusion", "debug.stage.tuned_fusion"],
@@ -24,7 +26,7 @@ const OTHER_STAGES = [
   ["faq", "debug.stage.faq"],
 ];
 const STATUSES = new Set(["off", "applied", "skipped", "failed"]);
-const METHODS = new Set(["original", "step_back", "hyde", "expand"]);
+const METHODS = new Set(["original", "step_back", "hyde", "expand", "translation"]);
 
 /** The catalogue string for `key`, or `fallback` where the catalogue has none. */
 function known(key, fallback) {

@@ -127,6 +127,7 @@ register({
     "debug.method.step_back": "step back",
     "debug.method.hyde": "HyDE",
     "debug.method.expand": "expansion",
+    "debug.method.translation": "translation",
 
     "debug.stages.title": "Stages",
     "debug.stages.region": "Stages and why they ran",
@@ -139,6 +140,8 @@ register({
     "debug.stage.rerank": "rerank",
     "debug.stage.small2big": "Small2Big",
     "debug.stage.auto_merge": "auto-merge",
+    "debug.stage.consistency": "consistency re-scoring",
+    "debug.stage.feedback": "RM3 feedback",
     "debug.stage.tuned_fusion": "tuned fusion",
     "debug.stage.threshold": "min score",
     "debug.stage.faq": "FAQ",
@@ -306,6 +309,7 @@ register({
     "debug.method.step_back": "后退提问",
     "debug.method.hyde": "HyDE 假设文档",
     "debug.method.expand": "扩展",
+    "debug.method.translation": "翻译",
 
     "debug.stages.title": "检索阶段",
     "debug.stages.region": "各检索阶段及其原因",
@@ -318,6 +322,8 @@ register({
     "debug.stage.rerank": "重排序",
     "debug.stage.small2big": "Small2Big",
     "debug.stage.auto_merge": "自动合并",
+    "debug.stage.consistency": "一致性重打分",
+    "debug.stage.feedback": "RM3 伪相关反馈",
     "debug.stage.tuned_fusion": "调优融合",
     "debug.stage.threshold": "最低分数",
     "debug.stage.faq": "常见问题",
