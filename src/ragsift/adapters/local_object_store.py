@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import shutil
-import tempfile
 from pathlib import Path
 
+from ragsift.adapters.atomic_files import write_atomically
 from ragsift.domain.errors import NotFound
 
 logger = logging.getLogger(__name__)
@@ -44,18 +43,7 @@ class LocalObjectStore:
     def put(self, key: str, data: bytes) -> None:
         """Store `data` under `key`, replacing what was there; readers never see half a file."""
         path = self._path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, temp_name = tempfile.mkstemp(prefix=_TEMP_PREFIX, dir=path.parent)
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(temp_name, path)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(temp_name)
-            raise
+        write_atomically(path, data, prefix=_TEMP_PREFIX)
         logger.debug("stored %d bytes at %s", len(data), key)
 
     def get(self, key: str) -> bytes:

@@ -312,16 +312,8 @@ class TantivyBm25Store:
 
         SparseIndexBroken when the kb's index cannot be opened.
         """
-        if limit <= 0:
-            return []
-        restrictions = filter_clauses(self._schema, search_filter)
-        if restrictions is None:
-            return []
-        kb_id = search_filter.kb_id
-        kb = self._kb(kb_directory_name(kb_id), create=False, kb_id=kb_id)
-        if kb is None:
-            return []
-        return kb.search(query, restrictions, limit)
+        found = self._searchable(search_filter, limit)
+        return [] if found is None else found[0].search(query, found[1], limit)
 
     def search_weighted(
         self, terms: Sequence[tuple[str, float]], search_filter: SearchFilter, limit: int
@@ -331,16 +323,8 @@ class TantivyBm25Store:
         Terms are the kb analyzer's tokens (see `analyzer`) and become term queries boosted
         by their weight; nothing is parsed, so no text can act as query syntax.
         """
-        if limit <= 0:
-            return []
-        restrictions = filter_clauses(self._schema, search_filter)
-        if restrictions is None:
-            return []
-        kb_id = search_filter.kb_id
-        kb = self._kb(kb_directory_name(kb_id), create=False, kb_id=kb_id)
-        if kb is None:
-            return []
-        return kb.search_weighted(terms, restrictions, limit)
+        found = self._searchable(search_filter, limit)
+        return [] if found is None else found[0].search_weighted(terms, found[1], limit)
 
     def term_stats(self, kb_id: str, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
         """(documents, document frequency per term) of one kb's index, for idf weights."""
@@ -364,6 +348,19 @@ class TantivyBm25Store:
                 # else a kb whose first write never got as far as creating its index
             except OSError as exc:  # an unreadable directory
                 self._mark_broken(entry.name, f"{type(exc).__name__}: {exc}")
+
+    def _searchable(
+        self, search_filter: SearchFilter, limit: int
+    ) -> tuple[KbIndex, list[Query]] | None:
+        """The filter's kb index and its restrictions; None when nothing can match."""
+        if limit <= 0:
+            return None
+        restrictions = filter_clauses(self._schema, search_filter)
+        if restrictions is None:
+            return None
+        kb_id = search_filter.kb_id
+        kb = self._kb(kb_directory_name(kb_id), create=False, kb_id=kb_id)
+        return None if kb is None else (kb, restrictions)
 
     def _kb(self, name: str, *, create: bool, kb_id: str | None = None) -> KbIndex | None:
         """The open index of one kb directory; None when it does not exist and not `create`.

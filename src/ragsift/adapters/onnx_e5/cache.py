@@ -13,12 +13,13 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from ragsift.adapters import atomic_files
 
 logger = logging.getLogger(__name__)
 
@@ -70,18 +71,7 @@ def _load_cached(path: Path, source_digest: str, load: LoadSession) -> Any | Non
 
 def write_atomically(path: Path, data: bytes) -> None:
     """`data` to `path` through a temporary file in its folder and a rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
-        raise
+    atomic_files.write_atomically(path, data, prefix=path.name + ".", suffix=".tmp")
 
 
 def _remove_stale_temporaries(path: Path) -> None:
