@@ -38,7 +38,7 @@ from pathlib import Path
 
 import httpx
 import numpy as np
-from bench_server import free_port, healthy
+from bench_server import export_src, free_port, healthy
 from numpy.typing import NDArray
 from search_latency import build_vocabulary, make_text
 
@@ -276,19 +276,6 @@ def run(servers: list[Server], queries: Iterator[str], levels: list[int], second
                 results[(server.name, level)].add(part)
         loads[level] = (before, os.getloadavg()[0])
     return results, loads
-
-
-def export_src(revision: str, into: Path) -> Path:
-    """`revision`'s src under `into`, by git archive (the repository is only read)."""
-    import tarfile
-
-    archive = subprocess.run(["git", "archive", "--format=tar", revision, "src"], cwd=ROOT,
-                             check=True, capture_output=True).stdout
-    into.mkdir(parents=True)
-    (into / "src.tar").write_bytes(archive)
-    with tarfile.open(into / "src.tar") as tar:
-        tar.extractall(into, filter="data")
-    return into / "src"
 
 
 def verdict(ok: bool) -> str:

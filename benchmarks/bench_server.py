@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import socket
+import subprocess
+import tarfile
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 
 def free_port() -> int:
@@ -19,3 +22,16 @@ def healthy(url: str) -> bool:
             return int(response.status) == 200
     except (urllib.error.URLError, OSError):
         return False
+
+
+def export_src(revision: str, into: Path) -> Path:
+    """`revision`'s src under `into`, by git archive (the repository is only read)."""
+    root = Path(__file__).resolve().parent.parent
+    archive = subprocess.run(["git", "archive", "--format=tar", revision, "src"], cwd=root,
+                             check=True, capture_output=True).stdout
+    into.mkdir(parents=True)
+    (into / "src.tar").write_bytes(archive)
+    with tarfile.open(into / "src.tar") as tar:
+        tar.extractall(into, filter="data")
+    return into / "src"
+

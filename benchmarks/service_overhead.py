@@ -23,7 +23,6 @@ import platform
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from collections.abc import Callable
@@ -32,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from bench_server import export_src
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
@@ -165,17 +165,6 @@ def worker(kb_dir: Path, queries: int, seed: int) -> dict[str, Any]:
     return out
 
 
-def export(revision: str, into: Path) -> Path:
-    """The revision's `src` under `into` (git archive: the repository is only read)."""
-    archive = subprocess.run(["git", "archive", "--format=tar", revision, "src"], cwd=ROOT,
-                             check=True, capture_output=True).stdout
-    into.mkdir(parents=True)
-    (into / "src.tar").write_bytes(archive)
-    with tarfile.open(into / "src.tar") as tar:
-        tar.extractall(into, filter="data")
-    return into / "src"
-
-
 def run_side(src: Path, kb_dir: Path, queries: int, seed: int) -> dict[str, Any]:
     env = {**os.environ, "PYTHONPATH": f"{src}{os.pathsep}{BENCH}"}
     done = subprocess.run(
@@ -234,7 +223,7 @@ def main() -> None:
     build(args.kb_dir, args.chunks)
     with tempfile.TemporaryDirectory() as tmp:
         given = Path(args.baseline)
-        old = given if given.is_dir() else export(args.baseline, Path(tmp) / "old")
+        old = given if given.is_dir() else export_src(args.baseline, Path(tmp) / "old")
         sources = {args.baseline_name or args.baseline: old, "tree": ROOT / "src"}
         sides = list(sources)
         results: dict[str, list[dict[str, Any]]] = {side: [] for side in sides}
