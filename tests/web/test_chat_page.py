@@ -172,7 +172,7 @@ def test_deleting_the_current_conversation_opens_the_most_recent_one_then_a_draf
     assert browser.css("#kb").is_enabled() is False  # a conversation keeps its KB
     assert _conversation_ids(browser)[:2] == [newer, older]
 
-    browser.css(f'#conversation-list li[data-conversation-id="{newer}"] .delete').click()
+    browser.click(f'#conversation-list li[data-conversation-id="{newer}"] .delete')
     assert "second stored question" in browser.accept_confirm()
 
     browser.wait(lambda d: newer not in _conversation_ids(browser), 10)
@@ -182,7 +182,7 @@ def test_deleting_the_current_conversation_opens_the_most_recent_one_then_a_draf
     assert live_server.client.get(f"/api/conversations/{newer}").status_code == 404
 
     for remaining in _conversation_ids(browser):
-        browser.css(f'#conversation-list li[data-conversation-id="{remaining}"] .delete').click()
+        browser.click(f'#conversation-list li[data-conversation-id="{remaining}"] .delete')
         browser.accept_confirm()
         browser.wait(lambda d, gone=remaining: gone not in _conversation_ids(browser), 10)
 

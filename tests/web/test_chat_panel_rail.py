@@ -409,9 +409,9 @@ def test_panel_and_rail_speak_chinese_and_rerender_on_a_language_switch(
     assert browser.css("#new-chat").accessible_name == "新对话"
     assert browser.css("#rail-toggle").accessible_name == "对话侧边栏"
     assert browser.css("#chat-side").get_attribute("aria-label") == "对话"
-    row = browser.css(f'#conversation-list li[data-conversation-id="{conversation_id}"]')
-    assert "1 轮" in row.find_element("css selector", ".meta").text
-    assert row.find_element("css selector", ".delete").accessible_name == (
+    row = f'#conversation-list li[data-conversation-id="{conversation_id}"]'
+    assert "1 轮" in browser.wait(lambda d: browser.css(f"{row} .meta").text, 10)
+    assert browser.wait(lambda d: browser.css(f"{row} .delete").accessible_name, 10) == (
         "删除对话：Chinese rail question")
     _open_citation(browser)
     panel = browser.css("#evidence-panel")

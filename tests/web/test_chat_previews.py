@@ -164,7 +164,7 @@ def test_an_answers_image_loads_with_the_key_helper_and_shows_again_when_restore
     assert (restored["asset"], restored["width"]) == (asset["id"], 200)
 
     browser.css("#new-chat").click()
-    browser.css(f'#conversation-list li[data-conversation-id="{conversation_id}"] .open').click()
+    browser.click(f'#conversation-list li[data-conversation-id="{conversation_id}"] .open')
     [again] = _loaded_images(browser, "article.turn .markdown img")
     assert browser.console_errors() == []
     # the turn shown before was removed: its object URL is revoked, the new one is alive

@@ -255,7 +255,7 @@ def test_stop_ends_the_generating_state_and_switching_away_keeps_the_answer_runn
     assert llm_server.last("stream")["outcome"] == "streaming"
     browser.screenshot(shot)
     _open_side(browser, size)
-    browser.css(f'#conversation-list li[data-conversation-id="{conversation_id}"] .open').click()
+    browser.click(f'#conversation-list li[data-conversation-id="{conversation_id}"] .open')
 
     turn = _wait_done(browser, 30)
     assert turn.find_element("css selector", ".markdown").text.endswith("more")

@@ -197,14 +197,28 @@ class Browser:
 
     def wait(self, condition: Callable[[Any], T], timeout_s: float = 60,
              message: str = "") -> T:
+        from selenium.common.exceptions import StaleElementReferenceException
         from selenium.webdriver.support.ui import WebDriverWait
 
-        return WebDriverWait(self.driver, timeout_s, poll_frequency=0.1).until(
-            condition, message
-        )
+        # A condition that met a re-rendered element is asked again, not failed.
+        return WebDriverWait(
+            self.driver, timeout_s, poll_frequency=0.1,
+            ignored_exceptions=(StaleElementReferenceException,),
+        ).until(condition, message)
 
     def css(self, selector: str) -> Any:
         return self.driver.find_element("css selector", selector)
+
+    def click(self, selector: str, timeout_s: float = 10) -> None:
+        """Find and click in one step, again if the element was re-rendered in between.
+
+        Lists such as the conversation list re-render when a fetch completes, so an element
+        found a moment earlier can be stale by the time it is clicked.
+        """
+        def clicked(driver: Any) -> bool:
+            driver.find_element("css selector", selector).click()
+            return True
+        self.wait(clicked, timeout_s, f"{selector} kept going stale")
 
     def all(self, selector: str) -> list[Any]:
         found: list[Any] = self.driver.find_elements("css selector", selector)
