@@ -167,3 +167,38 @@ def test_reindex_reparses_the_kb_and_names_an_unknown_document(tmp_path: Path) -
     unknown = ragsift(data_dir, "reindex", "--kb", "docs", "--doc-id", "nope")
     assert unknown.returncode == 2
     assert "'nope' is not in knowledge base 'docs'" in unknown.stderr
+
+
+def test_fill_second_dense_encodes_the_chunks_indexed_before_the_channel_was_on(
+    tmp_path: Path,
+) -> None:
+    data_dir = tmp_path / "data"
+    container = build(Settings(data_dir=data_dir, second_dense="off"))
+    try:
+        kb = container.ingestion.ensure_kb("docs")
+        for name, data in (("hotels.md", HOTELS), ("leave.md", LEAVE)):
+            container.ingestion.ingest_bytes(kb, name, data)
+    finally:
+        container.close()
+    english = SearchRequest(query="How many days of paid annual leave per year?", kb_id=kb.id,
+                            second_dense=True, small2big=False, run_faq=False)
+
+    def second_channel_hits() -> int:
+        after = build(Settings(data_dir=data_dir, second_dense="use"))
+        try:
+            trace = asyncio.run(after.retrieval.search(english)).trace
+            return sum(run.candidates for run in trace.channels if run.channel == "second_dense")
+        finally:
+            after.close()
+
+    assert second_channel_hits() == 0  # nothing of the KB is in the channel yet
+    env_use = {"RAGSIFT_SECOND_DENSE": "use"}
+    first = ragsift(data_dir, "fill-second-dense", "--kb", "docs", "--json", env=env_use)
+    assert first.returncode == 0, first.stderr
+    filled = json.loads(first.stdout)[0]["filled"]
+    assert filled > 0
+    assert second_channel_hits() == filled  # every child chunk, found by the channel
+    again = ragsift(data_dir, "fill-second-dense", "--json", env=env_use)
+    assert json.loads(again.stdout) == [{"kb": "docs", "filled": 0}]  # nothing twice
+    off = ragsift(data_dir, "fill-second-dense", env={"RAGSIFT_SECOND_DENSE": "off"})
+    assert off.returncode != 0 and "no second dense channel" in off.stderr

@@ -28,6 +28,7 @@ from ragsift.ports import (
     QueryRewriter,
     Reranker,
     SearchIndex,
+    TextEncoder,
 )
 from ragsift.retrieval.consistency_stage import ConsistencyStage
 from ragsift.retrieval.service import Observer, RetrievalService
@@ -113,7 +114,11 @@ def build_search_index(
         return EmbeddedIndex(
             settings.data_dir / directory, dimension=dimension,
             upgrade_sparse_layout=upgrade_sparse_layout, ann=ann_settings(settings),
+            second=second_dense_encoder(settings) if kind == "chunks" else None,
         )
+    if settings.second_dense == "use":
+        raise ValueError("RAGSIFT_SECOND_DENSE=use needs the embedded index; the Milvus index "
+                         "(RAGSIFT_INDEX_URI) has no second dense channel")
     from ragsift.adapters.milvus import MilvusIndex
 
     return MilvusIndex(
@@ -124,6 +129,19 @@ def build_search_index(
         consistency=settings.index_consistency,
         timeout_s=settings.http_timeout_s,
     )
+
+
+def second_dense_encoder(settings: Settings) -> TextEncoder | None:
+    """USE multilingual for the embedded index's second dense channel (RAGSIFT_SECOND_DENSE):
+    auto = when the `use` extra is installed; use = required (an error without it)."""
+    from ragsift.adapters.use_encoder import UseEncoder, use_available
+
+    if settings.second_dense == "off":
+        return None
+    if settings.second_dense == "auto" and not use_available():
+        logger.info("no second dense channel: the `use` extra is not installed")
+        return None
+    return UseEncoder()
 
 
 def ann_settings(settings: Settings) -> AnnSettings:

@@ -24,7 +24,7 @@ from ragsift.cli_eval import eval_command
 from ragsift.cli_faq import faq_app
 from ragsift.cli_files import ingest, sync
 from ragsift.cli_keys import audit, keys_app
-from ragsift.cli_maintenance import rebuild_sparse, reindex
+from ragsift.cli_maintenance import fill_second_dense, rebuild_sparse, reindex
 from ragsift.cli_mcp import mcp as mcp_command
 from ragsift.cli_remote import ApiKeyOpt, ServerOpt
 from ragsift.cli_render import render_faq, render_hits, render_scores, render_trace
@@ -64,6 +64,7 @@ app.command("tune")(tune_command)
 app.command("eval")(eval_command)
 app.command()(serve)
 app.command("rebuild-sparse")(rebuild_sparse)
+app.command("fill-second-dense")(fill_second_dense)
 app.command()(reindex)
 app.command()(worker)
 app.command("mcp")(mcp_command)

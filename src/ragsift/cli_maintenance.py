@@ -89,6 +89,28 @@ def rebuild_sparse(kb: OptionalKb = None, data_dir: DataDir = None,
         out.print("no knowledge bases")
 
 
+def fill_second_dense(kb: OptionalKb = None, data_dir: DataDir = None,
+                      as_json: JsonFlag = False) -> None:
+    """Encode the chunks the second dense channel (USE) lacks: those indexed before it was on.
+
+    Nothing else is re-embedded or re-parsed; searches go on meanwhile; safe to run again.
+    """
+    from ragsift.bootstrap import build_maintenance
+
+    with open_container(data_dir) as container:
+        maintenance = build_maintenance(container)
+        kbs = (container.repository.list_kbs() if kb is None
+               else [_kb_named_or_id(container, kb)])
+        filled = {k.name: maintenance.fill_second_dense(k) for k in kbs}
+    if as_json:
+        echo_json([{"kb": name, "filled": count} for name, count in filled.items()])
+        return
+    for name, count in filled.items():
+        out.print(f"{name}: {count} chunks added to the second dense channel")
+    if not filled:
+        out.print("no knowledge bases")
+
+
 def _report_json(report: SparseRebuildReport) -> dict[str, object]:
     return {"kb_id": report.kb_id, "kb": report.kb_name, "chunks": report.chunks,
             "faq_entries": report.faq_entries}

@@ -419,6 +419,22 @@ class Settings(BaseSettings):
     cross_lingual_ttl_s: float = Field(
         default=600.0, ge=0, description="how long a KB's sampled script share is reused"
     )
+    # the second dense channel (USE multilingual, the `use` extra): the embedded index encodes
+    # every chunk with it too (~+5% of e5's ingest CPU); searched for the queries chosen below
+    second_dense: Literal["auto", "use", "off"] = Field(
+        default="auto", description="a second dense channel in the embedded index: auto = USE "
+        "multilingual when the `use` extra is installed; use = required; off",
+    )
+    second_dense_queries: Literal["cross-lingual", "all"] = Field(
+        default="cross-lingual", description="which queries search it: those whose script "
+        "covers little of the KB (RAGSIFT_CROSS_LINGUAL_MIN_SHARE), or all",
+    )
+    second_dense_weight: float = Field(
+        default=1.0, ge=0, description="its fusion weight for a cross-lingual query"
+    )
+    second_dense_all_weight: float = Field(
+        default=0.2, ge=0, description="its fusion weight for other queries (with `all`)"
+    )
 
     # chat (the same OpenAI-compatible server, streaming; extractive answers without one)
     chat_model: str | None = Field(

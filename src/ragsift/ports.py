@@ -47,7 +47,9 @@ class Tokenizer(Protocol):
         ...
 
 
-class Embedder(Tokenizer, Protocol):
+class TextEncoder(Protocol):
+    """Texts to unit vectors: the e5 embedder, and the second dense channel's model."""
+
     @property
     def model_id(self) -> str: ...
 
@@ -61,6 +63,10 @@ class Embedder(Tokenizer, Protocol):
     def embed_query(self, text: str) -> Vectors:
         """One unit-length float32 vector."""
         ...
+
+
+class Embedder(Tokenizer, TextEncoder, Protocol):
+    """The embedder of chunks and queries (its tokens bound chunk sizes)."""
 
 
 class QueryRewriter(Protocol):

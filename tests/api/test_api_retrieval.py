@@ -63,8 +63,10 @@ def test_explain_returns_results_faq_and_the_trace(
     assert body["results"][0]["document_id"] == ids["leave.md"]
     trace = body["trace"]
     assert trace["kb_id"] == kb_id and trace["mode"] == "hybrid"
-    assert {run["list_name"] for run in trace["channels"]} == {"dense:original",
-                                                               "sparse:original"}
+    # two of the three documents are English: a Chinese query is cross-lingual here, so the
+    # second dense channel (USE) is searched too
+    assert {run["list_name"] for run in trace["channels"]} == {
+        "dense:original", "sparse:original", "second_dense:original"}
     assert {"channels", "fusion", "ready_check", "total"} <= set(trace["timings_ms"])
     assert trace["returned_count"] == len(body["results"])
 

@@ -30,13 +30,15 @@ def test_eval_json_reports_every_configuration_and_the_stages_that_ran(
     assert report["queries"] == {"loaded": 3, "judged": 3}
     assert [c["name"] for c in report["configs"]] == [
         "dense", "sparse", "hybrid-rrf", "hybrid-weighted", "hybrid-zscore",
-        "hybrid-zscore-no-auto-merge", "hybrid-zscore-consistency"]
+        "hybrid-zscore-no-auto-merge", "hybrid-zscore-consistency",
+        "hybrid-zscore-second-dense"]
     for config in report["configs"]:
         assert 0.0 <= config["metrics"]["ndcg@10"] <= 1.0
         assert config["latency_ms"]["p50"] > 0 and config["queries_scored"] == 3
     assert report["stages"]["rerank"] == "off (--disable-rerank)"
     assert report["stages"]["rewrite"] == "off: no rewriter configured"
     assert report["stages"]["parent_expansion"].startswith("auto-merge on")
+    assert report["stages"]["second_dense"].startswith("on: searched for the queries")
     assert report["index"]["built"] == 8
     assert Path(report["run_files"]["hybrid-rrf"]) == tmp_path / "run.hybrid-rrf.trec"
     first = (tmp_path / "run.dense.trec").read_text("utf-8").splitlines()[0].split()

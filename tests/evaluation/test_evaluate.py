@@ -51,7 +51,7 @@ def test_ablation_builds_the_kb_and_scores_four_configurations(
     _, report, misses = first_run
     assert [r.config.name for r in report.results] == [
         "dense", "sparse", "hybrid-rrf", "hybrid-weighted", "hybrid-zscore",
-        "hybrid-zscore-consistency"]
+        "hybrid-zscore-consistency", "hybrid-zscore-second-dense"]
     assert report.index.built == 8 and report.index.chunks_built == 8
     assert misses == 8 and report.embedder.embedded == 8
     assert report.embedder.alone_per_s is not None and report.embedder.alone_per_s > 0

@@ -91,8 +91,8 @@ def test_a_live_kb_is_scored_on_documents_and_chunks_and_left_unchanged(
     assert (report.queries_loaded, report.queries_judged) == (5, 5)
     assert [r.config.name for r in report.results] == [
         "dense", "sparse", "hybrid-rrf", "hybrid-weighted", "hybrid-zscore",
-        "hybrid-zscore-consistency"]
-    hybrid = report.results[-2]
+        "hybrid-zscore-consistency", "hybrid-zscore-second-dense"]
+    hybrid = report.results[-3]
     # five distinct topics: the relevant document leads nearly every list
     assert hybrid.means["mrr@10"] >= 0.8
     assert set(hybrid.chunk_per_query) == {"q1"}
@@ -139,12 +139,13 @@ def test_a_stored_tuned_fusion_runs_and_is_stated_only_when_switched_on(
     on = _run(handbook, labels, EvalOptions(ablation=True), use_tuned_fusion=True)
     assert on.fusion is not None and on.fusion.source == "tuned"
     assert on.fusion.line().startswith("fusion: tuned for this KB (weighted w=1/0 channel_k=20")
-    # the consistency run of the ablation is a copy of the headline (tuned) configuration
-    assert [r.config.name for r in on.results[-2:]] == ["hybrid-tuned",
-                                                        "hybrid-tuned-consistency"]
+    # the consistency and second-dense runs of the ablation are copies of the headline
+    # (tuned) configuration
+    assert [r.config.name for r in on.results[-3:]] == [
+        "hybrid-tuned", "hybrid-tuned-consistency", "hybrid-tuned-second-dense"]
     # the service's own trace: the fit ran for every tuned query and for no other, though
     # RAGSIFT_USE_TUNED_FUSION is on for all of them
-    assert [r.tuned_applied for r in on.results] == [0, 0, 0, 0, 0, 5, 5]
+    assert [r.tuned_applied for r in on.results] == [0, 0, 0, 0, 0, 5, 5, 5]
     assert to_json(on)["configs"][4]["fusion_source"] == "default"
     off = _run(handbook, labels, EvalOptions())
     assert off.fusion is not None and off.fusion.source == "default"

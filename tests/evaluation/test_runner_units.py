@@ -154,3 +154,18 @@ def test_an_eval_request_names_the_consistency_switch_either_way() -> None:
 def test_chunked_and_whole_passage_corpora_live_in_different_knowledge_bases() -> None:
     assert kb_name("scifact", chunk=False) == "eval-scifact"
     assert kb_name("scifact", chunk=True) == "eval-scifact-chunked"
+
+
+def test_the_ablation_searches_the_second_dense_channel_for_every_query_where_there_is_one(
+) -> None:
+    configs = ablation_configs(configs_for("hybrid", None, ablation=True),
+                               StageSwitches(False, False, False, second_dense=True),
+                               ablation=True)
+    assert configs[-1].name == "hybrid-zscore-second-dense" and configs[-1].second_dense
+    assert all(c.second_dense is None for c in configs[:-1])  # the settings' policy
+    without = ablation_configs(configs_for("hybrid", None, ablation=True),
+                               StageSwitches(False, False, False), ablation=True)
+    assert "hybrid-zscore-second-dense" not in [c.name for c in without]
+    runner = EvalRunner(cast(RetrievalService, None), "kb", {}, ks=(10,), channel_k=100)
+    assert runner.request(configs[-1], "q").second_dense is True
+    assert runner.request(configs[0], "q").second_dense is None

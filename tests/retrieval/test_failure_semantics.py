@@ -294,3 +294,41 @@ def test_cancelling_while_the_rewriter_stalls_propagates_at_once_without_a_degra
     assert in_all < 0.9  # ... long before the rewriter could time out (1 s) or answer (3 s)
     assert llm_server.last("chat")["body"]["messages"][-1]["content"] == QUERY
     assert not [r for r in caplog.records if "rewrite failed" in r.getMessage()]
+
+
+# --- the second dense channel (USE) fails, or is what is left ------------------------------
+
+
+def broken_second(*_: object) -> NoReturn:
+    raise RuntimeError("second dense store is unreadable")
+
+
+def test_a_failing_second_dense_channel_degrades_to_e5_and_bm25(
+    stack: Container, kb: KnowledgeBase, llm_server: LLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    without = search(stack.retrieval, kb, **QUIET)  # second_dense=False
+    monkeypatch.setattr(stack.index, "search_second_dense", broken_second)
+    result = search(stack.retrieval, kb, **{**QUIET, "second_dense": True})
+    (degradation,) = result.trace.degradations
+    assert degradation.code == "second_dense_retrieval_failed"
+    assert degradation.reason == (
+        "second_dense:original: RuntimeError: second dense store is unreadable")
+    runs = {c.list_name: c for c in result.trace.channels}
+    assert runs["second_dense:original"].error == degradation.reason
+    assert ranking(result) == ranking(without)  # the two lists left fuse as before
+
+
+def test_with_e5_and_bm25_failing_the_second_dense_channel_still_answers_and_says_so(
+    stack: Container, kb: KnowledgeBase, llm_server: LLMServer, service_with: ServiceFactory,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    service = service_with(embedder=unreachable_embedder(stack))
+    monkeypatch.setattr(stack.index, "search_sparse", broken_sparse)
+    result = search(service, kb, **{**QUIET, "second_dense": True})
+    assert {d.code for d in result.trace.degradations} == {
+        "dense_retrieval_failed", "sparse_retrieval_failed"}
+    assert result.hits and all(
+        h.retrieval_sources == ("second_dense:original",) for h in result.hits)
+    monkeypatch.setattr(stack.index, "search_second_dense", broken_second)
+    with pytest.raises(RetrievalUnavailable, match="second dense store is unreadable"):
+        search(service, kb, **{**QUIET, "second_dense": True})

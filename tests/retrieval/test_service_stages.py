@@ -26,7 +26,8 @@ from support.llm_server import overlap_scores
 def test_the_rewrite_is_searched_as_its_own_lists_next_to_the_original(
     stack: Container, kb: KnowledgeBase, llm_server: LLMServer
 ) -> None:
-    result = search(stack.retrieval, kb, "hotel limit per night", rerank=False)
+    result = search(stack.retrieval, kb, "hotel limit per night", rerank=False,
+                    second_dense=False)
     trace = result.trace
     assert [(v.text, v.method) for v in trace.variants] == [
         ("hotel limit per night", "original"), ("hotel limit per night overview", "expand"),
@@ -58,7 +59,7 @@ def test_a_rewrite_that_drops_a_number_or_code_is_discarded_with_the_reason(
     dropped: str,
 ) -> None:
     llm_server.control(chat={"content": json.dumps({"method": "expand", "text": rewrite})})
-    result = search(stack.retrieval, kb, query, rerank=False)
+    result = search(stack.retrieval, kb, query, rerank=False, second_dense=False)
     trace = result.trace
     assert trace.rewrite.status == "skipped"
     assert trace.rewrite.reason == f"the rewrite dropped {dropped}"

@@ -135,6 +135,10 @@ class SearchBody(Body):
     feedback: bool | None = Field(
         default=None, description="RM3 expansion of the BM25 query from the top hits"
     )
+    second_dense: bool | None = Field(
+        default=None, description="search the second dense channel (USE multilingual); "
+        "default: only for a query in a script little of the KB is written in",
+    )
     min_score: float | None = Field(default=None, ge=-1e6, le=1e6)
     run_doc: bool | None = None
     run_faq: bool | None = None

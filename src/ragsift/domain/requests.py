@@ -32,6 +32,8 @@ class SearchRequest(BaseModel):
     auto_merge: bool | None = None
     consistency: bool | None = None  # the consistency re-scoring (RAGSIFT_CONSISTENCY_RESCORING)
     feedback: bool | None = None  # RM3 feedback for the BM25 query (RAGSIFT_PRF_RM3)
+    # the second dense channel (USE): None = RAGSIFT_SECOND_DENSE_QUERIES decides per query
+    second_dense: bool | None = None
     min_score: float | None = None
     run_doc: bool | None = None
     run_faq: bool | None = None

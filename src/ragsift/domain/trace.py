@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 DegradationCode = Literal[
     "dense_retrieval_failed",
     "sparse_retrieval_failed",
+    "second_dense_retrieval_failed",
     "rewrite_failed",
     "rerank_failed",
     "expansion_failed",
@@ -39,7 +40,8 @@ class ChannelRun(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     list_name: str
-    channel: Literal["dense", "sparse"]
+    # second_dense: the second model's channel (USE), for cross-lingual queries by default
+    channel: Literal["dense", "sparse", "second_dense"]
     variant: str
     candidates: int
     latency_ms: float

@@ -42,6 +42,7 @@ class RunConfig:
     rerank: bool = False
     auto_merge: bool = False
     consistency: bool = False  # the consistency re-scoring (asked for explicitly, on or off)
+    second_dense: bool | None = None  # the second dense channel; None: the settings' policy
     tuned: bool = False  # search with the KB's tuned fusion: method, weights, width, RRF k
     fusion_source: FusionSource | None = None  # None: a single channel, nothing is fused
 
@@ -182,6 +183,7 @@ class EvalRunner:
             top_k=self._depth, candidate_k=candidate_k, channel_k=channel_k,
             tuned_fusion=config.tuned, rewrite=config.rewrite, rerank=config.rerank,
             auto_merge=config.auto_merge, consistency=config.consistency,
+            second_dense=config.second_dense,
             small2big=False,  # context never changes the ranking
             kb_version=self._kb_version,
         )

@@ -25,6 +25,7 @@ from ragsift.evaluation.runner import (
     configs_for,
 )
 from ragsift.ingestion.chunking import Chunker
+from ragsift.retrieval.channels import second_dense_of
 
 logger = logging.getLogger(__name__)
 
@@ -54,6 +55,7 @@ class StageSwitches:
     rerank: bool
     auto_merge: bool
     consistency: bool = False  # RAGSIFT_CONSISTENCY_RESCORING
+    second_dense: bool = False  # the index has a second dense channel (RAGSIFT_SECOND_DENSE)
 
 
 def stage_switches(settings: Settings, options: EvalOptions) -> StageSwitches:
@@ -76,8 +78,10 @@ def stage_notes(switches: StageSwitches, options: EvalOptions) -> dict[str, str]
                  else "off: hits are the indexed chunks")
     consistency = ("on (RAGSIFT_CONSISTENCY_RESCORING)" if switches.consistency
                    else "off (RAGSIFT_CONSISTENCY_RESCORING)")
+    second = ("on: searched for the queries RAGSIFT_SECOND_DENSE_QUERIES names"
+              if switches.second_dense else "none (RAGSIFT_SECOND_DENSE, the `use` extra)")
     return {"rewrite": rewrite, "rerank": rerank, "parent_expansion": expansion,
-            "consistency": consistency}
+            "consistency": consistency, "second_dense": second}
 
 
 def ablation_configs(
@@ -106,6 +110,8 @@ def ablation_configs(
         extra.append(replace(base, name=f"{base.name}-no-consistency", consistency=False))
     else:
         extra.append(replace(base, name=f"{base.name}-consistency", consistency=True))
+    if switches.second_dense:  # searched for every query (by default only cross-lingual ones)
+        extra.append(replace(base, name=f"{base.name}-second-dense", second_dense=True))
     return on + tuple(extra)
 
 
@@ -176,6 +182,8 @@ def run_configs(
     tuned = container.repository.get_tuned_fusion(kb_id)
     in_effect = settings.use_tuned_fusion and tuned is not None
     switches = stage_switches(settings, options)
+    if second_dense_of(container.index) is not None:
+        switches = replace(switches, second_dense=True)
     configs = ablation_configs(
         configs_for(options.mode, options.fusion, options.ablation, settings.fusion, in_effect),
         switches, options.ablation,

@@ -103,6 +103,27 @@ class MaintenanceService:
                     len(entries))
         return SparseRebuildReport(kb.id, kb.name, chunks, len(entries))
 
+    def fill_second_dense(self, kb: KnowledgeBase, batch: int = 512) -> int:
+        """Give the second dense channel the KB's chunks it lacks (indexed before it was on);
+        returns how many were encoded. Nothing else is re-embedded or re-parsed."""
+        fill = getattr(self._index, "fill_second_dense", None)
+        if fill is None or getattr(self._index, "second_dense_model", None) is None:
+            raise InvalidInput("this index has no second dense channel (RAGSIFT_SECOND_DENSE "
+                               "and the `use` extra; the Milvus index has none)")
+        filled, pending = 0, []
+        for document in self._repository.list_documents(kb.id):
+            if document.status == DocumentStatus.DELETING:
+                continue
+            children = [chunk for chunk in self._repository.list_chunks(document.id)
+                        if chunk.level == CHILD_LEVEL]
+            pending.extend(index_records(document, children))
+            if len(pending) >= batch:
+                filled += fill(pending)
+                pending = []
+        filled += fill(pending) if pending else 0
+        logger.info("second dense channel of kb %s: %d chunks filled", kb.name, filled)
+        return filled
+
     def sparse_upgrade_pending(self) -> bool:
         """Whether an outdated BM25 layout waits for every KB to be rebuilt."""
         return any(

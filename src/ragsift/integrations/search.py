@@ -38,8 +38,8 @@ Content = Literal["context", "chunk"]
 OPTION_FIELDS = (
     "mode", "top_k", "candidate_k", "channel_k", "fusion", "rrf_k", "dense_weight",
     "sparse_weight", "tuned_fusion", "rewrite", "rerank", "small2big", "auto_merge", "min_score",
-    "consistency", "feedback", "document_ids", "sources", "tenant_ids", "dataset_ids",
-    "visibilities", "roles", "kb_version",
+    "consistency", "feedback", "second_dense", "document_ids", "sources", "tenant_ids",
+    "dataset_ids", "visibilities", "roles", "kb_version",
 )
 
 # what LlamaIndex shows the chat model of each node besides its text
@@ -92,6 +92,8 @@ class RagsiftSearch(BaseModel):
     min_score: float | None = None
     consistency: bool | None = Field(default=None, description="number/entity re-scoring")
     feedback: bool | None = Field(default=None, description="RM3 feedback for the BM25 query")
+    second_dense: bool | None = Field(
+        default=None, description="the second dense channel (default: cross-lingual queries)")
     document_ids: list[str] | None = Field(default=None, description="a whitelist of documents")
     sources: list[str] | None = None
     tenant_ids: list[str] | None = None

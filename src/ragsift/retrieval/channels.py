@@ -7,6 +7,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
 
 from ragsift.domain.filters import SearchFilter
 from ragsift.domain.requests import Mode
@@ -35,19 +36,47 @@ async def _timed(run: Callable[[], Awaitable[list[ChannelHit]]]) -> tuple[list[C
     return hits, _ms(start)
 
 
+@runtime_checkable
+class SecondDenseIndex(Protocol):
+    """An index with a second dense channel that encodes the query itself (the embedded one)."""
+
+    @property
+    def second_dense_model(self) -> str | None: ...
+
+    def search_second_dense(
+        self, query: str, search_filter: SearchFilter, limit: int
+    ) -> list[ChannelHit]: ...
+
+
+def second_dense_of(index: object) -> SecondDenseIndex | None:
+    """`index` when it has a second dense channel switched on, else None."""
+    if isinstance(index, SecondDenseIndex) and index.second_dense_model is not None:
+        return index
+    return None
+
+
+Job = Callable[[], Awaitable[list[ChannelHit]]]
+
+
 class ChannelRunner:
-    """Dense (embed the variant, cosine search) and sparse (BM25) for each variant."""
+    """Dense (embed the variant, cosine search) and sparse (BM25) for each variant, and the
+    second dense channel for the variants asked for (when the index has one)."""
 
     def __init__(self, index: SearchIndex, embedder: Embedder) -> None:
         self._index = index
         self._embedder = embedder
+        self._second = second_dense_of(index)
+
+    @property
+    def has_second_dense(self) -> bool:
+        return self._second is not None
 
     async def run(
         self, variants: Sequence[tuple[str, str]], search_filter: SearchFilter, mode: Mode,
         limit: int,
     ) -> ChannelOutcome:
         """`variants` are (label, text) pairs; lists are named `channel:label`."""
-        jobs: list[tuple[str, str, RetryTally, Callable[[], Awaitable[list[ChannelHit]]]]] = []
+        jobs: list[tuple[str, str, RetryTally, Job]] = []
         for label, text in variants:
             if mode in ("dense", "hybrid"):
                 tally = RetryTally()  # retries of this variant's query embedding
@@ -57,6 +86,18 @@ class ChannelRunner:
             if mode in ("sparse", "hybrid"):
                 jobs.append(("sparse", label, RetryTally(),
                              self._sparse_job(text, search_filter, limit)))
+        return await self._gather(jobs)
+
+    async def run_second_dense(
+        self, label: str, text: str, search_filter: SearchFilter, limit: int
+    ) -> ChannelOutcome:
+        """The second dense channel for one variant (`second_dense:label`); none without one."""
+        if self._second is None:
+            return ChannelOutcome([], [], [])
+        return await self._gather([("second_dense", label, RetryTally(),
+                                    self._second_job(self._second, text, search_filter, limit))])
+
+    async def _gather(self, jobs: list[tuple[str, str, RetryTally, Job]]) -> ChannelOutcome:
         outcomes = await asyncio.gather(*(_timed(job) for *_, job in jobs), return_exceptions=True)
         result = ChannelOutcome([], [], [])
         for (channel, label, tally, _), outcome in zip(jobs, outcomes, strict=True):
@@ -91,6 +132,15 @@ class ChannelRunner:
             with counting_retries(tally):
                 vector = await asyncio.to_thread(self._embedder.embed_query, text)
             return await asyncio.to_thread(self._index.search_dense, vector, search_filter, limit)
+
+        return job
+
+    @staticmethod
+    def _second_job(
+        index: SecondDenseIndex, text: str, search_filter: SearchFilter, limit: int
+    ) -> Job:
+        def job() -> Awaitable[list[ChannelHit]]:
+            return asyncio.to_thread(index.search_second_dense, text, search_filter, limit)
 
         return job
 

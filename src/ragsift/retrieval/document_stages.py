@@ -5,17 +5,16 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from ragsift.domain.assets import Asset, AssetRef
-from ragsift.domain.errors import RetrievalUnavailable
 from ragsift.domain.filters import SearchFilter, valid_at
 from ragsift.domain.requests import SearchRequest
-from ragsift.domain.results import FusedHit, RankedList, RetrievalHit
-from ragsift.domain.trace import ChannelRun, Degradation, QueryVariant, StageTrace
+from ragsift.domain.results import FusedHit, RetrievalHit
+from ragsift.domain.trace import Degradation, StageTrace
 from ragsift.domain.trusted import TrustedBuilder
-from ragsift.ports import QueryRewriter, Repository, Reranker, Tokenizer, VersionReader
+from ragsift.ports import Repository, Reranker, Tokenizer, VersionReader
 from ragsift.retrieval.auto_merge import auto_merge, candidate
 from ragsift.retrieval.candidates import (
     Candidate,
@@ -23,17 +22,13 @@ from ragsift.retrieval.candidates import (
     StageContext,
     off,
 )
-from ragsift.retrieval.channels import ChannelRunner
-from ragsift.retrieval.cross_lingual import CrossLingual
 from ragsift.retrieval.expansion import Expansion, plan_expansion
 from ragsift.retrieval.options import Options
 from ragsift.retrieval.scope import ScopeDecision, compile_filter, resolve_whitelist
 from ragsift.retrieval.stages import (
     RerankLimits,
-    RewriteOutcome,
     check_rerank_query,
     rerank_stage,
-    rewrite_stage,
 )
 
 
@@ -67,80 +62,6 @@ class ScopeStage:
         if decision.allowed is not None and not decision.allowed:
             return ScopeOutcome(decision, None)
         return ScopeOutcome(decision, compile_filter(request, decision.allowed, version))
-
-
-@dataclass(frozen=True, slots=True)
-class Retrieved:
-    """Every (variant x channel) list, its runs and the rewrite that added variants."""
-
-    variants: tuple[QueryVariant, ...]
-    lists: tuple[RankedList, ...]
-    runs: tuple[ChannelRun, ...]
-    degradations: tuple[Degradation, ...]
-    rewrite: RewriteOutcome
-    timings: tuple[tuple[str, float], ...]  # "rewrite" (when it was on), "channels"
-
-
-# (kb_id, query) -> the cross-lingual decision for the rewrite stage (None: not consulted)
-CrossLingualDecider = Callable[[str, str], Awaitable[CrossLingual | None]]
-
-
-class ChannelStage:
-    """The original query's channels while the rewriter thinks, then the rewrite's channels."""
-
-    def __init__(
-        self, channels: ChannelRunner, rewriter: QueryRewriter | None, max_rewrite_chars: int,
-        cross_lingual: CrossLingualDecider | None = None,
-    ) -> None:
-        """`cross_lingual`: asked per search whether the one variant is a translation."""
-        if max_rewrite_chars <= 0:
-            raise ValueError(f"max_rewrite_chars must be positive, got {max_rewrite_chars}")
-        self._channels = channels
-        self._rewriter = rewriter
-        self._max_rewrite_chars = max_rewrite_chars
-        self._cross_lingual = cross_lingual
-
-    async def run(self, query: str, search_filter: SearchFilter, options: Options) -> Retrieved:
-        """RetrievalUnavailable when every channel failed."""
-        stage = time.perf_counter()
-        timings: list[tuple[str, float]] = []
-        original = asyncio.create_task(self._channels.run(
-            [("original", query)], search_filter, options.mode, options.channel_k
-        ))
-        try:
-            cross = None if self._cross_lingual is None else await self._cross_lingual(
-                search_filter.kb_id, query
-            )
-            rewrite = await rewrite_stage(
-                self._rewriter, options.switches.rewrite, query, self._max_rewrite_chars, cross
-            )
-        except BaseException:
-            original.cancel()
-            raise
-        if rewrite.trace.status != "off":
-            timings.append(("rewrite", _ms(stage)))
-        outcome = await original
-        lists, runs, degradations = outcome.lists, outcome.runs, outcome.degradations
-        variants = [QueryVariant(text=query, method="original")]
-        if rewrite.degradation is not None:
-            degradations.append(rewrite.degradation)
-        if rewrite.variant is not None:
-            variants.append(rewrite.variant)
-            extra = await self._channels.run(
-                [("rewrite", rewrite.variant.text)], search_filter, options.mode,
-                options.channel_k,
-            )
-            lists += extra.lists
-            runs += extra.runs
-            degradations += extra.degradations
-        timings.append(("channels", _ms(stage)))
-        if not lists:
-            reasons = "; ".join(
-                d.reason for d in degradations if d.code.endswith("_retrieval_failed")
-            )
-            raise RetrievalUnavailable(f"every retrieval channel failed: {reasons}")
-        return Retrieved(tuple(variants), tuple(lists), tuple(runs), tuple(degradations),
-                         rewrite, tuple(timings))
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,6 +28,7 @@ class Options:
     weights: dict[str, float]
     switches: Switches
     min_score: float | None
+    second_dense: bool | None  # None: the settings' policy decides per query
     auto_merge_threshold: int
     small2big_window: int
     small2big_budget: int
@@ -85,6 +86,7 @@ def resolve_options(
             feedback=_pick(request.feedback, settings.prf_rm3),
         ),
         min_score=request.min_score if request.min_score is not None else settings.min_score,
+        second_dense=request.second_dense,
         auto_merge_threshold=settings.auto_merge_threshold,
         small2big_window=settings.small2big_window,
         small2big_budget=settings.small2big_budget_tokens,

@@ -14,6 +14,7 @@ import functools
 import logging
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from ragsift.config import Settings
 from ragsift.domain.errors import EmbeddingModelMismatch, InvalidInput, NotFound
@@ -39,15 +40,14 @@ from ragsift.ports import (
     VersionReader,
 )
 from ragsift.retrieval.candidates import Candidate, CandidateStage, StageContext
+from ragsift.retrieval.channel_stage import ChannelStage, Retrieved, SecondDensePolicy
 from ragsift.retrieval.channels import ChannelRunner
 from ragsift.retrieval.document_stages import (
     AutoMergeStage,
-    ChannelStage,
     ExpandOutcome,
     HitStage,
     ReadyStage,
     RerankCandidates,
-    Retrieved,
     ScopeStage,
     Small2BigStage,
     threshold_stage,
@@ -100,11 +100,18 @@ class RetrievalService:
             repository, faq_index, embedder, settings.faq_direct_answer_threshold
         )
         self._scope = ScopeStage(repository, versions)
+        runner = ChannelRunner(index, embedder)
+        second = SecondDensePolicy(
+            settings.second_dense_queries, settings.second_dense_weight,
+            settings.second_dense_all_weight,
+        ) if runner.has_second_dense and settings.second_dense != "off" else None
         self._retrieve = ChannelStage(
-            ChannelRunner(index, embedder), rewriter, settings.max_query_chars * 4,
+            runner, rewriter, settings.max_query_chars * 4,
             functools.partial(
-                cross_lingual_decision, kb_scripts(repository, settings), settings, rewriter
+                cross_lingual_decision, kb_scripts(repository, settings), settings, rewriter,
+                second_dense=second is not None,
             ),
+            translate=settings.cross_lingual, second_dense=second,
         )
         self._feedback = FeedbackStage(index, settings)
         self._ready = ReadyStage(repository, versions)
@@ -181,6 +188,9 @@ class RetrievalService:
 
         retrieved = await self._retrieve.run(query, scope.search_filter, options)
         timings.update(retrieved.timings)
+        if retrieved.second_dense_weight is not None:
+            options = replace(options, weights={
+                **options.weights, "second_dense": retrieved.second_dense_weight})
         feedback = await self._run_feedback(query, request.kb_id, scope.search_filter, options,
                                             retrieved, version, timings)
         stage = time.perf_counter()

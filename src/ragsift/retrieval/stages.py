@@ -39,11 +39,12 @@ class QueryTranslator(Protocol):
 
 async def cross_lingual_decision(
     scripts: KbScripts, settings: Settings, rewriter: QueryRewriter | None, kb_id: str,
-    query: str,
+    query: str, second_dense: bool = False,
 ) -> CrossLingual | None:
-    """The cross-lingual decision to pass to `rewrite_stage`, when it can matter: the setting is
-    on and a rewriter is configured (None otherwise: no KB sample is read)."""
-    if not settings.cross_lingual or rewriter is None:
+    """The cross-lingual decision, when it can matter: a translation (the setting is on and a
+    rewriter is configured) or a second dense channel that searches cross-lingual queries
+    (`second_dense`); None otherwise, and no KB sample is read."""
+    if not (settings.cross_lingual and rewriter is not None) and not second_dense:
         return None
     return await scripts.decide(kb_id, query, settings.cross_lingual_min_share)
 

@@ -16,28 +16,45 @@ from ragsift.domain.filters import SearchFilter
 from ragsift.domain.index_records import IndexRecord
 from ragsift.domain.results import ChannelHit
 from ragsift.faults import crash_point
-from ragsift.ports import Vectors
+from ragsift.ports import TextEncoder, Vectors
 
 logger = logging.getLogger(__name__)
 
 
 class EmbeddedIndex:
-    """Zero-setup SearchIndex: exact cosine under `dense/`, per-kb BM25 under `sparse/`."""
+    """Zero-setup SearchIndex: exact cosine under `dense/`, per-kb BM25 under `sparse/`.
+
+    With a `second` encoder, a second dense channel lives beside them (`dense-<model>/`): the
+    index encodes each chunk's text itself, as it analyzes it for BM25, so every write path
+    fills it and every delete empties it with the other two.
+    """
 
     def __init__(
         self, directory: Path, dimension: int, upgrade_sparse_layout: bool = False,
-        ann: AnnSettings | None = None,
+        ann: AnnSettings | None = None, second: TextEncoder | None = None,
     ) -> None:
         directory = Path(directory)
+        self._second_encoder = second
+        self._second: DenseMatrixStore | None = None
         # The BM25 store takes the directory's lock (sparse/.lock), so open it first: a second
         # process on the same directory then fails before the dense store replays (and
         # repairs) its files.
         self._sparse = TantivyBm25Store(directory / "sparse", upgrade_layout=upgrade_sparse_layout)
         try:
             self._dense = DenseMatrixStore(directory / "dense", dimension, ann)
+            if second is not None:
+                self._second = DenseMatrixStore(
+                    directory / second_directory(second.model_id), second.dimension, ann)
         except BaseException:
             self._sparse.close()
             raise
+        if self._second is not None and self._second.count() < self._dense.count():
+            logger.warning(
+                "embedded index %s: %d of %d chunks have no %s vector (indexed before the "
+                "second dense channel was on); `ragsift fill-second-dense` fills them",
+                directory, self._dense.count() - self._second.count(), self._dense.count(),
+                self.second_dense_model,
+            )
         if self._dense.count() != self._sparse.count():
             # Possible after a crash between the two writes; the next upsert of the same
             # chunks repairs it, and the relational store stays the source of truth.
@@ -57,42 +74,86 @@ class EmbeddedIndex:
         """(version, picklable analyzer) of the kb's BM25 index, to analyze ahead of upsert."""
         return self._sparse.analyzer(kb_id)
 
+    @property
+    def second_dense_model(self) -> str | None:
+        """The second dense channel's model id; None when there is none."""
+        return None if self._second_encoder is None else self._second_encoder.model_id
+
     def upsert(self, records: Sequence[IndexRecord], vectors: Vectors) -> None:
-        """Insert or replace chunks (by chunk_id) in both stores."""
-        # A kb whose BM25 index is broken and a bad batch (the dense store validates shapes
-        # first) fail before either store changes.
+        """Insert or replace chunks (by chunk_id) in every store."""
+        # A kb whose BM25 index is broken, a bad batch (the dense store validates shapes
+        # first) and a failing second encoder fail before any store changes.
         self._sparse.check_writable(record.kb_id for record in records)
+        second = None
+        if self._second_encoder is not None and records:
+            second = self._second_encoder.embed_passages([record.text for record in records])
         self._dense.upsert(records, vectors)
         crash_point("dense_written")
+        if self._second is not None and second is not None:
+            self._second.upsert(records, second)
         self._sparse.upsert(records)
 
     def update_records(self, records: Sequence[IndexRecord]) -> None:
         """Replace the filter fields (version window, scope) of chunks held, keeping vectors."""
         self._sparse.check_writable(record.kb_id for record in records)
         updated = set(self._dense.update_records(records))
+        if self._second is not None:
+            self._second.update_records(records)
         self._sparse.upsert([record for record in records if record.chunk_id in updated])
 
     def delete_chunks(self, chunk_ids: Iterable[str]) -> None:
-        """Remove chunks by id from both stores."""
+        """Remove chunks by id from every store."""
         ids = list(chunk_ids)
         self._dense.delete_chunks(ids)
+        if self._second is not None:
+            self._second.delete_chunks(ids)
         self._sparse.delete_chunks(ids)
 
     def delete_document(self, document_id: str) -> None:
-        """Remove every chunk of one document from both stores."""
+        """Remove every chunk of one document from every store."""
         self._dense.delete_document(document_id)
+        if self._second is not None:
+            self._second.delete_document(document_id)
         self._sparse.delete_document(document_id)
 
     def document_chunk_ids(self, kb_id: str, document_id: str) -> set[str]:
-        """The chunk ids either store holds for one document (a crash may split them)."""
-        return self._dense.document_chunk_ids(document_id) | self._sparse.document_chunk_ids(
+        """The chunk ids any store holds for one document (a crash may split them)."""
+        held = self._dense.document_chunk_ids(document_id) | self._sparse.document_chunk_ids(
             kb_id, document_id)
+        if self._second is not None:
+            held |= self._second.document_chunk_ids(document_id)
+        return held
 
     def search_dense(
         self, vector: Vectors, search_filter: SearchFilter, limit: int
     ) -> list[ChannelHit]:
         """Cosine top-k among the chunks the filter allows (exact, or HNSW re-scored)."""
         return self._dense.search(vector, search_filter, limit)
+
+    def fill_second_dense(self, records: Sequence[IndexRecord]) -> int:
+        """Encode and store the records the second store lacks (chunks indexed before it was
+        on); returns how many. Idempotent, so a run killed midway is simply run again."""
+        if self._second is None or self._second_encoder is None:
+            raise RuntimeError("this index has no second dense channel")
+        held: dict[str, set[str]] = {}
+        missing = [
+            record for record in records
+            if record.chunk_id not in held.setdefault(
+                record.document_id, self._second.document_chunk_ids(record.document_id))
+        ]
+        if missing:
+            self._second.upsert(
+                missing, self._second_encoder.embed_passages([r.text for r in missing]))
+        return len(missing)
+
+    def search_second_dense(
+        self, query: str, search_filter: SearchFilter, limit: int
+    ) -> list[ChannelHit]:
+        """Cosine top-k of the second dense channel (the query encoded by its own model)."""
+        if self._second is None or self._second_encoder is None:
+            raise RuntimeError("this index has no second dense channel")
+        vector = self._second_encoder.embed_query(query)
+        return self._second.search(vector, search_filter, limit)
 
     def search_sparse(
         self, query: str, search_filter: SearchFilter, limit: int
@@ -131,6 +192,8 @@ class EmbeddedIndex:
         """Release the BM25 writers and lock; the index can be reopened afterwards."""
         self._sparse.close()
         self._dense.close()
+        if self._second is not None:
+            self._second.close()
 
     def sparse_term_stats(self, kb_id: str, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
         """(documents, document frequency per term) of one kb's BM25 index, for idf weights."""
@@ -142,3 +205,8 @@ class EmbeddedIndex:
         """BM25 top-k of (analyzer token, weight) pairs, e.g. a feedback-expanded query."""
         with default_budget().cpu_call():
             return self._sparse.search_weighted(terms, search_filter, limit)
+
+
+def second_directory(model_id: str) -> str:
+    """The second dense store's folder, named by its model (another model: another folder)."""
+    return "dense-" + "".join(c if c.isalnum() else "-" for c in model_id)

