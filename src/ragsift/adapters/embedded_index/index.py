@@ -11,6 +11,7 @@ from ragsift.adapters.embedded_index.bm25_rebuild import KbRebuild
 from ragsift.adapters.embedded_index.bm25_store import TantivyBm25Store
 from ragsift.adapters.embedded_index.dense_ann import AnnSettings
 from ragsift.adapters.embedded_index.dense_store import DenseMatrixStore
+from ragsift.adapters.embedded_index.second_dense import SecondDense
 from ragsift.adapters.thread_budget import default_budget
 from ragsift.domain.filters import SearchFilter
 from ragsift.domain.index_records import IndexRecord
@@ -34,27 +35,17 @@ class EmbeddedIndex:
         ann: AnnSettings | None = None, second: TextEncoder | None = None,
     ) -> None:
         directory = Path(directory)
-        self._second_encoder = second
-        self._second: DenseMatrixStore | None = None
         # The BM25 store takes the directory's lock (sparse/.lock), so open it first: a second
         # process on the same directory then fails before the dense store replays (and
         # repairs) its files.
         self._sparse = TantivyBm25Store(directory / "sparse", upgrade_layout=upgrade_sparse_layout)
         try:
             self._dense = DenseMatrixStore(directory / "dense", dimension, ann)
-            if second is not None:
-                self._second = DenseMatrixStore(
-                    directory / second_directory(second.model_id), second.dimension, ann)
         except BaseException:
             self._sparse.close()
             raise
-        if self._second is not None and self._second.count() < self._dense.count():
-            logger.warning(
-                "embedded index %s: %d of %d chunks have no %s vector (indexed before the "
-                "second dense channel was on); `ragsift fill-second-dense` fills them",
-                directory, self._dense.count() - self._second.count(), self._dense.count(),
-                self.second_dense_model,
-            )
+        self._second = None if second is None else SecondDense(
+            directory, second, ann, self._dense.count)
         if self._dense.count() != self._sparse.count():
             # Possible after a crash between the two writes; the next upsert of the same
             # chunks repairs it, and the relational store stays the source of truth.
@@ -77,20 +68,18 @@ class EmbeddedIndex:
     @property
     def second_dense_model(self) -> str | None:
         """The second dense channel's model id; None when there is none."""
-        return None if self._second_encoder is None else self._second_encoder.model_id
+        return None if self._second is None else self._second.model_id
 
     def upsert(self, records: Sequence[IndexRecord], vectors: Vectors) -> None:
         """Insert or replace chunks (by chunk_id) in every store."""
         # A kb whose BM25 index is broken, a bad batch (the dense store validates shapes
         # first) and a failing second encoder fail before any store changes.
         self._sparse.check_writable(record.kb_id for record in records)
-        second = None
-        if self._second_encoder is not None and records:
-            second = self._second_encoder.embed_passages([record.text for record in records])
+        second = self._second.encode(records) if self._second is not None and records else None
         self._dense.upsert(records, vectors)
         crash_point("dense_written")
         if self._second is not None and second is not None:
-            self._second.upsert(records, second)
+            self._second.write(records, second)
         self._sparse.upsert(records)
 
     def update_records(self, records: Sequence[IndexRecord]) -> None:
@@ -133,27 +122,18 @@ class EmbeddedIndex:
     def fill_second_dense(self, records: Sequence[IndexRecord]) -> int:
         """Encode and store the records the second store lacks (chunks indexed before it was
         on); returns how many. Idempotent, so a run killed midway is simply run again."""
-        if self._second is None or self._second_encoder is None:
-            raise RuntimeError("this index has no second dense channel")
-        held: dict[str, set[str]] = {}
-        missing = [
-            record for record in records
-            if record.chunk_id not in held.setdefault(
-                record.document_id, self._second.document_chunk_ids(record.document_id))
-        ]
-        if missing:
-            self._second.upsert(
-                missing, self._second_encoder.embed_passages([r.text for r in missing]))
-        return len(missing)
+        return self._second_channel().fill(records)
 
     def search_second_dense(
         self, query: str, search_filter: SearchFilter, limit: int
     ) -> list[ChannelHit]:
         """Cosine top-k of the second dense channel (the query encoded by its own model)."""
-        if self._second is None or self._second_encoder is None:
+        return self._second_channel().search(query, search_filter, limit)
+
+    def _second_channel(self) -> SecondDense:
+        if self._second is None:
             raise RuntimeError("this index has no second dense channel")
-        vector = self._second_encoder.embed_query(query)
-        return self._second.search(vector, search_filter, limit)
+        return self._second
 
     def search_sparse(
         self, query: str, search_filter: SearchFilter, limit: int
@@ -206,7 +186,3 @@ class EmbeddedIndex:
         with default_budget().cpu_call():
             return self._sparse.search_weighted(terms, search_filter, limit)
 
-
-def second_directory(model_id: str) -> str:
-    """The second dense store's folder, named by its model (another model: another folder)."""
-    return "dense-" + "".join(c if c.isalnum() else "-" for c in model_id)
