@@ -124,3 +124,15 @@ def test_without_a_second_encoder_the_index_has_no_second_channel(tmp_path: Path
     with pytest.raises(RuntimeError, match="no second dense channel"):
         index.search_second_dense("anything", SearchFilter(kb_id="kb1"), 5)
     index.close()
+
+
+def test_a_new_index_written_with_the_channel_on_reports_nothing_missing(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture,
+) -> None:
+    records, vectors = _records()
+    with caplog.at_level(logging.WARNING):
+        index = EmbeddedIndex(tmp_path, DIM, second=UseEncoder())
+        index.upsert(records, vectors)
+        index.close()
+        EmbeddedIndex(tmp_path, DIM, second=UseEncoder()).close()
+    assert "have no" not in caplog.text

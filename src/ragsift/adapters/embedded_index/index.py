@@ -75,7 +75,10 @@ class EmbeddedIndex:
         # A kb whose BM25 index is broken, a bad batch (the dense store validates shapes
         # first) and a failing second encoder fail before any store changes.
         self._sparse.check_writable(record.kb_id for record in records)
-        second = self._second.encode(records) if self._second is not None and records else None
+        second = None
+        if self._second is not None and records:
+            self._second.store()  # opened before the primary write: its lag check sees before
+            second = self._second.encode(records)
         self._dense.upsert(records, vectors)
         crash_point("dense_written")
         if self._second is not None and second is not None:
