@@ -34,6 +34,7 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -80,14 +81,16 @@ def alone_run(model: Embedder, texts: Sequence[str], batch: int) -> Run:
     return _cpu() - cpu0, time.perf_counter() - wall0, len(texts), os.getloadavg()[0]
 
 
-def ingest_run(route: str, texts: Sequence[str]) -> Run:
+def ingest_run(route: str, texts: Sequence[str], **overrides: Any) -> Run:
+    """`texts` as files through a fresh data dir's `ingest_files`; `overrides`: more settings."""
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         folder = root / "docs"
         folder.mkdir()
         for i, text in enumerate(texts):
             (folder / f"t{i:05d}.txt").write_text(text + "\n", encoding="utf-8")
-        settings = Settings(data_dir=root / "data", embedder_engine=route)  # type: ignore[arg-type]
+        settings = Settings(data_dir=root / "data", embedder_engine=route,  # type: ignore[arg-type]
+                            **overrides)
         cpu0, wall0 = _cpu(), time.perf_counter()
         container = bootstrap.build(settings)
         try:
