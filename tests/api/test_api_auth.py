@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -258,12 +259,15 @@ def test_ten_thousand_bad_keys_are_rate_limited_and_logged_once_per_interval(
 ) -> None:
     secured = make_api(auth=True)
     caplog.set_level(logging.WARNING, logger="ragsift.api.auth")
+    started = time.monotonic()
     statuses = [secured.client.get("/api/kbs", headers=bearer("rs_" + f"{i:043d}")).status_code
                 for i in range(10_000)]
+    elapsed = time.monotonic() - started
     assert statuses[:20] == [401] * 20
     assert statuses.count(429) > 9_000
     warnings = [r for r in caplog.records if "bad API key" in r.getMessage()]
-    assert 1 <= len(warnings) <= 3
+    # one line per 10 s interval, however long 10,000 requests take on this machine
+    assert 1 <= len(warnings) <= 1 + int(elapsed // 10)
 
 
 def test_state_changing_requests_are_audited_with_the_key_name(secured: Api) -> None:
