@@ -101,7 +101,8 @@ def fill_second_dense(kb: OptionalKb = None, data_dir: DataDir = None,
         maintenance = build_maintenance(container)
         kbs = (container.repository.list_kbs() if kb is None
                else [_kb_named_or_id(container, kb)])
-        filled = {k.name: maintenance.fill_second_dense(k) for k in kbs}
+        batch = container.settings.embedding_batch_size
+        filled = {k.name: maintenance.fill_second_dense(k, batch) for k in kbs}
     if as_json:
         echo_json([{"kb": name, "filled": count} for name, count in filled.items()])
         return

@@ -5,11 +5,12 @@
 for a test that kills it from outside. Unset (always, outside tests) it costs one lookup.
 
 Points: `originals_stored` (a batch of new files' originals stored, before their documents
-are created), `registered` (files accepted, nothing parsed), `parsed` (a document prepared, before
-any index write), `dense_written` (between the dense and the BM25 write of the embedded
-index), `index_written` (a batch in the index, before the facts commit), `committed` (the
-facts committed, before the index is finished), `sparse_built` (a BM25 rebuild written
-beside the live index, before the switch).
+are created), `registered` (files accepted, nothing parsed), `parsed` (a document prepared,
+before any index write), `dense_written` (between the dense and the BM25 write of the
+embedded index), `second_dense_written` (after the second dense store's write, before BM25's),
+`second_dense_filled` (a batch of `fill-second-dense` written), `index_written` (a batch in the
+index, before the facts commit), `committed` (the facts committed, before the index is
+finished), `sparse_built` (a BM25 rebuild written beside the live index, before the switch).
 """
 
 from __future__ import annotations

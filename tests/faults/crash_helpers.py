@@ -39,9 +39,10 @@ def env_for(data_dir: Path, **extra: str) -> dict[str, str]:
 
 
 def run(data_dir: Path, *args: str, crash_at: str | None = None,
-        timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    """`ragsift ARGS`, killed by the test hook at `crash_at` when given."""
-    env = env_for(data_dir, **({ENV: crash_at} if crash_at else {}))
+        timeout: float = 300, env: dict[str, str] | None = None,
+        ) -> subprocess.CompletedProcess[str]:
+    """`ragsift ARGS` (with `env` added), killed by the test hook at `crash_at` when given."""
+    env = env_for(data_dir, **(env or {}), **({ENV: crash_at} if crash_at else {}))
     return subprocess.run([sys.executable, "-m", "ragsift.cli", *args], capture_output=True,
                           text=True, env=env, timeout=timeout, check=False)
 
@@ -68,6 +69,8 @@ def check_consistent(data_dir: Path, kb_name: str, expected: int,
         index = container.index
         assert live > 0
         assert (index.count(), index.sparse_count()) == (live, live)  # type: ignore[attr-defined]
+        second = index.second_dense_count()  # type: ignore[attr-defined]
+        assert second in (None, live), (second, live)  # the second channel holds them all too
         for i in range(markers):
             request = SearchRequest(query=f"marker{i}x", kb_id=kb.id, mode="sparse", top_k=3)
             hits = asyncio.run(container.retrieval.search(request)).hits

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
@@ -17,8 +18,8 @@ KILLED = -signal.SIGKILL
 
 
 @pytest.mark.parametrize("point", [
-    "originals_stored", "registered", "parsed:3", "dense_written", "index_written",
-    "committed",
+    "originals_stored", "registered", "parsed:3", "dense_written", "second_dense_written",
+    "index_written", "committed",
 ])
 def test_a_rerun_after_a_kill_finishes_every_document_and_counts_agree(
     tmp_path: Path, point: str
@@ -130,4 +131,22 @@ def test_a_killed_rebuild_sparse_keeps_the_live_index_and_runs_again(tmp_path: P
     check_consistent(data, "docs", len(CORPUS))  # the live BM25 index serves on
     again = run(data, "rebuild-sparse", "--kb", "docs")
     assert again.returncode == 0, again.stderr
+    check_consistent(data, "docs", len(CORPUS))
+
+
+def test_a_killed_fill_second_dense_is_finished_by_running_it_again(tmp_path: Path) -> None:
+    folder = write_corpus(tmp_path / "corpus")
+    data = tmp_path / "data"
+    off = {"RAGSIFT_SECOND_DENSE": "off"}
+    assert run(data, "ingest", str(folder), "--kb", "docs", env=off).returncode == 0
+    small = {"RAGSIFT_SECOND_DENSE": "use", "RAGSIFT_EMBEDDING_BATCH_SIZE": "8"}
+    killed = run(data, "fill-second-dense", crash_at="second_dense_filled:2", env=small)
+    assert killed.returncode == KILLED, killed.stderr
+
+    again = run(data, "fill-second-dense", "--json", env=small)
+    assert again.returncode == 0, again.stderr
+    (report,) = json.loads(again.stdout)
+    assert report["kb"] == "docs" and report["filled"] > 0  # what the kill left undone
+    assert json.loads(run(data, "fill-second-dense", "--json", env=small).stdout) == [
+        {"kb": "docs", "filled": 0}]
     check_consistent(data, "docs", len(CORPUS))

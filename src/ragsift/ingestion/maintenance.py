@@ -120,6 +120,7 @@ class MaintenanceService:
             if len(pending) >= batch:
                 filled += fill(pending)
                 pending = []
+                crash_point("second_dense_filled")
         filled += fill(pending) if pending else 0
         logger.info("second dense channel of kb %s: %d chunks filled", kb.name, filled)
         return filled

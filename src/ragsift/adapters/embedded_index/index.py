@@ -83,6 +83,7 @@ class EmbeddedIndex:
         crash_point("dense_written")
         if self._second is not None and second is not None:
             self._second.write(records, second)
+            crash_point("second_dense_written")
         self._sparse.upsert(records)
 
     def update_records(self, records: Sequence[IndexRecord]) -> None:
@@ -149,6 +150,10 @@ class EmbeddedIndex:
     def count(self) -> int:
         """Number of live chunks (dense rows)."""
         return self._dense.count()
+
+    def second_dense_count(self) -> int | None:
+        """Live chunks of the second dense channel; None when there is none."""
+        return None if self._second is None else self._second.store().count()
 
     def sparse_count(self) -> int:
         """Number of live chunks in the BM25 store (equals count() unless a crash split them)."""
