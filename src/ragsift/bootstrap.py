@@ -115,6 +115,7 @@ def build_search_index(
             settings.data_dir / directory, dimension=dimension,
             upgrade_sparse_layout=upgrade_sparse_layout, ann=ann_settings(settings),
             second=second_dense_encoder(settings) if kind == "chunks" else None,
+            checkpoint_rows=settings.dense_checkpoint_rows,
         )
     if settings.second_dense == "use":
         raise ValueError("RAGSIFT_SECOND_DENSE=use needs the embedded index; the Milvus index "

@@ -92,6 +92,10 @@ class Settings(BaseSettings):
         "alone, one beside other searches (two BLAS threads under load made small scans 50x "
         "slower); a number = always that many; off = numpy's own default",
     )
+    dense_checkpoint_rows: int = Field(
+        default=2_000, ge=1, description="rows added or deleted in an embedded dense store "
+        "before its rows are checkpointed (also at least 1/20 of its rows); an open reads the "
+        "checkpoint and replays only the log after it")
     # approximate dense index of the embedded store (HNSW, faiss-cpu: the `ann` extra)
     dense_ann: bool = Field(default=True, description="false: dense search always exact")
     dense_ann_min_rows: int = Field(

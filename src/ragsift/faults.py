@@ -8,9 +8,11 @@ Points: `originals_stored` (a batch of new files' originals stored, before their
 are created), `registered` (files accepted, nothing parsed), `parsed` (a document prepared,
 before any index write), `dense_written` (between the dense and the BM25 write of the
 embedded index), `second_dense_written` (after the second dense store's write, before BM25's),
-`second_dense_filled` (a batch of `fill-second-dense` written), `index_written` (a batch in the
-index, before the facts commit), `committed` (the facts committed, before the index is
-finished), `sparse_built` (a BM25 rebuild written beside the live index, before the switch).
+`second_dense_filled` (a batch of `fill-second-dense` written), `dense_checkpoint` (a dense
+store's row checkpoint in its temporary file, before it replaces the last), `index_written`
+(a batch in the index, before the facts commit), `committed` (the facts committed, before the
+index is finished), `sparse_built` (a BM25 rebuild written beside the live index, before the
+switch).
 """
 
 from __future__ import annotations

@@ -150,3 +150,22 @@ def test_a_killed_fill_second_dense_is_finished_by_running_it_again(tmp_path: Pa
     assert json.loads(run(data, "fill-second-dense", "--json", env=small).stdout) == [
         {"kb": "docs", "filled": 0}]
     check_consistent(data, "docs", len(CORPUS))
+
+
+@pytest.mark.parametrize("nth", [1, 2])
+def test_a_kill_while_a_dense_checkpoint_is_written_loses_nothing(
+    tmp_path: Path, nth: int
+) -> None:
+    folder = write_corpus(tmp_path / "corpus")
+    data = tmp_path / "data"
+    often = {"RAGSIFT_DENSE_CHECKPOINT_ROWS": "1"}  # a checkpoint after every write
+    killed = run(data, "ingest", str(folder), "--kb", "docs",
+                 crash_at=f"dense_checkpoint:{nth}", env=often)
+    assert killed.returncode == KILLED, killed.stderr
+    assert list((data / "index").glob("*/columns-*.npz.tmp"))  # killed mid-write
+
+    again = run(data, "ingest", str(folder), "--kb", "docs", env=often)
+    assert again.returncode == 0, again.stderr
+    assert not list((data / "index").glob("*/columns-*.tmp"))
+    assert list((data / "index" / "dense").glob("columns-*.npz"))
+    check_consistent(data, "docs", len(CORPUS))  # opened from the checkpoint

@@ -96,6 +96,12 @@ class DenseFiles:
         else:
             self._generation = 0
             self._write_meta()
+        self._log_bytes = 0
+
+    @property
+    def directory(self) -> Path:
+        """The store's directory."""
+        return self._directory
 
     @property
     def generation(self) -> int:
@@ -112,13 +118,26 @@ class DenseFiles:
         """Row metadata and tombstone log of the current generation."""
         return self._directory / f"log-{self._generation}.jsonl"
 
-    def replay(self) -> tuple[list[Row], set[int]]:
-        """Rows in file order and the tombstoned row numbers; repairs a torn last write."""
+    @property
+    def log_bytes(self) -> int:
+        """Bytes of the current log replayed or written by this process (its committed end)."""
+        return self._log_bytes
+
+    def log_size(self) -> int:
+        """Bytes of the current log on disk."""
+        return self.log_path.stat().st_size if self.log_path.exists() else 0
+
+    def replay(self, start: int = 0, base_rows: int = 0) -> tuple[list[Row], set[int]]:
+        """Rows logged from byte `start` on, in file order, and the row numbers tombstoned there.
+
+        `base_rows` rows precede `start` (a checkpoint holds them); repairs a torn last write.
+        """
         rows: list[Row] = []
         deleted: set[int] = set()
-        good_bytes = 0
+        good_bytes = start
         if self.log_path.exists():
             with self.log_path.open("rb") as log:
+                log.seek(start)
                 for line in log:
                     try:
                         entry = orjson.loads(line)
@@ -134,7 +153,8 @@ class DenseFiles:
                     good_bytes += len(line)
             if good_bytes < self.log_path.stat().st_size:
                 os.truncate(self.log_path, good_bytes)
-        expected = len(rows) * self._dimension * 4
+        self._log_bytes = good_bytes
+        expected = (base_rows + len(rows)) * self._dimension * 4
         size = self.vectors_path.stat().st_size if self.vectors_path.exists() else 0
         if size < expected:
             raise RuntimeError(
@@ -156,8 +176,10 @@ class DenseFiles:
             entry["add"] = rows
         if dead:
             entry["del"] = dead
+        line = orjson.dumps(entry) + b"\n"
         with self.log_path.open("ab") as log:
-            log.write(json.dumps(entry, ensure_ascii=False).encode("utf-8") + b"\n")
+            log.write(line)
+        self._log_bytes += len(line)
 
     def map(self, rows: int) -> NDArray[np.float32]:
         """A read-only memory map of the first `rows` vectors (remapped after every growth)."""
@@ -171,6 +193,7 @@ class DenseFiles:
         """Write `matrix[keep]` with its `rows` as the next generation and switch to it."""
         old_vectors, old_log = self.vectors_path, self.log_path
         self._generation += 1
+        self._log_bytes = 0
         for path in (self.vectors_path, self.log_path):
             path.unlink(missing_ok=True)
         with self.vectors_path.open("wb") as vectors:

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from itertools import repeat
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
 
+from ragsift.adapters.embedded_index.dense_columns import Vocabulary
 from ragsift.adapters.embedded_index.dense_log import FILTER_FIELDS, VERSION_FIELDS, Row
 from ragsift.adapters.thread_budget import default_budget
 from ragsift.domain.filters import SearchFilter
@@ -63,10 +62,11 @@ class Snapshot:
     # Per filter field: code + 1 of each row's value, 0 meaning None, so 0 never matches;
     # per version field: the value itself.
     codes: dict[str, Int32Array]
-    # Shared, append-only: later rows are appended past `size`, which this snapshot ignores.
-    rows: list[Row]
-    # Value -> code per filter field; append-only until compaction replaces it wholesale.
-    vocab: dict[str, dict[str, int]]
+    # Chunk id per row. Shared, append-only: later rows are appended past `size`, which this
+    # snapshot ignores.
+    ids: list[str]
+    # Value <-> code per filter field; append-only until compaction replaces it wholesale.
+    vocab: Vocabulary
     cache: dict[SearchFilter, Candidates] = field(default_factory=dict)
     generation: int = 0
     # The approximate index, used for filters allowing more than its exact_max_rows rows.
@@ -95,12 +95,21 @@ class Snapshot:
         else:
             picked = np.arange(rows.size)
         ranked = sorted(
-            ((float(scores[i]), self.rows[int(rows[i])]) for i in picked),
-            key=lambda item: (-item[0], item[1][0]),
+            ((float(scores[i]), int(rows[i])) for i in picked),
+            key=lambda item: (-item[0], self.ids[item[1]]),
         )[:k]
+        documents, doc_codes = self.vocab.values["document_id"], self.codes["document_id"]
         return [
-            ChannelHit(chunk_id=row[0], document_id=row[1], score=score) for score, row in ranked
+            ChannelHit(chunk_id=self.ids[row], document_id=documents[doc_codes[row] - 1],
+                       score=score)
+            for score, row in ranked
         ]
+
+    def row(self, number: int) -> Row:
+        """The stored fields of one row, as the log holds them."""
+        values = [self.vocab.value(name, int(self.codes[name][number])) for name in FILTER_FIELDS]
+        versions = [int(self.codes[name][number]) for name in VERSION_FIELDS]
+        return (self.ids[number], *values, *versions)  # type: ignore[return-value]
 
     def candidates(self, search_filter: SearchFilter) -> Candidates:
         """Rows the filter allows, cached because the same filters repeat across queries."""
@@ -115,7 +124,7 @@ class Snapshot:
 
     def _allowed_rows(self, search_filter: SearchFilter) -> IntpArray:
         empty: IntpArray = np.empty(0, dtype=np.intp)
-        kb_code = self.vocab["kb_id"].get(search_filter.kb_id)
+        kb_code = self.vocab.index["kb_id"].get(search_filter.kb_id)
         if kb_code is None:
             return empty
         rows = np.flatnonzero(self.alive & (self.codes["kb_id"] == kb_code + 1))
@@ -123,7 +132,7 @@ class Snapshot:
         if search_filter.document_ids is not None:
             restrictions["document_id"] = search_filter.document_ids
         for name, values in restrictions.items():
-            field_vocab = self.vocab[name]
+            field_vocab = self.vocab.index[name]
             wanted = [field_vocab[v] + 1 for v in values if v in field_vocab]
             if not wanted:
                 return empty
@@ -145,7 +154,7 @@ class Snapshot:
     def _roles_lookup(self, roles: frozenset[str]) -> BoolArray:
         """By role-set code: allowed to a caller with `roles` (code 0 = unrestricted: yes)."""
         # copy() is atomic under the GIL: a writer may be adding role sets meanwhile
-        field_vocab = self.vocab["allowed_roles"].copy()
+        field_vocab = self.vocab.index["allowed_roles"].copy()
         lookup = np.zeros(len(field_vocab) + 1, dtype=np.bool_)
         lookup[0] = True
         for key, code in field_vocab.items():
@@ -185,21 +194,3 @@ class Snapshot:
 def _as_candidates(rows: IntpArray) -> Candidates:
     run_starts = np.concatenate(([0], np.flatnonzero(np.diff(rows) != 1) + 1))
     return Candidates(rows=rows, run_starts=run_starts.astype(np.intp))
-
-
-def encode_rows(vocab: dict[str, dict[str, int]], rows: list[Row]) -> dict[str, Int32Array]:
-    """Per filter field, code + 1 of each row's value (0 for None), growing `vocab`."""
-    codes: dict[str, Int32Array] = {}
-    for pos, name in enumerate(FILTER_FIELDS, start=1):
-        field_vocab = vocab[name]
-        # positions of FILTER_FIELDS hold text; C-level loops: this runs on every open
-        column = cast(list[str | None], [row[pos] for row in rows])
-        for value in dict.fromkeys(column):  # new values get codes in first-seen order
-            if value is not None and value not in field_vocab:
-                field_vocab[value] = len(field_vocab)
-        lookup = cast(Callable[[str | None, int], int], field_vocab.get)
-        found = map(lookup, column, repeat(-1))  # None is no key: -1, stored as 0
-        codes[name] = np.fromiter(found, dtype=np.int32, count=len(rows)) + np.int32(1)
-    for pos, name in enumerate(VERSION_FIELDS, start=1 + len(FILTER_FIELDS)):
-        codes[name] = np.fromiter((row[pos] for row in rows), dtype=np.int32, count=len(rows))
-    return codes

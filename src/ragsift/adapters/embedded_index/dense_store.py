@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Iterable, Sequence
-from operator import itemgetter
+from itertools import compress
 from pathlib import Path
 from typing import Any
 
@@ -13,13 +13,16 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ragsift.adapters.embedded_index.dense_ann import AnnIndex, AnnSettings
-from ragsift.adapters.embedded_index.dense_log import (
-    FILTER_FIELDS,
-    DenseFiles,
-    Row,
-    row_of_record,
+from ragsift.adapters.embedded_index.dense_columns import (
+    Columns,
+    Vocabulary,
+    checkpoint_path,
+    load_checkpoint,
+    remove_checkpoints,
+    save_checkpoint,
 )
-from ragsift.adapters.embedded_index.dense_snapshot import Snapshot, encode_rows
+from ragsift.adapters.embedded_index.dense_log import DenseFiles, Row, row_of_record
+from ragsift.adapters.embedded_index.dense_snapshot import Snapshot
 from ragsift.adapters.vector_checks import checked_query, checked_rows, unit_rows
 from ragsift.domain.filters import SearchFilter
 from ragsift.domain.index_records import IndexRecord
@@ -29,6 +32,11 @@ logger = logging.getLogger(__name__)
 
 Float32Array = NDArray[np.float32]
 
+# A checkpoint's cost grows with the store and a replayed tail's with the rows changed since
+# the last one, so a new one is written once the changes reach 1/20 of the rows (or the
+# store's `checkpoint_rows`, whichever is more): an open replays at most that share.
+_CHECKPOINT_SHARE = 20
+
 
 class DenseMatrixStore:
     """Cosine top-k with filters applied before ranking; survives restart.
@@ -37,17 +45,21 @@ class DenseMatrixStore:
     rows; above, an HNSW graph (dense_ann) proposes candidates that are re-scored exactly.
     """
 
-    def __init__(self, directory: Path, dimension: int, ann: AnnSettings | None = None) -> None:
+    def __init__(self, directory: Path, dimension: int, ann: AnnSettings | None = None,
+                 checkpoint_rows: int = 2_000) -> None:
         if dimension <= 0:
             raise ValueError(f"dimension must be positive, got {dimension}")
+        if checkpoint_rows < 1:
+            raise ValueError(f"checkpoint_rows must be positive, got {checkpoint_rows}")
+        self._checkpoint_rows = checkpoint_rows
         self._dimension = dimension
         self._lock = threading.Lock()
         self._files = DenseFiles(Path(directory), dimension)
         self._ann = AnnIndex(Path(directory), dimension, ann or AnnSettings(),
                              lambda: self._snapshot)
-        self._row_of: dict[str, int] = {}
-        rows, deleted = self._files.replay()
-        self._snapshot = self._build_snapshot(rows, deleted)
+        # chunk id -> its live row; built on the first write (a searching process needs none)
+        self._row_index: dict[str, int] | None = None
+        self._snapshot, self._changes = self._open()
         self._ann.opened(self._snapshot)
         logger.debug("opened dense store %s with %d live rows", directory, self._snapshot.live)
 
@@ -72,10 +84,11 @@ class DenseMatrixStore:
         new_rows = [row_of_record(records[i]) for i in keep]
         new_matrix = matrix[keep] if len(keep) < len(records) else matrix
         with self._lock:
-            dead = [self._row_of[cid] for cid in last_index if cid in self._row_of]
+            row_of = self._rows_by_id()
+            dead = [row_of[cid] for cid in last_index if cid in row_of]
             self._files.append(new_matrix, new_rows, dead)
             self._publish(new_rows, dead)
-            self._maybe_compact()
+            self._after_write()
 
     def update_records(self, records: Sequence[IndexRecord]) -> list[str]:
         """Replace the stored fields of chunks already held, keeping their vectors.
@@ -85,29 +98,31 @@ class DenseMatrixStore:
         the ids updated.
         """
         with self._lock:
-            latest = {r.chunk_id: r for r in records if r.chunk_id in self._row_of}
+            row_of = self._rows_by_id()
+            latest = {r.chunk_id: r for r in records if r.chunk_id in row_of}
             if not latest:
                 return []
-            dead = [self._row_of[chunk_id] for chunk_id in latest]
+            dead = [row_of[chunk_id] for chunk_id in latest]
             # a copy out of the memory map: the append below may remap the file
             matrix = np.array(self._snapshot.matrix[dead], dtype=np.float32)
             new_rows = [row_of_record(record) for record in latest.values()]
             self._files.append(matrix, new_rows, dead)
             self._publish(new_rows, dead)
-            self._maybe_compact()
+            self._after_write()
             return list(latest)
 
     def delete_chunks(self, chunk_ids: Iterable[str]) -> None:
         """Tombstone the rows of these chunk ids; unknown ids are ignored."""
         with self._lock:
-            dead = sorted({self._row_of[c] for c in chunk_ids if c in self._row_of})
+            row_of = self._rows_by_id()
+            dead = sorted({row_of[c] for c in chunk_ids if c in row_of})
             self._delete_rows(dead)
 
     def delete_document(self, document_id: str) -> None:
         """Tombstone every row of one document."""
         with self._lock:
             snap = self._snapshot
-            code = snap.vocab["document_id"].get(document_id)
+            code = snap.vocab.index["document_id"].get(document_id)
             if code is None:
                 return
             hit = snap.alive & (snap.codes["document_id"] == code + 1)
@@ -116,15 +131,20 @@ class DenseMatrixStore:
     def document_chunk_ids(self, document_id: str) -> set[str]:
         """The chunk ids of the live rows of one document."""
         snap = self._snapshot
-        code = snap.vocab["document_id"].get(document_id)
+        code = snap.vocab.index["document_id"].get(document_id)
         if code is None:
             return set()
         hit = snap.alive & (snap.codes["document_id"] == code + 1)
-        return {snap.rows[int(r)][0] for r in np.flatnonzero(hit)}
+        return {snap.ids[int(r)] for r in np.flatnonzero(hit)}
 
     def close(self) -> None:
-        """Stop the graph worker and save the graph; every write is already on disk."""
+        """Stop the graph worker, save the graph and, if due, a checkpoint of the rows.
+
+        Every write is already on disk: a process that never closes loses nothing.
+        """
         self._ann.close()
+        with self._lock:
+            self._maybe_checkpoint()
 
     def sync_ann(self) -> None:
         """Build or extend the approximate index now (it is otherwise kept up in background)."""
@@ -152,63 +172,93 @@ class DenseMatrixStore:
         unit: Float32Array = unit_rows(query.reshape(1, -1))[0]
         return unit
 
-    def _build_snapshot(self, rows: list[Row], deleted: set[int]) -> Snapshot:
-        alive = np.ones(len(rows), dtype=np.bool_)
-        if deleted:
-            alive[sorted(deleted)] = False
-        # the last row of a chunk id is its live one, unless the chunk was deleted
-        self._row_of = dict(zip(map(itemgetter(0), rows), range(len(rows)), strict=True))
-        for dead in np.flatnonzero(~alive).tolist():
-            if self._row_of.get(rows[dead][0]) == dead:
-                del self._row_of[rows[dead][0]]
-        vocab: dict[str, dict[str, int]] = {name: {} for name in FILTER_FIELDS}
-        return Snapshot(
-            size=len(rows),
-            matrix=self._files.map(len(rows)),
-            alive=alive,
-            live=int(alive.sum()),
-            codes=encode_rows(vocab, rows),
-            rows=rows,
-            vocab=vocab,
-            generation=self._files.generation,
+    def _open(self) -> tuple[Snapshot, int]:
+        """The snapshot of what is on disk: the checkpoint, then the log entries after it."""
+        files = self._files
+        path = checkpoint_path(files.directory, files.generation)
+        base = load_checkpoint(path, files.generation, files.log_size()) or Columns.empty()
+        remove_checkpoints(files.directory, keep=path)
+        tail, deleted = files.replay(start=base.log_bytes, base_rows=base.size)
+        empty = Snapshot(
+            size=0, matrix=files.map(0), alive=base.alive[:0], live=0, codes=base.codes,
+            ids=base.ids, vocab=base.vocab, generation=files.generation,
             ann=self._ann if self._ann.available else None,
         )
+        # the checkpoint's rows as one published block, then the tail's
+        snap = self._extended(empty, [], [], base=base)
+        snap = self._extended(snap, tail, sorted(deleted))
+        return snap, len(tail) + len(deleted)
 
-    def _publish(self, new_rows: list[Row], dead: list[int]) -> None:
-        """Swap in a new snapshot; the old one stays valid for searches still using it."""
-        snap = self._snapshot
-        added = len(new_rows)
-        alive = np.concatenate([snap.alive, np.ones(added, dtype=np.bool_)])
+    def _extended(self, snap: Snapshot, new_rows: list[Row], dead: list[int],
+                  base: Columns | None = None) -> Snapshot:
+        """`snap` with rows appended (from `new_rows`, or the columns of `base`) and tombstones."""
+        if base is not None:
+            added, new_codes, new_alive = base.size, base.codes, base.alive
+        else:
+            added, new_codes = len(new_rows), snap.vocab.encode(new_rows)
+            new_alive = np.ones(added, dtype=np.bool_)
+            snap.ids.extend(row[0] for row in new_rows)
+        alive = np.concatenate([snap.alive, new_alive]) if snap.size else new_alive.copy()
         if dead:
             alive[dead] = False
-        new_codes = encode_rows(snap.vocab, new_rows)
-        codes = {
-            name: np.concatenate([snap.codes[name], new_codes[name]]) for name in snap.codes
-        }
-        snap.rows.extend(new_rows)
-        for offset, row in enumerate(new_rows):
-            self._row_of[row[0]] = snap.size + offset
-        self._snapshot = Snapshot(
+        codes = {name: np.concatenate([snap.codes[name][:snap.size], new_codes[name]])
+                 for name in new_codes}
+        return Snapshot(
             size=snap.size + added,
             matrix=self._files.map(snap.size + added) if added else snap.matrix,
             alive=alive,
             live=int(alive.sum()),
             codes=codes,
-            rows=snap.rows,
+            ids=snap.ids,
             vocab=snap.vocab,
             generation=snap.generation,
             ann=snap.ann,
         )
+
+    def _rows_by_id(self) -> dict[str, int]:
+        """Chunk id -> live row (a chunk id has at most one), built on first need."""
+        if self._row_index is None:
+            snap = self._snapshot
+            live = np.flatnonzero(snap.alive).tolist()
+            self._row_index = dict(zip(compress(snap.ids[: snap.size], snap.alive.tolist()),
+                                       live, strict=True))
+        return self._row_index
+
+    def _publish(self, new_rows: list[Row], dead: list[int]) -> None:
+        """Swap in a new snapshot; the old one stays valid for searches still using it."""
+        row_of = self._rows_by_id()
+        for row in dead:
+            row_of.pop(self._snapshot.ids[row], None)
+        size = self._snapshot.size
+        self._snapshot = self._extended(self._snapshot, new_rows, dead)
+        for offset, row_fields in enumerate(new_rows):
+            row_of[row_fields[0]] = size + offset
+        self._changes += len(new_rows) + len(dead)
         self._ann.changed(self._snapshot)
 
     def _delete_rows(self, dead: list[int]) -> None:
         if not dead:
             return
         self._files.append(np.empty((0, self._dimension), np.float32), [], dead)
-        for row in dead:
-            self._row_of.pop(self._snapshot.rows[row][0], None)
         self._publish([], dead)
+        self._after_write()
+
+    def _after_write(self) -> None:
         self._maybe_compact()
+        self._maybe_checkpoint()
+
+    def _maybe_checkpoint(self) -> None:
+        snap = self._snapshot
+        if self._changes < max(self._checkpoint_rows, snap.size // _CHECKPOINT_SHARE):
+            return
+        columns = Columns(snap.ids, snap.codes, snap.alive, snap.vocab, self._files.log_bytes)
+        try:
+            save_checkpoint(checkpoint_path(self._files.directory, snap.generation),
+                            snap.generation, snap.size, columns)
+        except OSError as error:  # the log has it all: a later open replays more, nothing lost
+            logger.warning("could not write the dense checkpoint: %s", error)
+            return
+        self._changes = 0
 
     def _maybe_compact(self) -> None:
         snap = self._snapshot
@@ -218,11 +268,15 @@ class DenseMatrixStore:
         # Grouping rows by kb and document makes the candidates of a filter long contiguous
         # runs, which are scored in place instead of being copied out.
         keep = live[np.lexsort((live, snap.codes["document_id"][live], snap.codes["kb_id"][live]))]
-        rows = [snap.rows[int(r)] for r in keep]
+        rows = [snap.row(int(r)) for r in keep.tolist()]
         self._files.rewrite(snap.matrix, keep, rows)
-        # A fresh rows list and vocab: searches still holding the old snapshot keep theirs.
-        self._snapshot = self._build_snapshot(rows, set())
+        remove_checkpoints(self._files.directory)
+        # Fresh ids and vocab: searches still holding the old snapshot keep theirs.
+        empty = Snapshot(size=0, matrix=snap.matrix[:0], alive=snap.alive[:0], live=0,
+                         codes=Columns.empty().codes, ids=[], vocab=Vocabulary(),
+                         generation=self._files.generation, ann=snap.ann)
+        self._snapshot = self._extended(empty, rows, [])
+        self._row_index = None
+        self._changes = len(rows)
         self._ann.changed(self._snapshot)
         logger.info("compacted dense store: %d -> %d rows", snap.size, len(rows))
-
-

@@ -33,6 +33,7 @@ class EmbeddedIndex:
     def __init__(
         self, directory: Path, dimension: int, upgrade_sparse_layout: bool = False,
         ann: AnnSettings | None = None, second: TextEncoder | None = None,
+        checkpoint_rows: int = 2_000,
     ) -> None:
         directory = Path(directory)
         # The BM25 store takes the directory's lock (sparse/.lock), so open it first: a second
@@ -40,12 +41,12 @@ class EmbeddedIndex:
         # repairs) its files.
         self._sparse = TantivyBm25Store(directory / "sparse", upgrade_layout=upgrade_sparse_layout)
         try:
-            self._dense = DenseMatrixStore(directory / "dense", dimension, ann)
+            self._dense = DenseMatrixStore(directory / "dense", dimension, ann, checkpoint_rows)
         except BaseException:
             self._sparse.close()
             raise
         self._second = None if second is None else SecondDense(
-            directory, second, ann, self._dense.count)
+            directory, second, ann, self._dense.count, checkpoint_rows)
         if self._dense.count() != self._sparse.count():
             # Possible after a crash between the two writes; the next upsert of the same
             # chunks repairs it, and the relational store stays the source of truth.

@@ -33,11 +33,12 @@ class SecondDense:
     """
 
     def __init__(self, directory: Path, encoder: TextEncoder, ann: AnnSettings | None,
-                 primary_count: Callable[[], int]) -> None:
+                 primary_count: Callable[[], int], checkpoint_rows: int = 2_000) -> None:
         self.encoder = encoder
         self._directory = directory / second_directory(encoder.model_id)
         self._ann = ann
         self._primary_count = primary_count
+        self._checkpoint_rows = checkpoint_rows
         self._store: DenseMatrixStore | None = None
         self._lock = threading.Lock()
 
@@ -49,7 +50,8 @@ class SecondDense:
         if self._store is None:
             with self._lock:
                 if self._store is None:
-                    store = DenseMatrixStore(self._directory, self.encoder.dimension, self._ann)
+                    store = DenseMatrixStore(self._directory, self.encoder.dimension, self._ann,
+                                             self._checkpoint_rows)
                     primary = self._primary_count()
                     if store.count() < primary:
                         logger.warning(
