@@ -178,6 +178,23 @@ def test_graph_persists_and_is_mapped_on_reopen(tmp_path: Path) -> None:
     reopened.close()
 
 
+def test_rows_added_to_a_reopened_graph_get_the_configured_build_effort(
+    tmp_path: Path,
+) -> None:
+    vectors, _ = clustered(ROWS)
+    store = DenseMatrixStore(tmp_path / "d", DIM, settings(ef_construction=40))
+    store.upsert(records(ROWS), vectors)
+    store.sync_ann()
+    store.close()
+    reopened = DenseMatrixStore(tmp_path / "d", DIM, settings(ef_construction=120))
+    reopened.upsert(records(10, start=ROWS), vectors[:10])
+    reopened.sync_ann()
+    graph = reopened._ann._graph
+    assert graph is not None and not graph.mapped
+    assert graph.index.hnsw.efConstruction == 120  # the file was built with 40
+    reopened.close()
+
+
 @pytest.mark.parametrize("damage", ["truncated", "garbage", "foreign"])
 def test_a_damaged_graph_file_is_rebuilt_from_the_matrix(tmp_path: Path, damage: str) -> None:
     vectors, queries = clustered(ROWS)

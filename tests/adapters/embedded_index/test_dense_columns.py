@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ragsift.adapters.embedded_index.dense_columns import Vocabulary
 from ragsift.adapters.embedded_index.dense_store import DenseMatrixStore
 from ragsift.domain.filters import SearchFilter
 from ragsift.domain.index_records import IndexRecord
@@ -165,3 +166,20 @@ def test_an_unfinished_checkpoint_file_is_removed_at_open(tmp_path: Path) -> Non
 def test_checkpoint_rows_must_be_positive(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="checkpoint_rows"):
         DenseMatrixStore(tmp_path, DIM, checkpoint_rows=0)
+
+
+def test_vocabulary_codes_values_in_first_seen_order_and_none_as_zero() -> None:
+    vocab = Vocabulary()
+    rows = [("c1", "d1", "kb", None, "t", None, None, '["hr"]', 2, 0),
+            ("c2", "d2", "kb", "wiki", "t", None, None, None, 0, 5),
+            ("c3", "d1", "kb", "wiki", None, None, None, '["hr"]', 0, 0)]
+    codes = vocab.encode(rows)
+    assert codes["document_id"].tolist() == [1, 2, 1]
+    assert codes["source"].tolist() == [0, 1, 1]
+    assert codes["allowed_roles"].tolist() == [1, 0, 1]
+    assert codes["valid_from_seq"].tolist() == [2, 0, 0]
+    assert codes["valid_to_seq"].tolist() == [0, 5, 0]
+    assert vocab.value("document_id", 2) == "d2" and vocab.value("source", 0) is None
+    # a later batch reuses the codes and extends the vocabulary
+    assert vocab.encode([("c4", "d3", "kb", "wiki", None, None, None, None, 0, 0)])[
+        "document_id"].tolist() == [3]
