@@ -51,6 +51,15 @@ def load() -> str:
     return "/".join(f"{x:.2f}" for x in os.getloadavg())
 
 
+def rss_split() -> str:
+    """Resident memory: private (heap) and file-backed (mapped matrix and graph pages, which
+    the kernel can drop and read back)."""
+    status = dict(line.split(":", 1) for line in
+                  Path("/proc/self/status").read_text().splitlines() if ":" in line)
+    anon, file = (int(status[key].split()[0]) / 2**20 for key in ("RssAnon", "RssFile"))
+    return f"private {anon:.2f} GiB + file-backed {file:.2f} GiB"
+
+
 def records(start: int, stop: int) -> list[IndexRecord]:
     return [IndexRecord(chunk_id=str(i), document_id=f"d{i // 10}",
                         kb_id="mid" if (i // 10) % 10 == 0 else "big", text="")
@@ -161,15 +170,18 @@ def measure(configs: dict[str, Search], queries: Float32Array,
 def reopen_probe(directory: str, queries_path: str) -> None:
     """In a fresh process: open the store, run ANN searches, report timings and RSS."""
     queries = np.load(queries_path)
-    wall = time.perf_counter()
+    wall, cpu = time.perf_counter(), time.process_time()
     store = DenseMatrixStore(Path(directory), queries.shape[1], AnnSettings(min_rows=1))
-    opened = time.perf_counter() - wall
+    opened, opened_cpu = time.perf_counter() - wall, time.process_time() - cpu
+    after_open = int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE")
     ann_rows = store.ann_rows()
     for query in queries:
         store.search(query, SearchFilter(kb_id="big"), K)
         store.search(query, SearchFilter(kb_id="mid"), K)
     rss = int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    print(json.dumps({"reopen_s": opened, "ann_rows": ann_rows, "rss_gib": rss / 2**30,
+    print(json.dumps({"reopen_s": opened, "reopen_cpu_s": opened_cpu, "ann_rows": ann_rows,
+                      "rss_after_open_gib": after_open / 2**30, "rss_gib": rss / 2**30,
+                      "rss_split": rss_split(),
                       "max_rss_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20}))
 
 
@@ -235,8 +247,8 @@ def reuse(directory: Path, centres: Float32Array, n_queries: int, boost: float,
              lambda qi: SearchFilter(kb_id="mid", document_ids=whitelists[qi])],
             ["kb (90% rows)", "kb (10% rows)", "kb + 50 docs"])
     rss = int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    print(f"RSS after the searches {rss / 2**30:.2f} GiB (exact scans page in the whole "
-          f"matrix), load {load()}")
+    print(f"RSS after the searches {rss / 2**30:.2f} GiB ({rss_split()}; exact scans page in "
+          f"the whole matrix), load {load()}")
 
 
 def main() -> None:
@@ -254,6 +266,8 @@ def main() -> None:
     parser.add_argument("--oversample", type=float, default=AnnSettings().oversample)
     parser.add_argument("--reuse", type=Path, default=None,
                         help="search a store directory an earlier run left")
+    parser.add_argument("--keep", type=Path, default=None,
+                        help="build the stores in this directory and leave them (for --reuse)")
     args = parser.parse_args()
     if args.probe:
         reopen_probe(*args.probe)
@@ -268,8 +282,10 @@ def main() -> None:
               args.ef_search)
         return
     with tempfile.TemporaryDirectory(dir=os.environ.get("TMPDIR")) as tmp:
+        if args.keep:
+            args.keep.mkdir(parents=True, exist_ok=True)
         for size in (int(s) for s in args.sizes.split(",")):
-            run_size(size, centres, args.queries, not args.no_lancedb, Path(tmp),
+            run_size(size, centres, args.queries, not args.no_lancedb, args.keep or Path(tmp),
                      args.incremental)
 
 
