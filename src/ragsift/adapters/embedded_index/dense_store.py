@@ -15,7 +15,6 @@ from numpy.typing import NDArray
 from ragsift.adapters.embedded_index.dense_ann import AnnIndex, AnnSettings
 from ragsift.adapters.embedded_index.dense_columns import (
     Columns,
-    Vocabulary,
     checkpoint_path,
     load_checkpoint,
     remove_checkpoints,
@@ -36,6 +35,7 @@ Float32Array = NDArray[np.float32]
 # the last one, so a new one is written once the changes reach 1/20 of the rows (or the
 # store's `checkpoint_rows`, whichever is more): an open replays at most that share.
 _CHECKPOINT_SHARE = 20
+CHECKPOINT_ROWS = 2_000  # the default of RAGSIFT_DENSE_CHECKPOINT_ROWS
 
 
 class DenseMatrixStore:
@@ -46,7 +46,7 @@ class DenseMatrixStore:
     """
 
     def __init__(self, directory: Path, dimension: int, ann: AnnSettings | None = None,
-                 checkpoint_rows: int = 2_000) -> None:
+                 checkpoint_rows: int = CHECKPOINT_ROWS) -> None:
         if dimension <= 0:
             raise ValueError(f"dimension must be positive, got {dimension}")
         if checkpoint_rows < 1:
@@ -179,30 +179,32 @@ class DenseMatrixStore:
         base = load_checkpoint(path, files.generation, files.log_size()) or Columns.empty()
         remove_checkpoints(files.directory, keep=path)
         tail, deleted = files.replay(start=base.log_bytes, base_rows=base.size)
-        empty = Snapshot(
-            size=0, matrix=files.map(0), alive=base.alive[:0], live=0, codes=base.codes,
-            ids=base.ids, vocab=base.vocab, generation=files.generation,
-            ann=self._ann if self._ann.available else None,
-        )
-        # the checkpoint's rows as one published block, then the tail's
-        snap = self._extended(empty, [], [], base=base)
-        snap = self._extended(snap, tail, sorted(deleted))
-        return snap, len(tail) + len(deleted)
+        snap = self._snapshot_of(base, self._ann if self._ann.available else None)
+        return self._extended(snap, tail, sorted(deleted)), len(tail) + len(deleted)
 
-    def _extended(self, snap: Snapshot, new_rows: list[Row], dead: list[int],
-                  base: Columns | None = None) -> Snapshot:
-        """`snap` with rows appended (from `new_rows`, or the columns of `base`) and tombstones."""
-        if base is not None:
-            added, new_codes, new_alive = base.size, base.codes, base.alive
-        else:
-            added, new_codes = len(new_rows), snap.vocab.encode(new_rows)
-            new_alive = np.ones(added, dtype=np.bool_)
-            snap.ids.extend(row[0] for row in new_rows)
-        alive = np.concatenate([snap.alive, new_alive]) if snap.size else new_alive.copy()
+    def _snapshot_of(self, columns: Columns, ann: AnnIndex | None) -> Snapshot:
+        """A snapshot of the current generation holding exactly `columns`' rows."""
+        return Snapshot(
+            size=columns.size,
+            matrix=self._files.map(columns.size),
+            alive=columns.alive,
+            live=int(columns.alive.sum()),
+            codes=columns.codes,
+            ids=columns.ids,
+            vocab=columns.vocab,
+            generation=self._files.generation,
+            ann=ann,
+        )
+
+    def _extended(self, snap: Snapshot, new_rows: list[Row], dead: list[int]) -> Snapshot:
+        """`snap` with `new_rows` appended and the rows `dead` tombstoned."""
+        added = len(new_rows)
+        new_codes = snap.vocab.encode(new_rows)
+        snap.ids.extend(row[0] for row in new_rows)
+        alive = np.concatenate([snap.alive, np.ones(added, dtype=np.bool_)])
         if dead:
             alive[dead] = False
-        codes = {name: np.concatenate([snap.codes[name][:snap.size], new_codes[name]])
-                 for name in new_codes}
+        codes = {name: np.concatenate([snap.codes[name], new_codes[name]]) for name in new_codes}
         return Snapshot(
             size=snap.size + added,
             matrix=self._files.map(snap.size + added) if added else snap.matrix,
@@ -272,10 +274,7 @@ class DenseMatrixStore:
         self._files.rewrite(snap.matrix, keep, rows)
         remove_checkpoints(self._files.directory)
         # Fresh ids and vocab: searches still holding the old snapshot keep theirs.
-        empty = Snapshot(size=0, matrix=snap.matrix[:0], alive=snap.alive[:0], live=0,
-                         codes=Columns.empty().codes, ids=[], vocab=Vocabulary(),
-                         generation=self._files.generation, ann=snap.ann)
-        self._snapshot = self._extended(empty, rows, [])
+        self._snapshot = self._extended(self._snapshot_of(Columns.empty(), snap.ann), rows, [])
         self._row_index = None
         self._changes = len(rows)
         self._ann.changed(self._snapshot)

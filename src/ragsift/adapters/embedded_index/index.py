@@ -10,7 +10,7 @@ from pathlib import Path
 from ragsift.adapters.embedded_index.bm25_rebuild import KbRebuild
 from ragsift.adapters.embedded_index.bm25_store import TantivyBm25Store
 from ragsift.adapters.embedded_index.dense_ann import AnnSettings
-from ragsift.adapters.embedded_index.dense_store import DenseMatrixStore
+from ragsift.adapters.embedded_index.dense_store import CHECKPOINT_ROWS, DenseMatrixStore
 from ragsift.adapters.embedded_index.second_dense import SecondDense
 from ragsift.adapters.thread_budget import default_budget
 from ragsift.domain.filters import SearchFilter
@@ -33,7 +33,7 @@ class EmbeddedIndex:
     def __init__(
         self, directory: Path, dimension: int, upgrade_sparse_layout: bool = False,
         ann: AnnSettings | None = None, second: TextEncoder | None = None,
-        checkpoint_rows: int = 2_000,
+        checkpoint_rows: int = CHECKPOINT_ROWS,
     ) -> None:
         directory = Path(directory)
         # The BM25 store takes the directory's lock (sparse/.lock), so open it first: a second

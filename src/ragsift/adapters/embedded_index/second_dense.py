@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from ragsift.adapters.embedded_index.dense_ann import AnnSettings
-from ragsift.adapters.embedded_index.dense_store import DenseMatrixStore
+from ragsift.adapters.embedded_index.dense_store import CHECKPOINT_ROWS, DenseMatrixStore
 from ragsift.domain.filters import SearchFilter
 from ragsift.domain.index_records import IndexRecord
 from ragsift.domain.results import ChannelHit
@@ -33,7 +33,7 @@ class SecondDense:
     """
 
     def __init__(self, directory: Path, encoder: TextEncoder, ann: AnnSettings | None,
-                 primary_count: Callable[[], int], checkpoint_rows: int = 2_000) -> None:
+                 primary_count: Callable[[], int], checkpoint_rows: int = CHECKPOINT_ROWS) -> None:
         self.encoder = encoder
         self._directory = directory / second_directory(encoder.model_id)
         self._ann = ann
