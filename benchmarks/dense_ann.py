@@ -51,12 +51,17 @@ def load() -> str:
     return "/".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def rss_split() -> str:
-    """Resident memory: private (heap) and file-backed (mapped matrix and graph pages, which
-    the kernel can drop and read back)."""
+def rss_parts() -> tuple[float, float]:
+    """Resident GiB: private (heap) and file-backed (mapped matrix, graph and index pages,
+    which the kernel can drop and read back)."""
     status = dict(line.split(":", 1) for line in
                   Path("/proc/self/status").read_text().splitlines() if ":" in line)
     anon, file = (int(status[key].split()[0]) / 2**20 for key in ("RssAnon", "RssFile"))
+    return anon, file
+
+
+def rss_split() -> str:
+    anon, file = rss_parts()
     return f"private {anon:.2f} GiB + file-backed {file:.2f} GiB"
 
 

@@ -29,6 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
+from dense_ann import load, rss_parts
 from dense_ann_data import expand, queries_near, synthetic_centres
 from numpy.typing import NDArray
 from search_latency import build_vocabulary, make_text
@@ -46,15 +47,8 @@ SPARSE_WEIGHT = 0.7  # the default BM25 weight of the z-score fusion
 Float32Array = NDArray[np.float32]
 
 
-def load() -> str:
-    return "/".join(f"{x:.2f}" for x in os.getloadavg())
-
-
 def rss() -> str:
-    """Resident memory, private (heap) and file-backed (mapped pages the kernel can drop)."""
-    status = dict(line.split(":", 1) for line in
-                  Path("/proc/self/status").read_text().splitlines() if ":" in line)
-    anon, file = (int(status[key].split()[0]) / 2**20 for key in ("RssAnon", "RssFile"))
+    anon, file = rss_parts()
     return f"{anon + file:.2f} GiB (private {anon:.2f} + file-backed {file:.2f})"
 
 
