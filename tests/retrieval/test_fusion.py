@@ -2,8 +2,8 @@ import math
 
 import pytest
 
-from ragsift.domain.results import ChannelHit, RankedList
-from ragsift.retrieval.fusion import fuse, rrf, weighted_fusion, zscore_fusion
+from ragsift.domain.results import ChannelHit, FusedHit, RankedList
+from ragsift.retrieval.fusion import fuse, fused_count, rrf, weighted_fusion, zscore_fusion
 
 
 def ranked(name: str, *chunks: tuple[str, float]) -> RankedList:
@@ -118,3 +118,22 @@ def test_fuse_dispatches_by_name_and_rejects_unknown_methods() -> None:
     assert fuse("zscore", [DENSE, SPARSE]) == zscore_fusion([DENSE, SPARSE])
     with pytest.raises(ValueError, match="unknown fusion 'borda'"):
         fuse("borda", [DENSE])
+
+
+@pytest.mark.parametrize("method", ["rrf", "weighted", "zscore"])
+def test_a_limit_keeps_the_head_of_the_full_fused_order(method: str) -> None:
+    third = ranked("dense:rewrite", ("e", 0.95), ("b", 0.85), ("f", 0.2))
+    lists = [DENSE, SPARSE, third]
+    full = fuse(method, lists, weights={"sparse": 0.7})
+    assert len(full) == fused_count(lists) == 6
+    for limit in (0, 1, 3, 6, 10):
+        assert fuse(method, lists, weights={"sparse": 0.7}, limit=limit) == full[:limit]
+    assert fuse(method, [DENSE], limit=2) == fuse(method, [DENSE])[:2]  # one list: raw scores
+
+
+def test_fused_hits_are_models_equal_to_validated_ones() -> None:
+    for hit in zscore_fusion([DENSE, SPARSE], {"sparse": 0.7}):
+        assert FusedHit.model_validate(hit.model_dump()) == hit
+        assert hit.retrieval_sources == tuple(hit.ranks)
+    twice = [DENSE, ranked("dense:original", ("b", 0.5))]  # two lists of one name
+    assert rrf(twice)[0].retrieval_sources == ("dense:original",)

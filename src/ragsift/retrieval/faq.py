@@ -29,7 +29,7 @@ from ragsift.domain.results import FaqHit, FusedHit
 from ragsift.domain.trace import Degradation, StageTrace
 from ragsift.ports import Embedder, Repository, SearchIndex
 from ragsift.retrieval.channels import ChannelRunner
-from ragsift.retrieval.fusion import fuse
+from ragsift.retrieval.fusion import fuse, fused_count
 from ragsift.retrieval.options import Options
 
 logger = logging.getLogger(__name__)
@@ -118,8 +118,8 @@ class FaqSearcher:
         )
         if not channels.lists:
             return _failed("; ".join(d.reason for d in degradations), degradations)
-        fused = fuse(options.fusion, channels.lists, k=options.rrf_k, weights=options.weights)
-        candidates = fused[: max(options.candidate_k, top_k)]
+        candidates = fuse(options.fusion, channels.lists, k=options.rrf_k,
+                          weights=options.weights, limit=max(options.candidate_k, top_k))
         stored = await asyncio.to_thread(
             self._repository.get_faq_entries, [hit.chunk_id for hit in candidates]
         )
@@ -134,7 +134,7 @@ class FaqSearcher:
             for rank, hit in enumerate(final, start=1)
         )
         detail: dict[str, float | int | str] = {
-            "entries": entries, "candidates": len(fused),
+            "entries": entries, "candidates": fused_count(channels.lists),
             "not_in_facts": len(candidates) - len(live), "returned": len(hits),
             "threshold": self._threshold,
             "top_dense_score": "-" if top_dense is None else round(top_dense, 4),

@@ -119,9 +119,10 @@ class FeedbackStage:
         ready: ReadyReader,
     ) -> tuple[RankedList | None, dict[str, float | int | str]]:
         config = self._config
-        fused = fuse(options.fusion, list(lists), k=options.rrf_k, weights=options.weights)
         # a few more than needed: some fused hits may not be READY
-        head = (await ready(fused[: config.feedback_docs * 2]))[: config.feedback_docs]
+        fused = fuse(options.fusion, list(lists), k=options.rrf_k, weights=options.weights,
+                     limit=config.feedback_docs * 2)
+        head = (await ready(fused))[: config.feedback_docs]
         detail: dict[str, float | int | str] = {"feedback_docs": len(head)}
         if not head:
             return None, detail

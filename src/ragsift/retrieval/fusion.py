@@ -9,8 +9,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
+from operator import itemgetter
 
 from ragsift.domain.results import FusedHit, RankedList
+from ragsift.domain.trusted import TrustedBuilder
+
+_fused_hit = TrustedBuilder(FusedHit)
+# fused score descending, then the best single rank, then the chunk id
+_ORDER = itemgetter(0, 1, 2)
 
 
 def _collect(
@@ -20,32 +26,42 @@ def _collect(
     seen: dict[str, tuple[str, dict[str, int], dict[str, float]]] = {}
     for ranked in lists:
         for position, hit in enumerate(ranked.hits, start=1):
-            _, ranks, scores = seen.setdefault(hit.chunk_id, (hit.document_id, {}, {}))
+            entry = seen.get(hit.chunk_id)
+            if entry is None:
+                entry = seen[hit.chunk_id] = (hit.document_id, {}, {})
+            _, ranks, scores = entry
             if ranked.name not in ranks:  # a list naming a chunk twice keeps its first rank
                 ranks[ranked.name] = position
                 scores[ranked.name] = hit.score
     return seen
 
 
+def fused_count(lists: Sequence[RankedList]) -> int:
+    """How many distinct chunks fusing `lists` ranks (what a `limit` leaves out included)."""
+    return len({hit.chunk_id for ranked in lists for hit in ranked.hits})
+
+
 def _ordered(
-    lists: Sequence[RankedList], fused: Mapping[str, float]
+    lists: Sequence[RankedList], fused: Mapping[str, float], limit: int | None = None
 ) -> list[FusedHit]:
     collected = _collect(lists)
-    order = [ranked.name for ranked in lists]
-    hits = [
-        FusedHit(
-            chunk_id=chunk,
-            document_id=document_id,
-            fusion_score=fused[chunk],
-            best_rank=min(ranks.values()),
-            ranks=ranks,
-            scores=scores,
-            retrieval_sources=tuple(name for name in order if name in ranks),
-        )
+    rows = [
+        (-fused[chunk], min(ranks.values()), chunk, document_id, ranks, scores)
         for chunk, (document_id, ranks, scores) in collected.items()
     ]
-    hits.sort(key=lambda hit: (-hit.fusion_score, hit.best_rank, hit.chunk_id))
-    return hits
+    rows.sort(key=_ORDER)
+    if limit is not None:
+        rows = rows[: max(0, limit)]  # ordering is cheap, a hit model is not
+    # the values are this module's own, from validated lists: no per-hit validation
+    return [
+        _fused_hit({
+            "chunk_id": chunk, "document_id": document_id, "fusion_score": -negative,
+            "best_rank": best, "ranks": ranks, "scores": scores,
+            # ranks are filled list by list: their names are in list order, each once
+            "retrieval_sources": tuple(ranks),
+        })
+        for negative, best, chunk, document_id, ranks, scores in rows
+    ]
 
 
 def _weight(weights: Mapping[str, float] | None, name: str) -> float:
@@ -61,6 +77,7 @@ def rrf(
     lists: Sequence[RankedList],
     k: int = 60,
     weights: Mapping[str, float] | None = None,
+    limit: int | None = None,
 ) -> list[FusedHit]:
     """RRF(d) = sum over lists of w_i / (k + rank_i(d)), ranks from 1.
 
@@ -75,7 +92,7 @@ def rrf(
         raw: dict[str, float] = {}
         for hit in only.hits:
             raw.setdefault(hit.chunk_id, hit.score)
-        return _ordered(live, raw)
+        return _ordered(live, raw, limit)
     fused: dict[str, float] = {}
     for ranked in live:
         weight = _weight(weights, ranked.name)
@@ -85,12 +102,13 @@ def rrf(
                 continue
             seen.add(hit.chunk_id)
             fused[hit.chunk_id] = fused.get(hit.chunk_id, 0.0) + weight / (k + position)
-    return _ordered(live, fused)
+    return _ordered(live, fused, limit)
 
 
 def weighted_fusion(
     lists: Sequence[RankedList],
     weights: Mapping[str, float] | None = None,
+    limit: int | None = None,
 ) -> list[FusedHit]:
     """Convex fusion of min-max normalised scores: sum of w_i * (s - min_i) / (max_i - min_i).
 
@@ -100,7 +118,7 @@ def weighted_fusion(
     """
     live = [ranked for ranked in lists if ranked.hits]
     if len(live) == 1:
-        return rrf(live)
+        return rrf(live, limit=limit)
     fused: dict[str, float] = {}
     for ranked in live:
         weight = _weight(weights, ranked.name)
@@ -113,12 +131,13 @@ def weighted_fusion(
             seen.add(hit.chunk_id)
             norm = 1.0 if high == low else (hit.score - low) / (high - low)
             fused[hit.chunk_id] = fused.get(hit.chunk_id, 0.0) + weight * norm
-    return _ordered(live, fused)
+    return _ordered(live, fused, limit)
 
 
 def zscore_fusion(
     lists: Sequence[RankedList],
     weights: Mapping[str, float] | None = None,
+    limit: int | None = None,
 ) -> list[FusedHit]:
     """Convex fusion of z-score normalised scores: sum of w_i * (s - mean_i) / std_i.
 
@@ -131,7 +150,7 @@ def zscore_fusion(
     """
     live = [ranked for ranked in lists if ranked.hits]
     if len(live) == 1:
-        return rrf(live)
+        return rrf(live, limit=limit)
     per_list: list[tuple[float, dict[str, float], float]] = []  # weight, z, missing
     for ranked in live:
         first: dict[str, float] = {}
@@ -150,24 +169,27 @@ def zscore_fusion(
         chunk: math.fsum(w * z.get(chunk, missing) for w, z, missing in per_list)
         for chunk in chunks
     }
-    return _ordered(live, fused)
+    return _ordered(live, fused, limit)
 
 
-FUSIONS: dict[str, Callable[[Sequence[RankedList], int, Mapping[str, float] | None],
-                            list[FusedHit]]] = {
-    "rrf": lambda lists, k, weights: rrf(lists, k=k, weights=weights),
-    "weighted": lambda lists, _k, weights: weighted_fusion(lists, weights=weights),
-    "zscore": lambda lists, _k, weights: zscore_fusion(lists, weights=weights),
+Fusion = Callable[
+    [Sequence[RankedList], int, Mapping[str, float] | None, int | None], list[FusedHit]]
+
+FUSIONS: dict[str, Fusion] = {
+    "rrf": lambda lists, k, weights, limit: rrf(lists, k=k, weights=weights, limit=limit),
+    "weighted": lambda lists, _k, weights, limit: weighted_fusion(lists, weights, limit),
+    "zscore": lambda lists, _k, weights, limit: zscore_fusion(lists, weights, limit),
 }
 
 
 def fuse(
     method: str, lists: Sequence[RankedList], k: int = 60,
-    weights: Mapping[str, float] | None = None,
+    weights: Mapping[str, float] | None = None, limit: int | None = None,
 ) -> list[FusedHit]:
-    """Fuse `lists` with `method` (rrf | weighted | zscore); k only matters to rrf."""
+    """Fuse `lists` with `method` (rrf | weighted | zscore); k only matters to rrf. With
+    `limit`, only the first `limit` hits of the fused order (`fused_count` counts them all)."""
     try:
         fusion = FUSIONS[method]
     except KeyError:
         raise ValueError(f"unknown fusion {method!r}; use one of {', '.join(FUSIONS)}") from None
-    return fusion(lists, k, weights)
+    return fusion(lists, k, weights, limit)

@@ -54,7 +54,7 @@ from ragsift.retrieval.document_stages import (
 )
 from ragsift.retrieval.faq import FaqSearcher
 from ragsift.retrieval.feedback_stage import FeedbackOutcome, FeedbackStage
-from ragsift.retrieval.fusion import fuse
+from ragsift.retrieval.fusion import fuse, fused_count
 from ragsift.retrieval.options import Options, resolve_options, wants_tuned_fusion
 from ragsift.retrieval.plan import run_plan
 from ragsift.retrieval.query import validate_query
@@ -195,11 +195,11 @@ class RetrievalService:
                                             retrieved, version, timings)
         stage = time.perf_counter()
         fused = fuse(options.fusion, list(feedback.lists), k=options.rrf_k,
-                     weights=options.weights)
+                     weights=options.weights, limit=options.candidate_k)
         timings["fusion"] = _ms(stage)
 
         stage = time.perf_counter()
-        ready = await self._ready.run(request.kb_id, fused[: options.candidate_k], version)
+        ready = await self._ready.run(request.kb_id, fused, version)
         timings["ready_check"] = _ms(stage)
         context = StageContext(request.kb_id, options, version, query_tokens)
         candidates, traces, degradations = await self._run_candidate_stages(
@@ -222,7 +222,7 @@ class RetrievalService:
             "variants": retrieved.variants, "channels": retrieved.runs,
             "degradations": failures,
             "switches_applied": _applied(retrieved, traces, expanded, feedback.trace),
-            "fused_count": len(fused), "ready_filtered_count": ready.filtered,
+            "fused_count": fused_count(feedback.lists), "ready_filtered_count": ready.filtered,
             "rewrite": retrieved.rewrite.trace, "feedback": feedback.trace, **traces,
             "threshold": threshold.trace, "small2big": expanded.trace,
             "returned_count": len(hits), "timings_ms": timings,
