@@ -137,3 +137,13 @@ def test_fused_hits_are_models_equal_to_validated_ones() -> None:
         assert hit.retrieval_sources == tuple(hit.ranks)
     twice = [DENSE, ranked("dense:original", ("b", 0.5))]  # two lists of one name
     assert rrf(twice)[0].retrieval_sources == ("dense:original",)
+
+
+def test_a_channels_best_rank_comes_with_the_score_of_that_list() -> None:
+    lists = [ranked("dense:original", ("x", 0.4), ("a", 0.9)),
+             ranked("dense:rewrite", ("a", 0.7)), SPARSE]
+    hit = next(h for h in rrf(lists) if h.chunk_id == "a")
+    assert hit.channel_hit("dense") == (1, 0.7)  # rank 1 in the rewrite's list beats 2
+    assert (hit.channel_rank("dense"), hit.channel_score("dense")) == (1, 0.7)
+    assert hit.channel_hit("sparse") == (3, 3.0)
+    assert hit.channel_hit("second_dense") is None

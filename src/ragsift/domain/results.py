@@ -45,17 +45,22 @@ class FusedHit(BaseModel):
     scores: dict[str, float]
     retrieval_sources: tuple[str, ...]
 
+    def channel_hit(self, channel: str) -> tuple[int, float] | None:
+        """(best rank, its raw score) this chunk had in any list of `channel` (dense/sparse)."""
+        best: tuple[int, float] | None = None
+        for name, rank in self.ranks.items():
+            if (best is None or rank < best[0]) and name.split(":", 1)[0] == channel:
+                best = (rank, self.scores[name])
+        return best
+
     def channel_rank(self, channel: str) -> int | None:
         """Best rank this chunk had in any list of `channel` (dense/sparse), if any."""
-        found = [rank for name, rank in self.ranks.items() if name.split(":", 1)[0] == channel]
-        return min(found) if found else None
+        best = self.channel_hit(channel)
+        return None if best is None else best[0]
 
     def channel_score(self, channel: str) -> float | None:
         """Raw score that went with `channel_rank(channel)`."""
-        best: tuple[int, float] | None = None
-        for name, rank in self.ranks.items():
-            if name.split(":", 1)[0] == channel and (best is None or rank < best[0]):
-                best = (rank, self.scores[name])
+        best = self.channel_hit(channel)
         return None if best is None else best[1]
 
 

@@ -277,12 +277,14 @@ def _to_hit(
 ) -> RetrievalHit:
     # unvalidated: every value comes typed from validated chunks, fused hits and expansions
     hit, chunk = c.fused, c.chunk
+    dense_rank, dense_score = hit.channel_hit("dense") or (None, None)
+    sparse_rank, sparse_score = hit.channel_hit("sparse") or (None, None)
     return _hit({
         "rank": rank, "chunk_id": chunk.id, "document_id": chunk.document_id,
         "filename": c.filename, "text": chunk.text, "heading_path": chunk.heading_path,
         "locator": chunk.locator, "parent_id": chunk.parent_id,
-        "dense_rank": hit.channel_rank("dense"), "dense_score": hit.channel_score("dense"),
-        "sparse_rank": hit.channel_rank("sparse"), "sparse_score": hit.channel_score("sparse"),
+        "dense_rank": dense_rank, "dense_score": dense_score,
+        "sparse_rank": sparse_rank, "sparse_score": sparse_score,
         "fusion_score": hit.fusion_score, "rerank_score": c.rerank_score,
         "retrieval_sources": hit.retrieval_sources, "merged_from": c.merged_from,
         "context_chunk_ids": expansion.context_chunk_ids if expansion else (),

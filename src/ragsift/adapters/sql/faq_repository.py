@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy import Engine, bindparam, delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -78,10 +78,20 @@ def _check_targets(session: Session, commit: FaqCommit) -> None:
             raise DraftMoved(f"FAQ entry {faq_id!r} changed meanwhile")
 
 
+_COUNT = select(func.count()).select_from(FaqEntryRow).where(
+    FaqEntryRow.kb_id == bindparam("kb_id"))
+_LIVE_FAQ_COUNT = _COUNT.where(FaqEntryRow.valid_to_seq == 0)
+_FAQ_COUNT_AT = _COUNT.where(
+    FaqEntryRow.valid_from_seq <= bindparam("seq"),
+    (FaqEntryRow.valid_to_seq == 0) | (FaqEntryRow.valid_to_seq > bindparam("seq")),
+)
+
+
 class FaqRepositoryMixin:
     """FAQ entries in the relational store; mixed into SqlRepository, which sets `_sessions`."""
 
     _sessions: sessionmaker[Session]
+    _engine: Engine
 
     # ---- writes ---------------------------------------------------------------------------
 
@@ -213,17 +223,11 @@ class FaqRepositoryMixin:
 
     def count_faq_entries(self, kb_id: str, version_seq: int | None = None) -> int:
         """How many FAQ entries `kb_id` holds: live in the draft, or valid in `version_seq`."""
-        row = FaqEntryRow
-        query = select(func.count()).select_from(row).where(row.kb_id == kb_id)
-        if version_seq is None:
-            query = query.where(row.valid_to_seq == 0)
-        else:
-            query = query.where(
-                row.valid_from_seq <= version_seq,
-                (row.valid_to_seq == 0) | (row.valid_to_seq > version_seq),
-            )
-        with self._sessions.begin() as session:
-            return int(session.scalar(query) or 0)
+        # every search asks (the FAQ side of its plan): prebuilt, on a Core connection
+        query, values = ((_LIVE_FAQ_COUNT, {"kb_id": kb_id}) if version_seq is None else
+                         (_FAQ_COUNT_AT, {"kb_id": kb_id, "seq": version_seq}))
+        with self._engine.connect() as connection:
+            return int(connection.execute(query, values).scalar() or 0)
 
 
 def _values(entries: Sequence[FaqEntry]) -> list[dict[str, Any]]:

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import TypeVar
 
-from sqlalchemy import delete, insert, select, text, update
+from sqlalchemy import bindparam, delete, insert, select, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import sessionmaker
 
@@ -51,6 +51,9 @@ from ragsift.domain.errors import InvalidInput, NotFound
 from ragsift.domain.models import Chunk, Document, DocumentStatus, KnowledgeBase
 
 logger = logging.getLogger(__name__)
+
+_KB_BY_ID = select(KnowledgeBaseRow.__table__).where(
+    KnowledgeBaseRow.__table__.c.id == bindparam("kb_id"))
 
 # SQLite allows 999 bound variables in old builds; 500 per IN list stays well under it.
 IN_BATCH = 500
@@ -114,9 +117,11 @@ class SqlRepository(
 
     def get_kb(self, kb_id: str) -> KnowledgeBase | None:
         """The knowledge base with this id, or None."""
-        with self._sessions.begin() as session:
-            row = session.get(KnowledgeBaseRow, kb_id)
-            return None if row is None else kb_from_row(row)
+        # a plain select on a Core connection: every search reads its KB, and the ORM
+        # session and identity map around one primary-key read cost most of the call
+        with self._engine.connect() as connection:
+            row = connection.execute(_KB_BY_ID, {"kb_id": kb_id}).first()
+            return None if row is None else kb_from_row(row)  # type: ignore[arg-type]
 
     def get_kb_by_name(self, name: str) -> KnowledgeBase | None:
         """The knowledge base with this name, or None."""

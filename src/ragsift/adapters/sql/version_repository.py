@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from pydantic import ValidationError
-from sqlalchemy import Engine, and_, or_, select
+from sqlalchemy import Engine, and_, bindparam, or_, select
 
 from ragsift.adapters.sql.chunk_queries import chunks_with_filenames, documents_in
 from ragsift.adapters.sql.orm import (
@@ -41,6 +41,8 @@ from ragsift.domain.versions import (
 # the versions before (RETIRED). The chunk's own window decides which versions.
 SEARCHABLE = (DocumentStatus.READY.value, DocumentStatus.RETIRED.value)
 UNSET: Any = object()
+_ACTIVE_SEQ = select(KbVersionStateRow.active_seq).where(
+    KbVersionStateRow.kb_id == bindparam("kb_id"))
 
 
 def _state_from_row(row: KbVersionStateRow) -> VersionState:
@@ -71,11 +73,12 @@ class VersionRepositoryMixin(VersionCommitMixin):
         One read of the state row: a search takes it once, at its start. A KB that never
         published has active version 0 (only chunks valid in every version).
         """
+        with self._engine.connect() as connection:  # the common case: one plain select
+            state = connection.execute(_ACTIVE_SEQ, {"kb_id": kb_id}).scalar()
+        active = 0 if state is None else int(state)
+        if pinned is None or pinned == active:
+            return active
         with self._sessions.begin() as session:
-            state = session.get(KbVersionStateRow, kb_id)
-            active = 0 if state is None else state.active_seq
-            if pinned is None or pinned == active:
-                return active
             if session.get(KbVersionRow, (kb_id, pinned)) is None:
                 retained = session.scalars(select(KbVersionRow.seq).where(
                     KbVersionRow.kb_id == kb_id).order_by(KbVersionRow.seq))
