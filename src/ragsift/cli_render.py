@@ -78,17 +78,22 @@ def render_faq(console: Console, result: RetrievalResult, snippet: int = 240) ->
 
 
 def render_scores(console: Console, result: RetrievalResult) -> None:
-    """Per-hit scores of every stage: channel ranks and raw scores, fusion, sources."""
+    """Per-hit scores of every stage: channel ranks and raw scores, fusion, sources (the
+    second dense channel's columns only when it was searched)."""
+    second = any(run.channel == "second_dense" for run in result.trace.channels)
     table = Table(title="per-hit scores")
-    for column in ("#", "chunk", "dense rank", "dense score", "sparse rank", "sparse score",
-                   "fusion", "rerank", "context", "sources"):
+    columns = ["#", "chunk", "dense rank", "dense score", "sparse rank", "sparse score"]
+    columns += ["2nd dense rank", "2nd dense score"] if second else []
+    for column in (*columns, "fusion", "rerank", "context", "sources"):
         table.add_column(column)
     for hit in result.hits:
+        cells = [str(hit.rank), hit.chunk_id[:12], _fmt(hit.dense_rank), _fmt(hit.dense_score),
+                 _fmt(hit.sparse_rank), _fmt(hit.sparse_score)]
+        if second:
+            cells += [_fmt(hit.second_dense_rank), _fmt(hit.second_dense_score)]
         table.add_row(
-            str(hit.rank), hit.chunk_id[:12], _fmt(hit.dense_rank), _fmt(hit.dense_score),
-            _fmt(hit.sparse_rank), _fmt(hit.sparse_score), _fmt(hit.fusion_score),
-            _fmt(hit.rerank_score), str(len(hit.context_chunk_ids) or "-"),
-            ", ".join(hit.retrieval_sources),
+            *cells, _fmt(hit.fusion_score), _fmt(hit.rerank_score),
+            str(len(hit.context_chunk_ids) or "-"), ", ".join(hit.retrieval_sources),
         )
     console.print(table)
 

@@ -226,10 +226,21 @@ def test_a_task_cancelled_while_the_turn_is_being_stored_still_ends_cancelled(
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
-        await asyncio.sleep(0.5)  # the insert finishes in its thread, then the callback runs
+        # the insert finishes in its thread, then the callback runs: wait for it rather than
+        # for a fixed time a loaded machine may not keep to
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not _stored_as(store, turn.conversation_id,
+                                                             "cancelled"):
+            await asyncio.sleep(0.05)
 
     asyncio.run(cancel_during_start())
     assert _turn(store, turn.conversation_id).status == "cancelled"
+
+
+def _stored_as(store: SqlConversationStore, conversation_id: str, status: str) -> bool:
+    conversation = store.get_conversation(conversation_id)
+    return conversation is not None and bool(conversation.turns) and (
+        conversation.turns[-1].status == status)
 
 
 def test_without_a_model_the_answer_is_extractive_and_says_so(

@@ -26,7 +26,8 @@ HOTEL_LIMIT = "What is the hotel limit per night in London?"
 
 METADATA_KEYS = {
     "chunk_id", "document_id", "parent_id", "filename", "heading_path", "locator", "citation",
-    "rank", "dense_rank", "dense_score", "sparse_rank", "sparse_score", "fusion_score",
+    "rank", "dense_rank", "dense_score", "sparse_rank", "sparse_score", "second_dense_rank",
+    "second_dense_score", "fusion_score",
     "rerank_score", "final_score", "retrieval_sources", "merged_from", "chunk_text",
     "context_text", "context_chunk_ids",
 }
@@ -41,6 +42,7 @@ def expected_metadata(hit: RetrievalHit) -> dict[str, Any]:
         "citation": " › ".join([hit.filename, *hit.heading_path]), "rank": hit.rank,
         "dense_rank": hit.dense_rank, "dense_score": hit.dense_score,
         "sparse_rank": hit.sparse_rank, "sparse_score": hit.sparse_score,
+        "second_dense_rank": hit.second_dense_rank, "second_dense_score": hit.second_dense_score,
         "fusion_score": hit.fusion_score, "rerank_score": hit.rerank_score,
         "final_score": hit.fusion_score if hit.rerank_score is None else hit.rerank_score,
         "retrieval_sources": list(hit.retrieval_sources), "merged_from": list(hit.merged_from),

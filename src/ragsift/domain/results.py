@@ -85,6 +85,9 @@ class RetrievalHit(BaseModel):
     rerank_score: float | None = None
     retrieval_sources: tuple[str, ...]
     merged_from: tuple[str, ...] = ()
+    # the second dense channel's (USE) rank and cosine, when it was searched and found the hit
+    second_dense_rank: int | None = None
+    second_dense_score: float | None = None
     context_chunk_ids: tuple[str, ...] = ()
     context_text: str | None = None
     # the images the chunk's text belongs with (GET /api/assets/{id} serves them)

@@ -89,6 +89,9 @@ class ScoredEvidence(Evidence):
     dense_score: float | None
     sparse_rank: int | None
     sparse_score: float | None
+    second_dense_rank: int | None = Field(
+        default=None, description="rank in the second dense channel (USE), when it was searched")
+    second_dense_score: float | None = None
     fusion_score: float
     rerank_score: float | None
     merged_from: list[str] = Field(description="children an auto-merged parent replaced")
@@ -239,6 +242,8 @@ def _scored(hit: RetrievalHit) -> ScoredEvidence:
     return ScoredEvidence.model_validate({
         **_evidence(hit), "dense_rank": hit.dense_rank, "dense_score": hit.dense_score,
         "sparse_rank": hit.sparse_rank, "sparse_score": hit.sparse_score,
+        "second_dense_rank": hit.second_dense_rank,
+        "second_dense_score": hit.second_dense_score,
         "fusion_score": hit.fusion_score, "rerank_score": hit.rerank_score,
         "merged_from": list(hit.merged_from), "context_chunk_ids": list(hit.context_chunk_ids),
     })

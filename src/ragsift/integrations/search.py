@@ -175,6 +175,8 @@ def hit_metadata(hit: RetrievalHit) -> dict[str, Any]:
         "dense_score": hit.dense_score,
         "sparse_rank": hit.sparse_rank,
         "sparse_score": hit.sparse_score,
+        "second_dense_rank": hit.second_dense_rank,
+        "second_dense_score": hit.second_dense_score,
         "fusion_score": hit.fusion_score,
         "rerank_score": hit.rerank_score,
         "final_score": final_score(hit),

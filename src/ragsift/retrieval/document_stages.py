@@ -279,12 +279,14 @@ def _to_hit(
     hit, chunk = c.fused, c.chunk
     dense_rank, dense_score = hit.channel_hit("dense") or (None, None)
     sparse_rank, sparse_score = hit.channel_hit("sparse") or (None, None)
+    second_rank, second_score = hit.channel_hit("second_dense") or (None, None)
     return _hit({
         "rank": rank, "chunk_id": chunk.id, "document_id": chunk.document_id,
         "filename": c.filename, "text": chunk.text, "heading_path": chunk.heading_path,
         "locator": chunk.locator, "parent_id": chunk.parent_id,
         "dense_rank": dense_rank, "dense_score": dense_score,
         "sparse_rank": sparse_rank, "sparse_score": sparse_score,
+        "second_dense_rank": second_rank, "second_dense_score": second_score,
         "fusion_score": hit.fusion_score, "rerank_score": c.rerank_score,
         "retrieval_sources": hit.retrieval_sources, "merged_from": c.merged_from,
         "context_chunk_ids": expansion.context_chunk_ids if expansion else (),

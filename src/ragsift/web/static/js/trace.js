@@ -243,6 +243,10 @@ function detailRow(hit, id, columns) {
     fact(t("debug.hits.chunkId"), h("span", { class: "mono" }, hit.chunk_id), "chunk"),
     fact(t("debug.hits.sources"), (hit.retrieval_sources || []).join(", ") || "–", "sources"),
   ];
+  if (hit.second_dense_score !== null && hit.second_dense_score !== undefined) {
+    facts.push(fact(t("debug.hits.secondDense"), t("debug.hits.channelTitle",
+      { score: num(hit.second_dense_score), rank: int(hit.second_dense_rank) }), "second-dense"));
+  }
   if ((hit.merged_from || []).length) {
     facts.push(fact(t("debug.hits.mergedFrom"),
       h("span", { class: "mono" }, hit.merged_from.join(", ")), "merged"));
