@@ -101,3 +101,22 @@ def test_delete_prefix_removes_a_single_file(store: LocalObjectStore) -> None:
 def test_delete_prefix_of_nothing_is_a_no_op(store: LocalObjectStore) -> None:
     store.delete_prefix("kb9")
     store.delete_prefix("kb9/doc9/x.pdf")
+
+
+def test_a_symlink_deeper_in_the_key_or_at_its_file_is_rejected_too(
+    store: LocalObjectStore, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_bytes(b"not yours")
+    (store.root / "kb1").mkdir()
+    (store.root / "kb1" / "doc1").symlink_to(outside)
+    with pytest.raises(ValueError, match="escapes the store"):
+        store.get("kb1/doc1/secret.txt")
+    (store.root / "kb1" / "file.txt").symlink_to(outside / "secret.txt")
+    with pytest.raises(ValueError, match="escapes the store"):
+        store.get("kb1/file.txt")
+    # a link that stays inside the store is followed, as before
+    store.put("kb2/doc/a.txt", b"a")
+    (store.root / "kb3").symlink_to(store.root / "kb2")
+    assert store.get("kb3/doc/a.txt") == b"a"

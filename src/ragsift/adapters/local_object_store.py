@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import shutil
+import stat
 from pathlib import Path
 
 from ragsift.adapters.atomic_files import write_atomically
@@ -35,10 +37,25 @@ class LocalObjectStore:
         if any(part in ("", ".", "..") for part in parts):
             raise ValueError(f"invalid object key {key!r}: empty, '.' or '..' segment")
         path = self._root.joinpath(*parts)
-        # A symlink inside root could still point outside it.
-        if not path.resolve().is_relative_to(self._root):
+        # A symlink inside root could still point outside it; with no "..", only a component
+        # under root can be one. lstat-ing those is cheap, where resolving the whole path
+        # (every component from /) cost ~0.4 ms per put or get of an ingest.
+        if self._has_link(parts) and not path.resolve().is_relative_to(self._root):
             raise ValueError(f"invalid object key {key!r}: escapes the store")
         return path
+
+    def _has_link(self, parts: list[str]) -> bool:
+        """Whether a component of root/parts that exists is a symbolic link."""
+        current = str(self._root)
+        for part in parts:
+            current = os.path.join(current, part)
+            try:
+                mode = os.lstat(current).st_mode
+            except (FileNotFoundError, NotADirectoryError):
+                return False  # what does not exist holds no link further down either
+            if stat.S_ISLNK(mode):
+                return True
+        return False
 
     def put(self, key: str, data: bytes) -> None:
         """Store `data` under `key`, replacing what was there; readers never see half a file."""
