@@ -11,6 +11,8 @@ import numpy as np
 import orjson
 from numpy.typing import NDArray
 
+from ragsift.adapters.embedded_index.dense_rows import AVAILABLE as READER_AVAILABLE
+from ragsift.adapters.embedded_index.dense_rows import RowReader
 from ragsift.domain.index_records import IndexRecord
 
 logger = logging.getLogger(__name__)
@@ -97,6 +99,7 @@ class DenseFiles:
             self._generation = 0
             self._write_meta()
         self._log_bytes = 0
+        self._reader: tuple[int, RowReader] | None = None  # (generation, reader)
 
     @property
     def directory(self) -> Path:
@@ -180,6 +183,18 @@ class DenseFiles:
         with self.log_path.open("ab") as log:
             log.write(line)
         self._log_bytes += len(line)
+
+    def reader(self) -> RowReader | None:
+        """A reader of the current generation's vector file (one per generation); None
+        before the file exists or where the platform has no preadv."""
+        cached = self._reader
+        if cached is not None and cached[0] == self._generation:
+            return cached[1]
+        if not READER_AVAILABLE or not self.vectors_path.exists():
+            return None
+        reader = RowReader(self.vectors_path, self._dimension)
+        self._reader = (self._generation, reader)
+        return reader
 
     def map(self, rows: int) -> NDArray[np.float32]:
         """A read-only memory map of the first `rows` vectors (remapped after every growth)."""

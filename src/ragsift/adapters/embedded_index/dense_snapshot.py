@@ -11,6 +11,7 @@ from numpy.typing import NDArray
 
 from ragsift.adapters.embedded_index.dense_columns import Vocabulary
 from ragsift.adapters.embedded_index.dense_log import FILTER_FIELDS, VERSION_FIELDS, Row
+from ragsift.adapters.embedded_index.dense_rows import READ_MAX_ROWS, RowReader
 from ragsift.adapters.thread_budget import default_budget
 from ragsift.domain.filters import SearchFilter
 from ragsift.domain.results import ChannelHit
@@ -71,6 +72,8 @@ class Snapshot:
     generation: int = 0
     # The approximate index, used for filters allowing more than its exact_max_rows rows.
     ann: AnnIndex | None = None
+    # Reads a few rows without mapping them (dense_rows.py); None: the matrix is read.
+    reader: RowReader | None = None
 
     def search(
         self, query: Float32Array, search_filter: SearchFilter, limit: int
@@ -177,7 +180,9 @@ class Snapshot:
         else:
             largest = min(rows.size, _GATHER_BLOCK_ROWS) if gathered else self.size
         with default_budget().blas_call(largest * query.size):
-            if in_runs:
+            if self.reader is not None and rows.size <= READ_MAX_ROWS:
+                out[:] = self.reader.read(rows, run_starts) @ query
+            elif in_runs:
                 for start, end in spans:
                     first = int(rows[start])
                     out[start:end] = self.matrix[first : first + end - start] @ query

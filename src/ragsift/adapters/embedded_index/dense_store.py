@@ -194,6 +194,7 @@ class DenseMatrixStore:
             vocab=columns.vocab,
             generation=self._files.generation,
             ann=ann,
+            reader=self._files.reader(),
         )
 
     def _extended(self, snap: Snapshot, new_rows: list[Row], dead: list[int]) -> Snapshot:
@@ -215,6 +216,7 @@ class DenseMatrixStore:
             vocab=snap.vocab,
             generation=snap.generation,
             ann=snap.ann,
+            reader=snap.reader or self._files.reader(),
         )
 
     def _rows_by_id(self) -> dict[str, int]:
