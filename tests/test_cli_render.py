@@ -28,7 +28,9 @@ def test_the_score_table_shows_the_second_channels_rank_and_score_when_it_ran() 
 
     text = _table(searched)
 
-    assert "2nd dense rank" in text and "2nd dense score" in text
+    assert "2nd dense" in text
     first = next(line for line in text.splitlines() if "chunk1" in line)
-    assert "0.8125" in first and "second_dense:original" in first
+    assert "0.8125 #2" in first and "second_dense:original" in first
+    second = next(line for line in text.splitlines() if "chunk2" in line)
+    assert "0.9000 #2" in second  # dense: score and rank; the channels that missed it: "-"
     assert "2nd dense" not in _table(RetrievalResult(hits=(missed,), trace=trace()))

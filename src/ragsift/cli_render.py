@@ -77,25 +77,36 @@ def render_faq(console: Console, result: RetrievalResult, snippet: int = 240) ->
     console.rule("documents")
 
 
+_SCORE_COLUMNS = ("dense", "sparse", "2nd dense", "fusion")
+
+
 def render_scores(console: Console, result: RetrievalResult) -> None:
-    """Per-hit scores of every stage: channel ranks and raw scores, fusion, sources (the
-    second dense channel's columns only when it was searched)."""
+    """Per-hit scores of every stage: each channel's raw score and rank in its list ("-": not
+    found; the second dense channel's column only when it was searched), fusion, sources."""
     second = any(run.channel == "second_dense" for run in result.trace.channels)
-    table = Table(title="per-hit scores")
-    columns = ["#", "chunk", "dense rank", "dense score", "sparse rank", "sparse score"]
-    columns += ["2nd dense rank", "2nd dense score"] if second else []
-    for column in (*columns, "fusion", "rerank", "context", "sources"):
-        table.add_column(column)
+    table = Table(title="per-hit scores", collapse_padding=True, pad_edge=False)
+    columns = ["#", "chunk", "dense", "sparse", *(["2nd dense"] if second else []),
+               "fusion", "rerank", "context", "sources"]
+    for column in columns:
+        # numbers keep their digits at 80 columns; the sources wrap instead
+        table.add_column(column, min_width=7 if column in _SCORE_COLUMNS else None,
+                         max_width=8 if column == "chunk" else None)
     for hit in result.hits:
-        cells = [str(hit.rank), hit.chunk_id[:12], _fmt(hit.dense_rank), _fmt(hit.dense_score),
-                 _fmt(hit.sparse_rank), _fmt(hit.sparse_score)]
+        channels = [_channel(hit.dense_score, hit.dense_rank),
+                    _channel(hit.sparse_score, hit.sparse_rank)]
         if second:
-            cells += [_fmt(hit.second_dense_rank), _fmt(hit.second_dense_score)]
+            channels.append(_channel(hit.second_dense_score, hit.second_dense_rank))
         table.add_row(
-            *cells, _fmt(hit.fusion_score), _fmt(hit.rerank_score),
-            str(len(hit.context_chunk_ids) or "-"), ", ".join(hit.retrieval_sources),
+            str(hit.rank), hit.chunk_id[:12], *channels, _fmt(hit.fusion_score),
+            _fmt(hit.rerank_score), str(len(hit.context_chunk_ids) or "-"),
+            ", ".join(hit.retrieval_sources),
         )
     console.print(table)
+
+
+def _channel(score: float | None, rank: int | None) -> str:
+    """A channel's raw score and the hit's rank in its list, as the debug page shows them."""
+    return "-" if score is None else f"{_fmt(score)} #{_fmt(rank)}"
 
 
 def _switches(switches: Switches) -> str:
