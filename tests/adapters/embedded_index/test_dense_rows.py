@@ -15,12 +15,13 @@ from adapters.embedded_index.test_dense_store import (
     unit,
 )
 from ragsift.adapters.embedded_index.dense_rows import READ_MAX_ROWS, RowReader
+from ragsift.adapters.embedded_index.dense_snapshot import _as_candidates
 from ragsift.adapters.embedded_index.dense_store import DenseMatrixStore
 from ragsift.domain.filters import SearchFilter
 
 
-def _runs(rows: np.ndarray) -> np.ndarray:
-    return np.concatenate(([0], np.flatnonzero(np.diff(rows) != 1) + 1)).astype(np.intp)
+def _spans(rows: np.ndarray) -> list[tuple[int, int]]:
+    return _as_candidates(rows.astype(np.intp)).spans()
 
 
 def test_runs_and_scattered_rows_read_as_the_matrix_holds_them(tmp_path: Path) -> None:
@@ -30,13 +31,13 @@ def test_runs_and_scattered_rows_read_as_the_matrix_holds_them(tmp_path: Path) -
     reader = RowReader(path, DIM)
     for rows in (np.arange(10, 40), np.array([0, 7, 8, 9, 250, 499]), np.array([3])):
         rows = rows.astype(np.intp)
-        assert np.array_equal(reader.read(rows, _runs(rows)), matrix[rows])
+        assert np.array_equal(reader.read(rows, _spans(rows)), matrix[rows])
     with path.open("ab") as grown:  # rows appended later are read through the same reader
         grown.write(matrix[:5].tobytes())
-    assert np.array_equal(reader.read(np.array([500, 504], np.intp), np.array([0, 1], np.intp)),
+    assert np.array_equal(reader.read(np.array([500, 504], np.intp), [(0, 1), (1, 2)]),
                           matrix[[0, 4]])
     with pytest.raises(OSError, match="short read"):
-        reader.read(np.array([505], np.intp), np.array([0], np.intp))
+        reader.read(np.array([505], np.intp), [(0, 1)])
 
 
 def test_a_small_filter_is_scored_from_the_reader_and_an_old_snapshot_outlives_compaction(

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import weakref
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -37,11 +38,11 @@ class RowReader:
         self._dimension = dimension
         self._row_bytes = dimension * np.dtype(np.float32).itemsize
 
-    def read(self, rows: IntpArray, run_starts: IntpArray) -> Float32Array:
-        """`matrix[rows]` for sorted `rows` whose contiguous runs start at `run_starts`."""
+    def read(self, rows: IntpArray, spans: Sequence[tuple[int, int]]) -> Float32Array:
+        """`matrix[rows]` for sorted `rows` whose contiguous runs are `rows[first:end]` for
+        each (first, end) of `spans` (Candidates.spans)."""
         out = np.empty((rows.size, self._dimension), dtype=np.float32)
-        ends = [*run_starts.tolist()[1:], rows.size]
-        for start, end in zip(run_starts.tolist(), ends, strict=True):
+        for start, end in spans:
             wanted = (end - start) * self._row_bytes
             got = os.preadv(self._fd, [out[start:end].data],
                             int(rows[start]) * self._row_bytes)

@@ -43,6 +43,11 @@ class Candidates:
     # The rows as a bit per row, built on first use by the graph search (then kept).
     bits: list[NDArray[np.uint8]] = field(default_factory=list)
 
+    def spans(self) -> list[tuple[int, int]]:
+        """(first, end) positions in `rows` of each contiguous run of rows."""
+        starts = self.run_starts.tolist()
+        return list(zip(starts, [*starts[1:], self.rows.size], strict=True))
+
     def bitmap(self, size: int) -> NDArray[np.uint8]:
         """A little-endian bitmap of `rows` over `size` rows (faiss's IDSelectorBitmap)."""
         if not self.bits:
@@ -170,18 +175,17 @@ class Snapshot:
         out = np.empty(rows.size, dtype=np.float32)
         in_runs = rows.size >= _MIN_MEAN_RUN * run_starts.size
         gathered = not in_runs and rows.size <= _GATHER_MAX_SHARE * self.size
+        reader = self.reader if rows.size <= READ_MAX_ROWS else None
+        spans = candidates.spans() if in_runs or reader is not None else []
         # BLAS threads by the largest single product and the calls running beside this one:
         # threads pay only on a long matvec, never on a gathered block
-        spans: list[tuple[int, int]] = []
         if in_runs:
-            starts = run_starts.tolist()
-            spans = list(zip(starts, [*starts[1:], rows.size], strict=True))
             largest = max(end - start for start, end in spans)
         else:
             largest = min(rows.size, _GATHER_BLOCK_ROWS) if gathered else self.size
         with default_budget().blas_call(largest * query.size):
-            if self.reader is not None and rows.size <= READ_MAX_ROWS:
-                out[:] = self.reader.read(rows, run_starts) @ query
+            if reader is not None:
+                out[:] = reader.read(rows, spans) @ query
             elif in_runs:
                 for start, end in spans:
                     first = int(rows[start])
