@@ -144,11 +144,12 @@ class FaqSearcher:
 
 
 def _to_faq_hit(rank: int, hit: FusedHit, entry: FaqEntry, direct: bool) -> FaqHit:
+    dense_rank, dense_score = hit.channel_hit("dense") or (None, None)
+    sparse_rank, sparse_score = hit.channel_hit("sparse") or (None, None)
     return FaqHit(
         rank=rank, faq_id=entry.id, question=entry.question, answer=entry.answer,
-        source=entry.source,
-        dense_rank=hit.channel_rank("dense"), dense_score=hit.channel_score("dense"),
-        sparse_rank=hit.channel_rank("sparse"), sparse_score=hit.channel_score("sparse"),
+        source=entry.source, dense_rank=dense_rank, dense_score=dense_score,
+        sparse_rank=sparse_rank, sparse_score=sparse_score,
         fusion_score=hit.fusion_score, retrieval_sources=hit.retrieval_sources,
         direct_answer=direct,
     )
