@@ -102,12 +102,14 @@ class Container:
 
 def build_search_index(
     settings: Settings, kind: Literal["chunks", "faq"], dimension: int,
-    upgrade_sparse_layout: bool = False,
+    upgrade_sparse_layout: bool = False, follow: bool = False,
 ) -> SearchIndex:
     """The chunk or FAQ index: embedded under data_dir, or a Milvus collection.
 
     With RAGSIFT_INDEX_URI set, both live in one Milvus database (or milvus-lite file) as the
-    collections PREFIX_chunks and PREFIX_faq; pymilvus is imported only then.
+    collections PREFIX_chunks and PREFIX_faq; pymilvus is imported only then. `follow`: the
+    embedded index opens read-only beside the process that writes it (a Milvus server
+    serves many processes as it is).
     """
     if not settings.index_uri:
         directory = "index" if kind == "chunks" else "faq_index"
@@ -115,7 +117,7 @@ def build_search_index(
             settings.data_dir / directory, dimension=dimension,
             upgrade_sparse_layout=upgrade_sparse_layout, ann=ann_settings(settings),
             second=second_dense_encoder(settings) if kind == "chunks" else None,
-            checkpoint_rows=settings.dense_checkpoint_rows,
+            checkpoint_rows=settings.dense_checkpoint_rows, follow=follow,
         )
     if settings.second_dense == "use":
         raise ValueError("RAGSIFT_SECOND_DENSE=use needs the embedded index; the Milvus index "
@@ -302,11 +304,15 @@ def build_maintenance(container: Container, settle_s: float = 0.0) -> Maintenanc
     )
 
 
-def build(settings: Settings, upgrade_sparse_layout: bool = False) -> Container:
+def build(settings: Settings, upgrade_sparse_layout: bool = False,
+          follow: bool = False) -> Container:
     """Wire the embedded default (SQLite + tantivy + on-disk matrix) from settings.
 
     `upgrade_sparse_layout` is for `ragsift rebuild-sparse` alone: an outdated BM25 layout
-    is moved aside instead of refused, and every KB must then be rebuilt.
+    is moved aside instead of refused, and every KB must then be rebuilt. `follow`, for
+    processes that only read (searches, listings, MCP): both indexes open read-only beside
+    a writer that holds the data directory (`ragsift serve`, an ingest), following its
+    commits; their writes raise IndexReadOnly. The SQL database serves both processes.
     """
     data_dir: Path = settings.data_dir
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -317,9 +323,11 @@ def build(settings: Settings, upgrade_sparse_layout: bool = False) -> Container:
         data_dir / "cache" / "embeddings.sqlite",
         query_cache_size=settings.query_cache_size,
     )
-    index = build_search_index(settings, "chunks", embedder.dimension, upgrade_sparse_layout)
+    index = build_search_index(settings, "chunks", embedder.dimension, upgrade_sparse_layout,
+                               follow)
     # FAQ entries live in their own collection, so their top-k and scores stay apart.
-    faq_index = build_search_index(settings, "faq", embedder.dimension, upgrade_sparse_layout)
+    faq_index = build_search_index(settings, "faq", embedder.dimension, upgrade_sparse_layout,
+                                   follow)
     drafts = DraftWriter(
         repository, index, embedder,
         VersionDefaults(settings.kb_publish_mode, settings.kb_version_retention),

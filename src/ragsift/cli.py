@@ -84,7 +84,7 @@ def _search(data_dir: Path | None, kb: str, query: str, fields: dict[str, Any],
         from ragsift.cli_remote import remote_search
 
         return remote_search(server, api_key, kb, query, fields)
-    with open_container(data_dir) as container:
+    with open_container(data_dir, follow=True) as container:
         knowledge_base = kb_named(container, kb)
         values = {name: value for name, value in fields.items() if value is not None}
         if values.get("document_ids") is not None:
@@ -231,7 +231,7 @@ def kb_list(data_dir: DataDir = None, as_json: JsonFlag = False) -> None:
     """List knowledge bases with their document counts."""
     from ragsift.domain.models import DocumentStatus
 
-    with open_container(data_dir) as container:
+    with open_container(data_dir, follow=True) as container:
         rows = []
         for kb in container.repository.list_kbs():
             documents = container.repository.list_documents(kb.id)
@@ -250,7 +250,7 @@ def kb_list(data_dir: DataDir = None, as_json: JsonFlag = False) -> None:
 @docs_app.command("list")
 def docs_list(kb: KbName, data_dir: DataDir = None, as_json: JsonFlag = False) -> None:
     """List the documents of a knowledge base with status, error and parse warnings."""
-    with open_container(data_dir) as container:
+    with open_container(data_dir, follow=True) as container:
         documents = container.repository.list_documents(kb_named(container, kb).id)
     if as_json:
         echo_json([d.model_dump(mode="json") for d in documents])

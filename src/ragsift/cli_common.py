@@ -52,14 +52,20 @@ def load_settings(data_dir: Path | None, **overrides: Any) -> Settings:
 
 
 @contextmanager
-def open_container(data_dir: Path | None, **overrides: Any) -> Iterator[Container]:
-    """The container built from settings (and overrides), closed afterwards."""
+def open_container(
+    data_dir: Path | None, follow: bool = False, **overrides: Any
+) -> Iterator[Container]:
+    """The container built from settings (and overrides), closed afterwards.
+
+    `follow` for commands that only read: the index opens read-only, so they run beside a
+    `ragsift serve` or an ingest that holds the data directory.
+    """
     from ragsift.bootstrap import build
     from ragsift.observability.logs import configure_logging
 
     settings = load_settings(data_dir, **overrides)
     configure_logging(settings.log_format)
-    container = build(settings)
+    container = build(settings, follow=follow)
     try:
         yield container
     finally:

@@ -90,7 +90,7 @@ def faq_list(
     as_json: JsonFlag = False,
 ) -> None:
     """List the live FAQ entries of a knowledge base in the order they were added."""
-    with open_container(data_dir) as container:
+    with open_container(data_dir, follow=True) as container:
         entries = container.faq.page(kb_named(container, kb), offset, limit).entries
     if as_json:
         echo_json([e.model_dump(mode="json") for e in entries])
@@ -106,7 +106,7 @@ def faq_list(
 def faq_get(faq_id: FaqId, kb: KbName, data_dir: DataDir = None,
             as_json: JsonFlag = False) -> None:
     """Show one FAQ entry (a retired one too: its valid_to_seq says since which version)."""
-    with open_container(data_dir) as container:
+    with open_container(data_dir, follow=True) as container:
         entry = container.faq.get(kb_named(container, kb), faq_id)
     if as_json:
         echo_json(entry.model_dump(mode="json"))

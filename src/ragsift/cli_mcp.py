@@ -86,7 +86,7 @@ def mcp(
             # stdout carries the protocol: what building the services says goes to stderr
             # (while serving, the SDK points fd 1 at stderr itself)
             with contextlib.redirect_stdout(sys.stderr):
-                container = stack.enter_context(open_container(data_dir))
+                container = stack.enter_context(open_container(data_dir, follow=True))
                 if api_key is not None:
                     _check_key(container, api_key)
             logger.info("MCP server on stdio over %s", container.settings.data_dir)
@@ -95,7 +95,7 @@ def mcp(
     if api_key is not None:
         logger.warning("--api-key / RAGSIFT_API_KEY is ignored over HTTP: each client sends "
                        "its own key (Authorization: Bearer)")
-    with open_container(data_dir) as container:
+    with open_container(data_dir, follow=True) as container:
         keys, hosts = exposure(container.settings, host, no_auth)
         if keys:
             logger.info("MCP over streamable HTTP at http://%s:%d%s: API keys required "

@@ -81,7 +81,7 @@ def _print_outcome(outcome: ActivationOutcome, verb: str) -> None:
 @version_app.command("list")
 def version_list(kb: KbName, data_dir: DataDir = None, as_json: JsonFlag = False) -> None:
     """The KB's state (active version, draft, policy) and its retained versions."""
-    with open_container(data_dir) as container:
+    with open_container(data_dir, follow=True) as container:
         knowledge_base = kb_named(container, kb)
         state = container.versions.state(knowledge_base)
         versions = container.versions.versions(knowledge_base)
@@ -194,7 +194,7 @@ def version_diff(
     as_json: JsonFlag = False,
 ) -> None:
     """Indexed chunks per document that one version adds and removes against another."""
-    with open_container(data_dir) as container:
+    with open_container(data_dir, follow=True) as container:
         diff = container.versions.diff(kb_named(container, kb), from_seq, to_seq)
     if as_json:
         echo_json({**diff.model_dump(mode="json"), "added": diff.added,

@@ -71,8 +71,9 @@ def lock_root(root: Path, wait_s: float = 5.0) -> int:
                 continue
             raise IndexInUse(
                 f"the index in {root} is open in another ragsift process; the embedded "
-                "backend allows one process per data directory (stop the other one, or use "
-                "another --data-dir)"
+                "backend allows one writing process per data directory (stop the other one, "
+                "write through it, or use another --data-dir; commands that only read, such "
+                "as search, listings and mcp, run beside it)"
             ) from None
         except BaseException:
             os.close(fd)
@@ -225,6 +226,11 @@ class KbIndex:
     def commit(self) -> None:
         """Commit the writer and publish a searcher over the new state."""
         self.writer().commit()
+        self.reload()
+
+    def reload(self) -> None:
+        """Publish a searcher over the newest commit on disk (another process's, when this
+        index only follows its writer)."""
         self._index.reload()
         # Publishing a new searcher object is atomic; running searches keep the old view.
         self.searcher = self._index.searcher()

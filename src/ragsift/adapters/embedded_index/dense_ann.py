@@ -114,11 +114,18 @@ class _Graph:
 
 
 class AnnIndex:
-    """The graph of one dense store directory and the worker that keeps it current."""
+    """The graph of one dense store directory and the worker that keeps it current.
+
+    `follow`: the writer is another process; this one maps the graph file the writer saved
+    (a newer one as it appears) and never builds, extends, saves or removes one. Rows past
+    the file's are scanned exactly, as a writer's unindexed tail is.
+    """
 
     def __init__(self, directory: Path, dimension: int, settings: AnnSettings,
-                 current: Callable[[], Snapshot]) -> None:
+                 current: Callable[[], Snapshot], follow: bool = False) -> None:
         self._directory = directory
+        self._follow = follow
+        self._file: tuple[int, int, int] | None = None  # (generation, inode, mtime) mapped
         self._dimension = dimension
         self.settings = settings
         self._current = current
@@ -149,6 +156,10 @@ class AnnIndex:
         """Map the saved graph of this generation if it is sound; schedule what is missing."""
         if not self._usable:
             return
+        if self._follow:
+            self._graph, self._file = None, None
+            self.refresh(snap)
+            return
         remove_other_graphs(self._directory, snap.generation)
         path = ann_path(self._directory, snap.generation)
         faiss = self._lib() if path.exists() else None
@@ -164,9 +175,35 @@ class AnnIndex:
                         snap.size)
         self.changed(snap)
 
+    def refresh(self, snap: Snapshot) -> None:
+        """Follower: map the writer's graph file of this generation when it is new or newer
+        (a stat when not); one that is not sound for `snap` yet is tried again next time."""
+        if not self._follow or not self._usable:
+            return
+        path = ann_path(self._directory, snap.generation)
+        try:
+            status = path.stat()
+        except FileNotFoundError:
+            return
+        signature = (snap.generation, status.st_ino, status.st_mtime_ns)
+        if signature == self._file:
+            return
+        with self._maintenance:
+            faiss = self._lib()
+            if signature == self._file or faiss is None:
+                return
+            # a graph saved after this snapshot was read may cover rows it lacks: not yet
+            index = open_graph(faiss, path, snap.matrix, self._dimension, mapped=True,
+                               follow=True)
+            if index is not None:
+                covered = int(index.ntotal)
+                self._graph = _Graph(index, snap.generation, covered, covered, mapped=True)
+                self._file = signature
+
     def changed(self, snap: Snapshot) -> None:
         """After a write: wake the worker if the graph should be built, extended or saved."""
-        if not self._usable or self._stop.is_set() or not self._work(snap, idle=False):
+        if self._follow or not self._usable or self._stop.is_set() or \
+                not self._work(snap, idle=False):
             return
         if not self.settings.background:
             self._guarded(self._catch_up)  # by tail_rows and save_rows, as the worker would
@@ -178,7 +215,7 @@ class AnnIndex:
 
     def sync(self) -> None:
         """Bring the graph up to date with the current snapshot now, in this thread."""
-        if not self._usable:
+        if not self._usable or self._follow:
             return
         with self._maintenance:
             while self._step(self._current(), idle=True):

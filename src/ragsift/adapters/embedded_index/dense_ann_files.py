@@ -88,19 +88,24 @@ def save_graph(faiss: Any, index: Any, path: Path) -> None:
 
 
 def open_graph(faiss: Any, path: Path, matrix: Float32Array, dimension: int,
-               mapped: bool) -> Any | None:
-    """The saved graph if it is readable and built from this matrix; None otherwise."""
+               mapped: bool, follow: bool = False) -> Any | None:
+    """The saved graph if it is readable and built from this matrix; None otherwise.
+
+    `follow`: a reader of another process's files, for which a mismatch is usually a graph
+    saved after its view of the matrix (tried again later): logged at debug level only.
+    """
+    report = logger.debug if follow else logger.warning
     if not path.exists():
         return None
     flags = faiss.IO_FLAG_MMAP_IFC if mapped else 0
     try:
         index = faiss.read_index(str(path), flags)
     except RuntimeError as exc:  # faiss reports unreadable files as RuntimeError
-        logger.warning("approximate dense index %s unreadable (%s); rebuilding", path, exc)
+        report("approximate dense index %s unreadable (%s); rebuilding", path, exc)
         return None
     problem = _mismatch(index, matrix, dimension)
     if problem is not None:
-        logger.warning("approximate dense index %s %s; rebuilding", path, problem)
+        report("approximate dense index %s %s; rebuilding", path, problem)
         return None
     return index
 

@@ -81,12 +81,18 @@ def _rows_of_json(items: list[list[str | int | None]]) -> list[Row]:
 
 
 class DenseFiles:
-    """Generation-numbered files; compaction writes a new generation and flips meta.json."""
+    """Generation-numbered files; compaction writes a new generation and flips meta.json.
 
-    def __init__(self, directory: Path, dimension: int) -> None:
+    `follow`: another process writes them; this one only reads (nothing is created,
+    repaired or truncated: a torn last entry is the writer's write in progress).
+    """
+
+    def __init__(self, directory: Path, dimension: int, follow: bool = False) -> None:
         self._directory = directory
         self._dimension = dimension
-        directory.mkdir(parents=True, exist_ok=True)
+        self._follow = follow
+        if not follow:
+            directory.mkdir(parents=True, exist_ok=True)
         meta_path = directory / _META
         if meta_path.exists():
             meta = json.loads(meta_path.read_text(encoding="utf-8"))
@@ -97,7 +103,8 @@ class DenseFiles:
             self._generation = int(meta["generation"])
         else:
             self._generation = 0
-            self._write_meta()
+            if not follow:
+                self._write_meta()
         self._log_bytes = 0
         self._reader: tuple[int, RowReader] | None = None  # (generation, reader)
 
@@ -130,10 +137,19 @@ class DenseFiles:
         """Bytes of the current log on disk."""
         return self.log_path.stat().st_size if self.log_path.exists() else 0
 
+    def meta_signature(self) -> tuple[int, int] | None:
+        """(inode, mtime) of meta.json, which compaction replaces by rename; None without one."""
+        try:
+            status = (self._directory / _META).stat()
+        except FileNotFoundError:
+            return None
+        return status.st_ino, status.st_mtime_ns
+
     def replay(self, start: int = 0, base_rows: int = 0) -> tuple[list[Row], set[int]]:
         """Rows logged from byte `start` on, in file order, and the row numbers tombstoned there.
 
-        `base_rows` rows precede `start` (a checkpoint holds them); repairs a torn last write.
+        `base_rows` rows precede `start` (a checkpoint holds them); repairs a torn last write
+        (a follower leaves it: it is the writer's write in progress, read once complete).
         """
         rows: list[Row] = []
         deleted: set[int] = set()
@@ -147,14 +163,16 @@ class DenseFiles:
                         added = _rows_of_json(entry.get("add", []))
                         dead = [int(r) for r in entry.get("del", [])]
                     except (ValueError, TypeError, AttributeError):
-                        logger.warning("dropping a torn or invalid entry at the end of %s", log)
+                        if not self._follow:  # a follower meets the writer's write in progress
+                            logger.warning("dropping a torn or invalid entry at the end of %s",
+                                           log)
                         break
                     if not line.endswith(b"\n"):
                         break  # a write that stopped before its newline never completed
                     deleted.update(dead)
                     rows.extend(added)
                     good_bytes += len(line)
-            if good_bytes < self.log_path.stat().st_size:
+            if good_bytes < self.log_path.stat().st_size and not self._follow:
                 os.truncate(self.log_path, good_bytes)
         self._log_bytes = good_bytes
         expected = (base_rows + len(rows)) * self._dimension * 4
@@ -164,7 +182,7 @@ class DenseFiles:
                 f"{self.vectors_path} holds {size} bytes but its log needs {expected}; "
                 "the dense store is damaged and must be rebuilt"
             )
-        if size > expected:
+        if size > expected and not self._follow:
             # Vectors are written before their log entry, so surplus bytes are an unfinished batch.
             os.truncate(self.vectors_path, expected)
         return rows, deleted

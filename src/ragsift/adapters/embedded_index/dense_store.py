@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from ragsift.adapters.embedded_index.bm25_layout import IndexReadOnly
 from ragsift.adapters.embedded_index.dense_ann import AnnIndex, AnnSettings
 from ragsift.adapters.embedded_index.dense_columns import (
     Columns,
@@ -36,6 +37,8 @@ Float32Array = NDArray[np.float32]
 # store's `checkpoint_rows`, whichever is more): an open replays at most that share.
 _CHECKPOINT_SHARE = 20
 CHECKPOINT_ROWS = 2_000  # the default of RAGSIFT_DENSE_CHECKPOINT_ROWS
+# A follower's open that meets a compaction (meta.json flipped, old files removed) retries.
+_FOLLOW_OPEN_TRIES = 5
 
 
 class DenseMatrixStore:
@@ -43,10 +46,15 @@ class DenseMatrixStore:
 
     Exact below `ann.min_rows` rows and for filters allowing at most `ann.exact_max_rows`
     rows; above, an HNSW graph (dense_ann) proposes candidates that are re-scored exactly.
+
+    `follow`: another process (the writer) owns the directory; this store never writes it
+    and, before each search, takes in what the writer committed since (log entries, a
+    compaction's new generation, a newer graph file), so a chunk the writer has written is
+    found by the next search here.
     """
 
     def __init__(self, directory: Path, dimension: int, ann: AnnSettings | None = None,
-                 checkpoint_rows: int = CHECKPOINT_ROWS) -> None:
+                 checkpoint_rows: int = CHECKPOINT_ROWS, follow: bool = False) -> None:
         if dimension <= 0:
             raise ValueError(f"dimension must be positive, got {dimension}")
         if checkpoint_rows < 1:
@@ -54,12 +62,15 @@ class DenseMatrixStore:
         self._checkpoint_rows = checkpoint_rows
         self._dimension = dimension
         self._lock = threading.Lock()
-        self._files = DenseFiles(Path(directory), dimension)
-        self._ann = AnnIndex(Path(directory), dimension, ann or AnnSettings(),
-                             lambda: self._snapshot)
+        self._follow = follow
+        self._directory = Path(directory)
+        self._files = DenseFiles(self._directory, dimension, follow)
+        self._ann = AnnIndex(self._directory, dimension, ann or AnnSettings(),
+                             lambda: self._snapshot, follow=follow)
         # chunk id -> its live row; built on the first write (a searching process needs none)
         self._row_index: dict[str, int] | None = None
-        self._snapshot, self._changes = self._open()
+        self._meta = self._files.meta_signature()
+        self._snapshot, self._changes = self._follow_open() if follow else self._open()
         self._ann.opened(self._snapshot)
         logger.debug("opened dense store %s with %d live rows", directory, self._snapshot.live)
 
@@ -70,12 +81,34 @@ class DenseMatrixStore:
 
     def count(self) -> int:
         """Number of live rows."""
+        self.refresh()
         return self._snapshot.live
+
+    def refresh(self) -> None:
+        """Follower: take in the writer's commits since the last look (two stats when none)."""
+        if not self._follow:
+            return
+        if self._files.meta_signature() != self._meta:
+            with self._lock:
+                if self._files.meta_signature() != self._meta:  # a compaction: a new generation
+                    self._files = DenseFiles(self._directory, self._dimension, follow=True)
+                    self._meta = self._files.meta_signature()
+                    self._snapshot, _ = self._follow_open()
+                    self._ann.opened(self._snapshot)
+                    return
+        if self._files.log_size() > self._files.log_bytes:
+            with self._lock:
+                snap = self._snapshot
+                tail, deleted = self._files.replay(self._files.log_bytes, base_rows=snap.size)
+                if tail or deleted:
+                    self._snapshot = self._extended(snap, tail, sorted(deleted))
+        self._ann.refresh(self._snapshot)
 
     # ---- writes -------------------------------------------------------------------------
 
     def upsert(self, records: Sequence[IndexRecord], vectors: Float32Array) -> None:
         """Insert or replace rows by chunk_id; the last occurrence wins inside one batch."""
+        self._check_writable()
         matrix = self._check_vectors(vectors, len(records))
         if not records:
             return
@@ -97,6 +130,7 @@ class DenseMatrixStore:
         the row is written anew from its own vector. Unknown chunk ids are ignored; returns
         the ids updated.
         """
+        self._check_writable()
         with self._lock:
             row_of = self._rows_by_id()
             latest = {r.chunk_id: r for r in records if r.chunk_id in row_of}
@@ -113,6 +147,7 @@ class DenseMatrixStore:
 
     def delete_chunks(self, chunk_ids: Iterable[str]) -> None:
         """Tombstone the rows of these chunk ids; unknown ids are ignored."""
+        self._check_writable()
         with self._lock:
             row_of = self._rows_by_id()
             dead = sorted({row_of[c] for c in chunk_ids if c in row_of})
@@ -120,6 +155,7 @@ class DenseMatrixStore:
 
     def delete_document(self, document_id: str) -> None:
         """Tombstone every row of one document."""
+        self._check_writable()
         with self._lock:
             snap = self._snapshot
             code = snap.vocab.index["document_id"].get(document_id)
@@ -130,6 +166,7 @@ class DenseMatrixStore:
 
     def document_chunk_ids(self, document_id: str) -> set[str]:
         """The chunk ids of the live rows of one document."""
+        self.refresh()
         snap = self._snapshot
         code = snap.vocab.index["document_id"].get(document_id)
         if code is None:
@@ -143,6 +180,8 @@ class DenseMatrixStore:
         Every write is already on disk: a process that never closes loses nothing.
         """
         self._ann.close()
+        if self._follow:
+            return
         with self._lock:
             self._maybe_checkpoint()
 
@@ -160,6 +199,7 @@ class DenseMatrixStore:
         self, vector: Float32Array, search_filter: SearchFilter, limit: int
     ) -> list[ChannelHit]:
         """Top-`limit` rows by cosine among the rows the filter allows; ties by chunk_id."""
+        self.refresh()
         return self._snapshot.search(self._check_query(vector), search_filter, limit)
 
     # ---- internals ----------------------------------------------------------------------
@@ -172,12 +212,33 @@ class DenseMatrixStore:
         unit: Float32Array = unit_rows(query.reshape(1, -1))[0]
         return unit
 
+    def _check_writable(self) -> None:
+        if self._follow:
+            raise IndexReadOnly(f"the dense store {self._directory} is followed read-only here; "
+                                "its writer is another process")
+
+    def _follow_open(self) -> tuple[Snapshot, int]:
+        """`_open` for a follower, which changes no file: a compaction of the writer's in
+        between (meta.json flipped, the old generation's files removed) makes it retry."""
+        for _ in range(_FOLLOW_OPEN_TRIES - 1):
+            try:
+                opened = self._open()
+            except (FileNotFoundError, RuntimeError, ValueError):
+                opened = None
+            now = self._files.meta_signature()
+            if opened is not None and now == self._meta:
+                return opened
+            self._files = DenseFiles(self._directory, self._dimension, follow=True)
+            self._meta = now
+        return self._open()
+
     def _open(self) -> tuple[Snapshot, int]:
         """The snapshot of what is on disk: the checkpoint, then the log entries after it."""
         files = self._files
         path = checkpoint_path(files.directory, files.generation)
         base = load_checkpoint(path, files.generation, files.log_size()) or Columns.empty()
-        remove_checkpoints(files.directory, keep=path)
+        if not self._follow:
+            remove_checkpoints(files.directory, keep=path)
         tail, deleted = files.replay(start=base.log_bytes, base_rows=base.size)
         snap = self._snapshot_of(base, self._ann if self._ann.available else None)
         return self._extended(snap, tail, sorted(deleted)), len(tail) + len(deleted)

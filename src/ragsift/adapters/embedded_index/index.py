@@ -7,6 +7,8 @@ from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 
+from ragsift.adapters.embedded_index.bm25_follow import FollowedBm25Store
+from ragsift.adapters.embedded_index.bm25_layout import IndexReadOnly
 from ragsift.adapters.embedded_index.bm25_rebuild import KbRebuild
 from ragsift.adapters.embedded_index.bm25_store import TantivyBm25Store
 from ragsift.adapters.embedded_index.dense_ann import AnnSettings
@@ -28,14 +30,28 @@ class EmbeddedIndex:
     With a `second` encoder, a second dense channel lives beside them (`dense-<model>/`): the
     index encodes each chunk's text itself, as it analyzes it for BM25, so every write path
     fills it and every delete empties it with the other two.
+
+    `follow`: open read-only beside the process that writes the directory (which holds its
+    lock): no lock is taken and no file is written or repaired; each search first takes in
+    what the writer has committed since, and every write raises IndexReadOnly.
     """
 
     def __init__(
         self, directory: Path, dimension: int, upgrade_sparse_layout: bool = False,
         ann: AnnSettings | None = None, second: TextEncoder | None = None,
-        checkpoint_rows: int = CHECKPOINT_ROWS,
+        checkpoint_rows: int = CHECKPOINT_ROWS, follow: bool = False,
     ) -> None:
         directory = Path(directory)
+        self._follow = follow
+        self._directory = directory
+        if follow:
+            self._sparse: TantivyBm25Store | FollowedBm25Store = FollowedBm25Store(
+                directory / "sparse")
+            self._dense = DenseMatrixStore(directory / "dense", dimension, ann, checkpoint_rows,
+                                           follow=True)
+            self._second = None if second is None else SecondDense(
+                directory, second, ann, self._dense.count, checkpoint_rows, follow=True)
+            return
         # The BM25 store takes the directory's lock (sparse/.lock), so open it first: a second
         # process on the same directory then fails before the dense store replays (and
         # repairs) its files.
@@ -71,8 +87,19 @@ class EmbeddedIndex:
         """The second dense channel's model id; None when there is none."""
         return None if self._second is None else self._second.model_id
 
+    @property
+    def follows(self) -> bool:
+        """Whether this index only follows another process's writes (read-only)."""
+        return self._follow
+
+    def _check_writable(self) -> None:
+        if self._follow:
+            raise IndexReadOnly(f"the index {self._directory} is open read-only beside the "
+                                "process that writes it; write through that process")
+
     def upsert(self, records: Sequence[IndexRecord], vectors: Vectors) -> None:
         """Insert or replace chunks (by chunk_id) in every store."""
+        self._check_writable()
         # A kb whose BM25 index is broken, a bad batch (the dense store validates shapes
         # first) and a failing second encoder fail before any store changes.
         self._sparse.check_writable(record.kb_id for record in records)
@@ -89,6 +116,7 @@ class EmbeddedIndex:
 
     def update_records(self, records: Sequence[IndexRecord]) -> None:
         """Replace the filter fields (version window, scope) of chunks held, keeping vectors."""
+        self._check_writable()
         self._sparse.check_writable(record.kb_id for record in records)
         updated = set(self._dense.update_records(records))
         if self._second is not None:
@@ -97,6 +125,7 @@ class EmbeddedIndex:
 
     def delete_chunks(self, chunk_ids: Iterable[str]) -> None:
         """Remove chunks by id from every store."""
+        self._check_writable()
         ids = list(chunk_ids)
         self._dense.delete_chunks(ids)
         if self._second is not None:
@@ -105,6 +134,7 @@ class EmbeddedIndex:
 
     def delete_document(self, document_id: str) -> None:
         """Remove every chunk of one document from every store."""
+        self._check_writable()
         self._dense.delete_document(document_id)
         if self._second is not None:
             self._second.delete_document(document_id)
@@ -127,6 +157,7 @@ class EmbeddedIndex:
     def fill_second_dense(self, records: Sequence[IndexRecord]) -> int:
         """Encode and store the records the second store lacks (chunks indexed before it was
         on); returns how many. Idempotent, so a run killed midway is simply run again."""
+        self._check_writable()
         return self._second_channel().fill(records)
 
     def search_second_dense(
@@ -166,6 +197,7 @@ class EmbeddedIndex:
 
     def rebuild_sparse(self, kb_id: str) -> AbstractContextManager[KbRebuild]:
         """Rebuild one kb's BM25 index from what the block adds; switched in atomically."""
+        self._check_writable()
         return self._sparse.rebuild(kb_id)
 
     @property
@@ -175,6 +207,7 @@ class EmbeddedIndex:
 
     def finish_sparse_upgrade(self) -> None:
         """Every kb's BM25 index was rebuilt after a layout upgrade."""
+        self._check_writable()
         self._sparse.finish_upgrade()
 
     def close(self) -> None:

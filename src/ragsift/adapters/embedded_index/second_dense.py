@@ -33,8 +33,10 @@ class SecondDense:
     """
 
     def __init__(self, directory: Path, encoder: TextEncoder, ann: AnnSettings | None,
-                 primary_count: Callable[[], int], checkpoint_rows: int = CHECKPOINT_ROWS) -> None:
+                 primary_count: Callable[[], int], checkpoint_rows: int = CHECKPOINT_ROWS,
+                 follow: bool = False) -> None:
         self.encoder = encoder
+        self._follow = follow
         self._directory = directory / second_directory(encoder.model_id)
         self._ann = ann
         self._primary_count = primary_count
@@ -51,8 +53,8 @@ class SecondDense:
             with self._lock:
                 if self._store is None:
                     store = DenseMatrixStore(self._directory, self.encoder.dimension, self._ann,
-                                             self._checkpoint_rows)
-                    primary = self._primary_count()
+                                             self._checkpoint_rows, follow=self._follow)
+                    primary = 0 if self._follow else self._primary_count()  # a follower lags
                     if store.count() < primary:
                         logger.warning(
                             "%s: %d of %d chunks have no %s vector (indexed before the second "

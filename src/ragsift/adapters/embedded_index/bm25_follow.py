@@ -1,0 +1,199 @@
+"""BM25 over another process's store, read-only: the follower side of TantivyBm25Store.
+
+The writer holds the store's lock and commits each kb's tantivy index by writing its
+meta.json anew (a rename); a rebuild switches a kb's whole directory in (renames too). So
+before each search the follower stats the kb's directory and meta.json: the same pair keeps
+its searcher, a new meta.json reloads it, a new directory reopens the kb. It takes no lock,
+creates, repairs and recovers nothing, and every write raises IndexReadOnly.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from tantivy import Query
+
+from ragsift.adapters.embedded_index.analyzer import CURRENT_VERSION, analyzer_for
+from ragsift.adapters.embedded_index.bm25_kb import KbIndex, filter_clauses, schema
+from ragsift.adapters.embedded_index.bm25_layout import (
+    KB_DIRECTORY,
+    IndexReadOnly,
+    SparseIndexBroken,
+    broken_error,
+    kb_directory_name,
+)
+from ragsift.adapters.embedded_index.bm25_rebuild import UPGRADE_MARKER, KbRebuild
+from ragsift.domain.filters import SearchFilter
+from ragsift.domain.index_records import IndexRecord
+from ragsift.domain.results import ChannelHit
+
+logger = logging.getLogger(__name__)
+
+# (directory inode, meta.json inode, meta.json mtime): what a kb's searcher was opened at
+Signature = tuple[int, int, int]
+
+
+class FollowedBm25Store:
+    """The read side of a BM25 store another process writes (see the module docstring)."""
+
+    def __init__(self, directory: Path) -> None:
+        self._root = Path(directory)
+        self._schema = schema()
+        self._lock = threading.Lock()
+        self._kbs: dict[str, tuple[Signature, KbIndex]] = {}
+
+    # ---- reads --------------------------------------------------------------------------
+
+    def count(self) -> int:
+        """Live documents over every kb index on disk, as last committed."""
+        total = 0
+        for name in self._names():
+            try:
+                kb = self._kb(name)
+            except SparseIndexBroken:  # counts nothing, as in the writer's store
+                continue
+            if kb is not None:
+                total += int(kb.searcher.num_docs)
+        return total
+
+    def broken(self, kb_ids: Iterable[str]) -> dict[str, str]:
+        """kb_id -> why its index cannot be opened, for each of `kb_ids` whose cannot."""
+        found: dict[str, str] = {}
+        for kb_id in kb_ids:
+            try:
+                self._kb(kb_directory_name(kb_id), kb_id)
+            except SparseIndexBroken as exc:
+                found[kb_id] = str(exc)
+        return found
+
+    def analyzer(self, kb_id: str) -> tuple[int, Callable[[str], list[str]]]:
+        """(version, analyzer) of the kb's index (the current one for a kb not written yet)."""
+        try:
+            kb = self._kb(kb_directory_name(kb_id), kb_id)
+        except SparseIndexBroken:  # as in the writer's store: analysis never fails here
+            kb = None
+        version = CURRENT_VERSION if kb is None else kb.analyzer_version
+        return version, analyzer_for(version)
+
+    def search(self, query: str, search_filter: SearchFilter, limit: int) -> list[ChannelHit]:
+        """TantivyBm25Store.search over the kb's newest commit."""
+        found = self._searchable(search_filter, limit)
+        return [] if found is None else found[0].search(query, found[1], limit)
+
+    def search_weighted(
+        self, terms: Sequence[tuple[str, float]], search_filter: SearchFilter, limit: int
+    ) -> list[ChannelHit]:
+        """TantivyBm25Store.search_weighted over the kb's newest commit."""
+        found = self._searchable(search_filter, limit)
+        return [] if found is None else found[0].search_weighted(terms, found[1], limit)
+
+    def term_stats(self, kb_id: str, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
+        """(documents, document frequency per term) of one kb's index, for idf weights."""
+        kb = self._kb(kb_directory_name(kb_id), kb_id)
+        if kb is None:
+            return 0, dict.fromkeys(terms, 0)
+        return kb.term_stats(terms)
+
+    def document_chunk_ids(self, kb_id: str, document_id: str) -> set[str]:
+        """The chunk ids committed for one document in its kb's index."""
+        kb = self._kb(kb_directory_name(kb_id), kb_id)
+        if kb is None:
+            return set()
+        searcher = kb.searcher
+        query = Query.term_query(self._schema, "document_id", document_id)
+        found: set[str] = set()
+        for _, address in searcher.search(query, max(1, int(searcher.num_docs)),
+                                          count=False).hits:
+            found.update(searcher.doc(address)["chunk_id"])
+        return found
+
+    @property
+    def upgrade_pending(self) -> bool:
+        """Whether the writer's layout upgrade still waits for rebuilds."""
+        return (self._root / UPGRADE_MARKER).exists()
+
+    # ---- writes: never here -------------------------------------------------------------
+
+    def check_writable(self, kb_ids: Iterable[str]) -> None:
+        raise _read_only(self._root)
+
+    def upsert(self, records: Sequence[IndexRecord]) -> None:
+        raise _read_only(self._root)
+
+    def delete_chunks(self, chunk_ids: Iterable[str]) -> None:
+        raise _read_only(self._root)
+
+    def delete_document(self, document_id: str) -> None:
+        raise _read_only(self._root)
+
+    def finish_upgrade(self) -> None:
+        raise _read_only(self._root)
+
+    @contextmanager
+    def rebuild(self, kb_id: str) -> Iterator[KbRebuild]:
+        raise _read_only(self._root)
+        yield  # pragma: no cover - a generator, so the signature matches the writer's
+
+    def close(self) -> None:
+        """Nothing to release: no lock, no writer (searchers stay usable)."""
+
+    # ---- internals ----------------------------------------------------------------------
+
+    def _names(self) -> list[str]:
+        try:
+            entries = sorted(os.listdir(self._root))
+        except FileNotFoundError:
+            return []
+        return [name for name in entries if KB_DIRECTORY.fullmatch(name)]
+
+    def _searchable(
+        self, search_filter: SearchFilter, limit: int
+    ) -> tuple[KbIndex, list[Query]] | None:
+        if limit <= 0:
+            return None
+        restrictions = filter_clauses(self._schema, search_filter)
+        if restrictions is None:
+            return None
+        kb = self._kb(kb_directory_name(search_filter.kb_id), search_filter.kb_id)
+        return None if kb is None else (kb, restrictions)
+
+    def _kb(self, name: str, kb_id: str | None = None) -> KbIndex | None:
+        """The kb's index at the writer's newest commit; None when it has none yet.
+
+        SparseIndexBroken (naming `kb_id` where given) when it exists but cannot be opened.
+        """
+        directory = self._root / name
+        cached = self._kbs.get(name)
+        try:
+            folder = directory.stat()
+            meta = (directory / "meta.json").stat()
+        except FileNotFoundError:
+            # not written yet, or between a rebuild's two renames: keep the last view
+            return None if cached is None else cached[1]
+        signature = (folder.st_ino, meta.st_ino, meta.st_mtime_ns)
+        if cached is not None and cached[0] == signature:
+            return cached[1]
+        with self._lock:
+            cached = self._kbs.get(name)
+            if cached is not None and cached[0] == signature:
+                return cached[1]
+            try:
+                if cached is not None and cached[0][0] == folder.st_ino:
+                    kb = cached[1]
+                    kb.reload()  # a new commit of the same index
+                else:
+                    kb = KbIndex(directory, self._schema)  # first use, or a rebuild switched in
+            except Exception as exc:  # tantivy reports damage as ValueError, files as OSError
+                raise broken_error(kb_id or name, f"{type(exc).__name__}: {exc}") from exc
+            self._kbs[name] = (signature, kb)
+            return kb
+
+
+def _read_only(root: Path) -> IndexReadOnly:
+    return IndexReadOnly(f"the BM25 store {root} is followed read-only here; its writer is "
+                         "another process")
