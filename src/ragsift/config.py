@@ -258,6 +258,13 @@ class Settings(BaseSettings):
         description="request bodies other than multipart uploads; over it is a 413, decided "
         "before the body is read whole",
     )
+    search_processes: int = Field(
+        default=0, ge=0, le=64,
+        description="processes `ragsift serve` starts beside itself to answer searches on "
+        "the same address (read-only opens of the embedded index that follow its writes; "
+        "everything else they forward to the main process): Python runs one thread of "
+        "Python at a time, so more processes are what uses more cores",
+    )
     max_concurrent_search: int = Field(
         default=32, ge=1,
         description="requests to /api/retrieval/* and /dify/retrieval running at once"

@@ -10,9 +10,12 @@ host (or to the job queue's leases, which expire).
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import os
+import signal
 import socket
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -91,3 +94,16 @@ def is_dead(token: str | None) -> bool:
         return owner.start_ticks != me.start_ticks
     started = _start_ticks(owner.pid)
     return started is None or started != owner.start_ticks
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(parent_pid: int) -> None:
+    """Have the kernel kill this process when its parent dies (Linux), however it dies."""
+    if sys.platform != "linux":
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent_pid:  # the parent died before prctl took effect
+        os._exit(1)

@@ -50,7 +50,7 @@ logger = logging.getLogger(__name__)
 def create_app(
     container: Container, recover: bool = True, *,
     shutdown_budget_s: Callable[[], float] | None = None, pause_after_parse_s: float = 0.0,
-    allowed_hosts: Sequence[str] | None = None,
+    allowed_hosts: Sequence[str] | None = None, ingest: bool = True,
 ) -> FastAPI:
     """The API over `container`; the caller keeps owning (and closes) the container.
 
@@ -60,7 +60,9 @@ def create_app(
     the process rather than close the container under them). With `recover`, documents left
     unfinished are resumed on the next start. `pause_after_parse_s` is a test hook (see
     IngestionWorker). `allowed_hosts`: the Host names answered (others get 400); None answers
-    any (in-process clients); `ragsift serve` always passes them.
+    any (in-process clients); `ragsift serve` always passes them. `ingest=False` (a search
+    process of serve, whose index is read-only) starts no ingestion worker and recovers
+    nothing: such a process forwards uploads to the main one.
     """
     metrics = ApiMetrics()
 
@@ -81,6 +83,9 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        if not ingest:
+            yield
+            return
         worker.start()
         if recover:
             await run_in_threadpool(worker.recover)

@@ -21,13 +21,11 @@ them when their parent dies, so a killed `ragsift` leaves no orphan holding its 
 
 from __future__ import annotations
 
-import ctypes
 import logging
 import multiprocessing
 import os
 import pickle
 import resource
-import signal
 import sys
 import traceback
 from collections import deque
@@ -48,6 +46,7 @@ from ragsift.ingestion.chunking import Chunker
 from ragsift.ingestion.parsers import parse_document
 from ragsift.ingestion.parsers.limits import ParseLimits
 from ragsift.ports import Vectors
+from ragsift.processes import die_with_parent
 
 logger = logging.getLogger(__name__)
 
@@ -151,17 +150,6 @@ class WorkerLimits:
 
 _worker_chunker: Chunker | None = None  # set once in each worker process
 _worker_parse_limits: ParseLimits | None = None
-_PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parent(parent_pid: int) -> None:
-    """Have the kernel kill this worker when its parent dies (Linux), however it dies."""
-    if sys.platform != "linux":
-        return
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    if os.getppid() != parent_pid:  # the parent died before prctl took effect
-        os._exit(1)
 
 
 def _cap_memory(extra_bytes: int) -> None:
@@ -179,7 +167,7 @@ def _cap_memory(extra_bytes: int) -> None:
 
 def _start_worker(chunker: Chunker, limits: WorkerLimits, parent_pid: int) -> None:
     global _worker_chunker, _worker_parse_limits
-    _die_with_parent(parent_pid)
+    die_with_parent(parent_pid)
     _cap_memory(limits.memory_bytes)
     _worker_chunker = chunker
     _worker_parse_limits = limits.parse
