@@ -17,6 +17,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -62,9 +63,16 @@ def unix_socket(path: Path) -> socket.socket:
     return sock
 
 
+_UNIX_PATH_MAX = 100  # sun_path holds 108 bytes on Linux
+
+
 def main_socket_path(data_dir: Path) -> Path:
-    """Where the main process listens for what its search processes forward."""
-    return data_dir / "run" / f"serve-{os.getpid()}.sock"
+    """Where the main process listens for what its search processes forward: in the data
+    directory, or the temporary directory when that path is too long for a unix socket."""
+    path = data_dir.resolve() / "run" / f"serve-{os.getpid()}.sock"
+    if len(os.fsencode(path)) <= _UNIX_PATH_MAX:
+        return path
+    return Path(tempfile.gettempdir()) / f"ragsift-{os.getuid()}-serve-{os.getpid()}.sock"
 
 
 class SearchProcesses:
@@ -109,8 +117,11 @@ class SearchProcesses:
             self._keeper.join(timeout=5)
 
     def _spawn(self) -> subprocess.Popen[bytes]:
-        # stdout/stderr inherited: their log lines go where the main process's go
-        return subprocess.Popen(self._command, stdin=subprocess.DEVNULL)
+        # stdout/stderr inherited: their log lines go where the main process's go. A session
+        # of their own: a terminal's Ctrl-C reaches the main process, which stops them in
+        # order (they die with it anyway: die_with_parent).
+        return subprocess.Popen(self._command, stdin=subprocess.DEVNULL,
+                                start_new_session=True)
 
     def _keep(self) -> None:
         delays = [_RESTART_DELAY_S[0]] * self._count

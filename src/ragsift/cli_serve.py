@@ -198,10 +198,17 @@ def _search_processes(settings: Settings, host: str, port: int, no_auth: bool,
         unix_socket,
     )
 
-    public = listening_socket(host, port)
-    bound_port = public.getsockname()[1]
     path = main_socket_path(settings.data_dir)
-    private = unix_socket(path)
+    try:
+        public = listening_socket(host, port)
+    except OSError as exc:
+        raise CliFailure(f"cannot listen on {host}:{port}: {exc}", STARTUP_FAILURE) from exc
+    bound_port = public.getsockname()[1]
+    try:
+        private = unix_socket(path)
+    except OSError as exc:
+        public.close()
+        raise CliFailure(f"cannot listen on {path}: {exc}", STARTUP_FAILURE) from exc
     config.app = ForwardedClient(config.app)  # type: ignore[arg-type]
     processes = SearchProcesses(
         search_process_command(host, bound_port, settings.data_dir, path, no_auth), count)

@@ -212,3 +212,15 @@ def test_a_follower_keeps_every_commit_of_a_writer_killed_mid_write(tmp_path: Pa
     assert len(follower.search_sparse("crash", flt, 10)) == 2
     assert follower.count() == again.count()
     again.close()
+
+
+def test_a_bm25_follower_reports_a_kb_index_without_meta_json_as_broken(tmp_path: Path) -> None:
+    from ragsift.adapters.embedded_index.bm25_layout import SparseIndexBroken, kb_directory_name
+
+    writer = TantivyBm25Store(tmp_path)
+    writer.upsert(records(0, 2, text="some words"))
+    writer.close()
+    (tmp_path / kb_directory_name("kb") / "meta.json").unlink()
+    with pytest.raises(SparseIndexBroken, match=r"meta\.json is missing"):
+        FollowedBm25Store(tmp_path).search("words", SearchFilter(kb_id="kb"), 10)
+    assert FollowedBm25Store(tmp_path).search("words", SearchFilter(kb_id="new"), 10) == []

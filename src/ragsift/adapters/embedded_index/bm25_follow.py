@@ -24,10 +24,12 @@ from ragsift.adapters.embedded_index.bm25_layout import (
     KB_DIRECTORY,
     IndexReadOnly,
     SparseIndexBroken,
+    SparseLayoutOutdated,
     broken_error,
     kb_directory_name,
+    missing_meta,
 )
-from ragsift.adapters.embedded_index.bm25_rebuild import UPGRADE_MARKER, KbRebuild
+from ragsift.adapters.embedded_index.bm25_rebuild import UPGRADE_MARKER, KbRebuild, check_layout
 from ragsift.domain.filters import SearchFilter
 from ragsift.domain.index_records import IndexRecord
 from ragsift.domain.results import ChannelHit
@@ -43,9 +45,12 @@ class FollowedBm25Store:
 
     def __init__(self, directory: Path) -> None:
         self._root = Path(directory)
+        # an old layout or an unfinished upgrade is refused as the writer refuses it (reads only)
+        check_layout(self._root, upgrade=False)
         self._schema = schema()
         self._lock = threading.Lock()
         self._kbs: dict[str, tuple[Signature, KbIndex]] = {}
+        self.count()  # opens every kb index now: one of an older schema is refused here too
 
     # ---- reads --------------------------------------------------------------------------
 
@@ -173,6 +178,9 @@ class FollowedBm25Store:
             folder = directory.stat()
             meta = (directory / "meta.json").stat()
         except FileNotFoundError:
+            if cached is None and _damaged(directory):
+                raise broken_error(kb_id or name,
+                                   "meta.json is missing beside the index files") from None
             # not written yet, or between a rebuild's two renames: keep the last view
             return None if cached is None else cached[1]
         signature = (folder.st_ino, meta.st_ino, meta.st_mtime_ns)
@@ -188,10 +196,19 @@ class FollowedBm25Store:
                     kb.reload()  # a new commit of the same index
                 else:
                     kb = KbIndex(directory, self._schema)  # first use, or a rebuild switched in
+            except SparseLayoutOutdated:
+                raise
             except Exception as exc:  # tantivy reports damage as ValueError, files as OSError
                 raise broken_error(kb_id or name, f"{type(exc).__name__}: {exc}") from exc
             self._kbs[name] = (signature, kb)
             return kb
+
+
+def _damaged(directory: Path) -> bool:
+    try:
+        return missing_meta(directory)
+    except FileNotFoundError:  # no such kb, or switched away a moment ago
+        return False
 
 
 def _read_only(root: Path) -> IndexReadOnly:

@@ -134,8 +134,11 @@ class DenseFiles:
         return self._log_bytes
 
     def log_size(self) -> int:
-        """Bytes of the current log on disk."""
-        return self.log_path.stat().st_size if self.log_path.exists() else 0
+        """Bytes of the current log on disk (0 when there is none, or no longer one)."""
+        try:
+            return self.log_path.stat().st_size
+        except FileNotFoundError:
+            return 0
 
     def meta_signature(self) -> tuple[int, int] | None:
         """(inode, mtime) of meta.json, which compaction replaces by rename; None without one."""

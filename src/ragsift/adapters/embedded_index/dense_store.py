@@ -90,19 +90,31 @@ class DenseMatrixStore:
             return
         if self._files.meta_signature() != self._meta:
             with self._lock:
-                if self._files.meta_signature() != self._meta:  # a compaction: a new generation
-                    self._files = DenseFiles(self._directory, self._dimension, follow=True)
-                    self._meta = self._files.meta_signature()
-                    self._snapshot, _ = self._follow_open()
-                    self._ann.opened(self._snapshot)
-                    return
-        if self._files.log_size() > self._files.log_bytes:
+                self._follow_generation()
+        elif self._files.log_size() > self._files.log_bytes:
             with self._lock:
-                snap = self._snapshot
-                tail, deleted = self._files.replay(self._files.log_bytes, base_rows=snap.size)
-                if tail or deleted:
-                    self._snapshot = self._extended(snap, tail, sorted(deleted))
+                try:
+                    snap = self._snapshot
+                    tail, deleted = self._files.replay(self._files.log_bytes,
+                                                       base_rows=snap.size)
+                    if tail or deleted:
+                        self._snapshot = self._extended(snap, tail, sorted(deleted))
+                except (FileNotFoundError, RuntimeError):
+                    # the writer compacted meanwhile and removed these files: the next
+                    # generation has every live row
+                    if self._files.meta_signature() == self._meta:
+                        raise
+                    self._follow_generation()
         self._ann.refresh(self._snapshot)
+
+    def _follow_generation(self) -> None:
+        """Follower, lock held: open the generation meta.json names now (after a compaction)."""
+        if self._files.meta_signature() == self._meta:
+            return
+        self._files = DenseFiles(self._directory, self._dimension, follow=True)
+        self._meta = self._files.meta_signature()
+        self._snapshot, _ = self._follow_open()
+        self._ann.opened(self._snapshot)
 
     # ---- writes -------------------------------------------------------------------------
 
