@@ -223,4 +223,6 @@ def test_a_bm25_follower_reports_a_kb_index_without_meta_json_as_broken(tmp_path
     (tmp_path / kb_directory_name("kb") / "meta.json").unlink()
     with pytest.raises(SparseIndexBroken, match=r"meta\.json is missing"):
         FollowedBm25Store(tmp_path).search("words", SearchFilter(kb_id="kb"), 10)
-    assert FollowedBm25Store(tmp_path).search("words", SearchFilter(kb_id="new"), 10) == []
+    follower = FollowedBm25Store(tmp_path)
+    assert follower.broken(["kb", "new"]) == {"kb": "meta.json is missing beside the index files"}
+    assert follower.search("words", SearchFilter(kb_id="new"), 10) == []

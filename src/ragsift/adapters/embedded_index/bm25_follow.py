@@ -50,6 +50,7 @@ class FollowedBm25Store:
         self._schema = schema()
         self._lock = threading.Lock()
         self._kbs: dict[str, tuple[Signature, KbIndex]] = {}
+        self._why: dict[str, str] = {}  # the last reason a kb index could not be opened
         self.count()  # opens every kb index now: one of an older schema is refused here too
 
     # ---- reads --------------------------------------------------------------------------
@@ -70,10 +71,11 @@ class FollowedBm25Store:
         """kb_id -> why its index cannot be opened, for each of `kb_ids` whose cannot."""
         found: dict[str, str] = {}
         for kb_id in kb_ids:
+            name = kb_directory_name(kb_id)
             try:
-                self._kb(kb_directory_name(kb_id), kb_id)
-            except SparseIndexBroken as exc:
-                found[kb_id] = str(exc)
+                self._kb(name, kb_id)
+            except SparseIndexBroken:
+                found[kb_id] = self._why[name]
         return found
 
     def analyzer(self, kb_id: str) -> tuple[int, Callable[[str], list[str]]]:
@@ -179,8 +181,8 @@ class FollowedBm25Store:
             meta = (directory / "meta.json").stat()
         except FileNotFoundError:
             if cached is None and _damaged(directory):
-                raise broken_error(kb_id or name,
-                                   "meta.json is missing beside the index files") from None
+                self._why[name] = "meta.json is missing beside the index files"
+                raise broken_error(kb_id or name, self._why[name]) from None
             # not written yet, or between a rebuild's two renames: keep the last view
             return None if cached is None else cached[1]
         signature = (folder.st_ino, meta.st_ino, meta.st_mtime_ns)
@@ -199,7 +201,8 @@ class FollowedBm25Store:
             except SparseLayoutOutdated:
                 raise
             except Exception as exc:  # tantivy reports damage as ValueError, files as OSError
-                raise broken_error(kb_id or name, f"{type(exc).__name__}: {exc}") from exc
+                self._why[name] = f"{type(exc).__name__}: {exc}"
+                raise broken_error(kb_id or name, self._why[name]) from exc
             self._kbs[name] = (signature, kb)
             return kb
 
