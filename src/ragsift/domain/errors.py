@@ -48,6 +48,12 @@ class RetrievalUnavailable(RagsiftError):
     code = "retrieval_unavailable"
 
 
+class IndexReadOnly(RagsiftError):
+    """The index was opened to follow another process's writes: it searches, never writes."""
+
+    code = "index_read_only"
+
+
 class IndexUnavailable(RagsiftError):
     """One knowledge base's index cannot be used until it is repaired (a damaged BM25 index,
     say); other knowledge bases are unaffected (CLI exit 1, HTTP 503)."""

@@ -10,11 +10,11 @@ import pytest
 from numpy.typing import NDArray
 
 from ragsift.adapters.embedded_index.bm25_follow import FollowedBm25Store
-from ragsift.adapters.embedded_index.bm25_layout import IndexReadOnly
 from ragsift.adapters.embedded_index.bm25_store import TantivyBm25Store
 from ragsift.adapters.embedded_index.dense_ann import AnnSettings
 from ragsift.adapters.embedded_index.dense_store import DenseMatrixStore
 from ragsift.adapters.embedded_index.index import EmbeddedIndex
+from ragsift.domain.errors import IndexReadOnly
 from ragsift.domain.filters import SearchFilter
 from ragsift.domain.index_records import IndexRecord
 

@@ -22,7 +22,6 @@ from ragsift.adapters.embedded_index.analyzer import CURRENT_VERSION, analyzer_f
 from ragsift.adapters.embedded_index.bm25_kb import KbIndex, filter_clauses, schema
 from ragsift.adapters.embedded_index.bm25_layout import (
     KB_DIRECTORY,
-    IndexReadOnly,
     SparseIndexBroken,
     SparseLayoutOutdated,
     broken_error,
@@ -30,6 +29,7 @@ from ragsift.adapters.embedded_index.bm25_layout import (
     missing_meta,
 )
 from ragsift.adapters.embedded_index.bm25_rebuild import UPGRADE_MARKER, KbRebuild, check_layout
+from ragsift.domain.errors import IndexReadOnly
 from ragsift.domain.filters import SearchFilter
 from ragsift.domain.index_records import IndexRecord
 from ragsift.domain.results import ChannelHit

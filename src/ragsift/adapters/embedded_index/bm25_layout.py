@@ -28,12 +28,6 @@ class IndexInUse(RagsiftError):
     code = "index_in_use"
 
 
-class IndexReadOnly(RagsiftError):
-    """The index was opened to follow another process's writes: it searches, never writes."""
-
-    code = "index_read_only"
-
-
 class SparseLayoutOutdated(RagsiftError):
     """The directory holds the old single-index BM25 layout, which cannot be converted."""
 

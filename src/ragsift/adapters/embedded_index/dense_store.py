@@ -12,7 +12,6 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ragsift.adapters.embedded_index.bm25_layout import IndexReadOnly
 from ragsift.adapters.embedded_index.dense_ann import AnnIndex, AnnSettings
 from ragsift.adapters.embedded_index.dense_columns import (
     Columns,
@@ -24,6 +23,7 @@ from ragsift.adapters.embedded_index.dense_columns import (
 from ragsift.adapters.embedded_index.dense_log import DenseFiles, Row, row_of_record
 from ragsift.adapters.embedded_index.dense_snapshot import Snapshot
 from ragsift.adapters.vector_checks import checked_query, checked_rows, unit_rows
+from ragsift.domain.errors import IndexReadOnly
 from ragsift.domain.filters import SearchFilter
 from ragsift.domain.index_records import IndexRecord
 from ragsift.domain.results import ChannelHit

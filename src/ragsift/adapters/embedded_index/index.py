@@ -8,13 +8,13 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 
 from ragsift.adapters.embedded_index.bm25_follow import FollowedBm25Store
-from ragsift.adapters.embedded_index.bm25_layout import IndexReadOnly
 from ragsift.adapters.embedded_index.bm25_rebuild import KbRebuild
 from ragsift.adapters.embedded_index.bm25_store import TantivyBm25Store
 from ragsift.adapters.embedded_index.dense_ann import AnnSettings
 from ragsift.adapters.embedded_index.dense_store import CHECKPOINT_ROWS, DenseMatrixStore
 from ragsift.adapters.embedded_index.second_dense import SecondDense
 from ragsift.adapters.thread_budget import default_budget
+from ragsift.domain.errors import IndexReadOnly
 from ragsift.domain.filters import SearchFilter
 from ragsift.domain.index_records import IndexRecord
 from ragsift.domain.results import ChannelHit
