@@ -18,11 +18,16 @@ from pathlib import Path
 
 from tantivy import Query
 
-from ragsift.adapters.embedded_index.analyzer import CURRENT_VERSION, analyzer_for
-from ragsift.adapters.embedded_index.bm25_kb import KbIndex, filter_clauses, schema
+from ragsift.adapters.embedded_index.bm25_kb import (
+    KbIndex,
+    filter_clauses,
+    kb_analyzer,
+    live_documents,
+    schema,
+    unreadable,
+)
 from ragsift.adapters.embedded_index.bm25_layout import (
     KB_DIRECTORY,
-    SparseIndexBroken,
     SparseLayoutOutdated,
     broken_error,
     kb_directory_name,
@@ -57,35 +62,15 @@ class FollowedBm25Store:
 
     def count(self) -> int:
         """Live documents over every kb index on disk, as last committed."""
-        total = 0
-        for name in self._names():
-            try:
-                kb = self._kb(name)
-            except SparseIndexBroken:  # counts nothing, as in the writer's store
-                continue
-            if kb is not None:
-                total += int(kb.searcher.num_docs)
-        return total
+        return live_documents(self._names(), self._kb)
 
     def broken(self, kb_ids: Iterable[str]) -> dict[str, str]:
         """kb_id -> why its index cannot be opened, for each of `kb_ids` whose cannot."""
-        found: dict[str, str] = {}
-        for kb_id in kb_ids:
-            name = kb_directory_name(kb_id)
-            try:
-                self._kb(name, kb_id)
-            except SparseIndexBroken:
-                found[kb_id] = self._why[name]
-        return found
+        return unreadable(kb_ids, self._kb, self._why)
 
     def analyzer(self, kb_id: str) -> tuple[int, Callable[[str], list[str]]]:
-        """(version, analyzer) of the kb's index (the current one for a kb not written yet)."""
-        try:
-            kb = self._kb(kb_directory_name(kb_id), kb_id)
-        except SparseIndexBroken:  # as in the writer's store: analysis never fails here
-            kb = None
-        version = CURRENT_VERSION if kb is None else kb.analyzer_version
-        return version, analyzer_for(version)
+        """(version, analyzer) of the kb's index (bm25_kb.kb_analyzer)."""
+        return kb_analyzer(kb_id, self._kb)
 
     def search(self, query: str, search_filter: SearchFilter, limit: int) -> list[ChannelHit]:
         """TantivyBm25Store.search over the kb's newest commit."""
@@ -109,15 +94,7 @@ class FollowedBm25Store:
     def document_chunk_ids(self, kb_id: str, document_id: str) -> set[str]:
         """The chunk ids committed for one document in its kb's index."""
         kb = self._kb(kb_directory_name(kb_id), kb_id)
-        if kb is None:
-            return set()
-        searcher = kb.searcher
-        query = Query.term_query(self._schema, "document_id", document_id)
-        found: set[str] = set()
-        for _, address in searcher.search(query, max(1, int(searcher.num_docs)),
-                                          count=False).hits:
-            found.update(searcher.doc(address)["chunk_id"])
-        return found
+        return set() if kb is None else kb.chunk_ids_of(document_id)
 
     @property
     def upgrade_pending(self) -> bool:

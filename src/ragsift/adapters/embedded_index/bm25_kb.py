@@ -7,7 +7,7 @@ import json
 import math
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 import tantivy
@@ -18,6 +18,8 @@ from ragsift.adapters.embedded_index.bm25_layout import (
     ANALYZER_FILE,
     LOCK_FILE,
     IndexInUse,
+    SparseIndexBroken,
+    kb_directory_name,
     missing_meta,
     outdated_schema_error,
 )
@@ -198,6 +200,16 @@ class KbIndex:
             writer.add_document(doc)
         self.commit()
 
+    def chunk_ids_of(self, document_id: str) -> set[str]:
+        """The chunk ids this index holds for one document, as last committed."""
+        searcher = self.searcher
+        query = Query.term_query(self._schema, "document_id", document_id)
+        limit = max(1, int(searcher.num_docs))
+        found: set[str] = set()
+        for _, address in searcher.search(query, limit, count=False).hits:
+            found.update(searcher.doc(address)["chunk_id"])
+        return found
+
     def contains_any(self, field: str, values: Sequence[str]) -> bool:
         """Whether a live document has one of these values in a raw-tokenized field."""
         query = Query.term_set_query(self._schema, field, list(values))
@@ -241,6 +253,55 @@ class KbIndex:
             # wait_merging_threads consumes the writer, which drops tantivy's lock.
             self._writer.wait_merging_threads()
             self._writer = None
+
+
+# (kb directory name, kb_id or None) -> its open index, None when it has none;
+# SparseIndexBroken when it cannot be opened (both BM25 stores' `_kb`)
+KbOpener = Callable[[str, "str | None"], "KbIndex | None"]
+
+
+def live_documents(names: Iterable[str], open_kb: KbOpener) -> int:
+    """Committed documents over these kb directories; one that cannot be opened counts none
+    (its problem is reported by `unreadable`)."""
+    total = 0
+    for name in names:
+        try:
+            kb = open_kb(name, None)
+        except SparseIndexBroken:
+            continue
+        if kb is not None:
+            total += int(kb.searcher.num_docs)
+    return total
+
+
+def unreadable(kb_ids: Iterable[str], open_kb: KbOpener,
+               reasons: Mapping[str, str]) -> dict[str, str]:
+    """kb_id -> why its index cannot be opened (`reasons` by directory name), for those of
+    `kb_ids` whose cannot."""
+    found: dict[str, str] = {}
+    for kb_id in kb_ids:
+        name = kb_directory_name(kb_id)
+        try:
+            open_kb(name, kb_id)
+        except SparseIndexBroken:
+            found[kb_id] = reasons[name]
+    return found
+
+
+def kb_analyzer(kb_id: str, open_kb: KbOpener) -> tuple[int, Callable[[str], list[str]]]:
+    """(version, analyzer) of the kb's index; a kb not written yet gets the current one.
+
+    A kb whose index cannot be opened gets it too: analysis ahead of a write must not fail
+    a batch (the write itself fails each document of this kb with the reason, and a rebuild
+    re-analyzes everything). The analyzer is a module-level function, so it pickles into
+    worker processes.
+    """
+    try:
+        kb = open_kb(kb_directory_name(kb_id), kb_id)
+    except SparseIndexBroken:
+        kb = None
+    version = CURRENT_VERSION if kb is None else kb.analyzer_version
+    return version, analyzer_for(version)
 
 
 def _analyzer_version(directory: Path) -> int:

@@ -17,13 +17,15 @@ from pathlib import Path
 
 from tantivy import Query
 
-from ragsift.adapters.embedded_index.analyzer import CURRENT_VERSION, analyzer_for
 from ragsift.adapters.embedded_index.bm25_kb import (
     KbIndex,
     filter_clauses,
+    kb_analyzer,
+    live_documents,
     lock_root,
     schema,
     unlock_root,
+    unreadable,
 )
 from ragsift.adapters.embedded_index.bm25_layout import (
     KB_DIRECTORY,
@@ -102,40 +104,15 @@ class TantivyBm25Store:
 
     def count(self) -> int:
         """Number of live documents (one per chunk) over every kb that opens, as committed."""
-        total = 0
-        for name in self._kb_names():
-            try:
-                kb = self._kb(name, create=False)
-            except SparseIndexBroken:
-                continue  # logged when it failed to open; `broken` reports it
-            if kb is not None:
-                total += int(kb.searcher.num_docs)
-        return total
+        return live_documents(self._kb_names(), self._opened)
 
     def broken(self, kb_ids: Iterable[str]) -> dict[str, str]:
         """kb_id -> why its index cannot be opened, for each of `kb_ids` whose cannot."""
-        found: dict[str, str] = {}
-        for kb_id in kb_ids:
-            name = kb_directory_name(kb_id)
-            try:
-                self._kb(name, create=False, kb_id=kb_id)
-            except SparseIndexBroken:
-                found[kb_id] = self._broken[name]
-        return found
+        return unreadable(kb_ids, self._opened, self._broken)
 
     def analyzer(self, kb_id: str) -> tuple[int, Callable[[str], list[str]]]:
-        """(version, analyzer) that upserts into this kb use; a new kb gets the current one.
-
-        The analyzer is a module-level function, so it pickles into worker processes.
-        """
-        try:
-            kb = self._kb(kb_directory_name(kb_id), create=False, kb_id=kb_id)
-        except SparseIndexBroken:
-            # Analysis ahead of a write must not fail a batch: the write itself fails each
-            # document of this kb with the reason, and a rebuild re-analyzes everything.
-            kb = None
-        version = CURRENT_VERSION if kb is None else kb.analyzer_version
-        return version, analyzer_for(version)
+        """(version, analyzer) that upserts into this kb use (bm25_kb.kb_analyzer)."""
+        return kb_analyzer(kb_id, self._opened)
 
     # ---- writes -------------------------------------------------------------------------
 
@@ -218,13 +195,8 @@ class TantivyBm25Store:
                 kb = self._kb(name, create=False)
             except RagsiftError:
                 continue
-            if kb is None:
-                continue
-            searcher = kb.searcher
-            query = Query.term_query(self._schema, "document_id", document_id)
-            limit = max(1, int(searcher.num_docs))
-            for _, address in searcher.search(query, limit, count=False).hits:
-                found.update(searcher.doc(address)["chunk_id"])
+            if kb is not None:
+                found |= kb.chunk_ids_of(document_id)
         return found
 
     @property
@@ -361,6 +333,9 @@ class TantivyBm25Store:
         kb_id = search_filter.kb_id
         kb = self._kb(kb_directory_name(kb_id), create=False, kb_id=kb_id)
         return None if kb is None else (kb, restrictions)
+
+    def _opened(self, name: str, kb_id: str | None) -> KbIndex | None:
+        return self._kb(name, create=False, kb_id=kb_id)
 
     def _kb(self, name: str, *, create: bool, kb_id: str | None = None) -> KbIndex | None:
         """The open index of one kb directory; None when it does not exist and not `create`.
