@@ -93,10 +93,6 @@ class SearchProcesses:
         self._keeper.start()
         logger.info("started %d search process(es) beside this one", self._count)
 
-    def pids(self) -> list[int]:
-        with self._lock:
-            return [process.pid for process in self._processes]
-
     def stop(self, timeout_s: float) -> None:
         """SIGTERM each (they finish their open requests), SIGKILL what is left at the end."""
         self._stopping.set()

@@ -51,6 +51,19 @@ def _bounded_server(config: uvicorn.Config, clock: ShutdownClock) -> uvicorn.Ser
     return BoundedServer(config)
 
 
+def _uvicorn_config(app: Any, settings: Settings, graceful_s: float, host: str = "127.0.0.1",
+                    port: int = 8000) -> uvicorn.Config:
+    """uvicorn's config for `app` (host and port unused where sockets are passed in)."""
+    import uvicorn
+
+    return uvicorn.Config(
+        app, host=host, port=port, log_level="info",
+        # with JSON logs uvicorn keeps the root handler instead of installing its own
+        log_config=None if settings.log_format == "json" else uvicorn.config.LOGGING_CONFIG,
+        timeout_graceful_shutdown=math.floor(graceful_s),  # whole seconds only
+    )
+
+
 def _keep_running_after_uvicorn(clock: ShutdownClock) -> None:
     """Handlers uvicorn restores once it has stopped, and then calls with the signal it got.
 
@@ -128,8 +141,6 @@ def _serve(host: str, port: int, data_dir: Path | None, overrides: dict[str, Any
            no_auth: bool) -> None:
     """The main process: the data directory's writer (and its search processes' keeper)."""
     # imported here, so the other commands do not pay for the web stack
-    import uvicorn
-
     from ragsift.api import create_app
     from ragsift.api.deps import AppState
 
@@ -147,14 +158,8 @@ def _serve(host: str, port: int, data_dir: Path | None, overrides: dict[str, Any
         app = create_app(container, shutdown_budget_s=clock.remaining,
                          pause_after_parse_s=pause_s, allowed_hosts=hosts)
         state = app.state.ragsift
-        json_logs = container.settings.log_format == "json"
-        config = uvicorn.Config(
-            app, host=host, port=port, log_level="info",
-            # with JSON logs uvicorn keeps the root handler instead of installing its own
-            log_config=None if json_logs else uvicorn.config.LOGGING_CONFIG,
-            # whole seconds only; the clock's remaining() starts with the signal, as this does
-            timeout_graceful_shutdown=math.floor(clock.remaining()),
-        )
+        # the clock's remaining() starts with the signal, as uvicorn's graceful timeout does
+        config = _uvicorn_config(app, container.settings, clock.remaining(), host, port)
         _keep_running_after_uvicorn(clock)
         server = _bounded_server(config, clock)
         with _search_processes(container.settings, host, port, no_auth, config,
@@ -239,12 +244,8 @@ def _serve_searches(host: str, port: int, data_dir: Path | None,
         hosts = _check_exposure(container.settings, host)
         app = create_app(container, recover=False, ingest=False, allowed_hosts=hosts)
         front = SearchFront(app, main_socket, container.settings.http_timeout_s)
-        json_logs = container.settings.log_format == "json"
-        config = uvicorn.Config(
-            front, log_level="info",
-            log_config=None if json_logs else uvicorn.config.LOGGING_CONFIG,
-            timeout_graceful_shutdown=math.floor(container.settings.shutdown_timeout_s),
-        )
+        config = _uvicorn_config(front, container.settings,
+                                 container.settings.shutdown_timeout_s)
         server = uvicorn.Server(config)
         sock = listening_socket(host, port)
         try:

@@ -135,8 +135,8 @@ async def _relay(response: httpx.Response, receive: Receive, send: Send) -> None
         for task in (streaming, watching):
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-    if streaming.done() and not streaming.cancelled() and streaming.exception() is not None:
-        raise streaming.exception()  # type: ignore[misc]
+    if streaming.done() and not streaming.cancelled():
+        streaming.result()  # raises what failed the relay
 
 
 async def _unavailable(send: Send) -> None:
