@@ -25,6 +25,7 @@ from ragsift.api.forward import FORWARDED_FOR, ForwardedClient, SearchFront
 async def _echo(request: Request) -> Response:
     body = await request.body()
     return JSONResponse({"path": request.url.path, "query": request.url.query,
+                         "raw_path": request.scope["raw_path"].decode(),
                          "body": body.decode(), "client": list(request.client or ()),
                          "headers": dict(request.headers)}, status_code=201)
 
@@ -39,8 +40,8 @@ async def _stream(_: Request) -> Response:
 
 
 MAIN = ForwardedClient(Starlette(routes=[
-    Route("/api/kbs", _echo, methods=["POST"]), Route("/api/chat/stream", _stream,
-                                                      methods=["POST"])]))
+    Route("/api/kbs", _echo, methods=["POST"]), Route("/api/kbs/{name:path}", _echo, methods=["POST"]),
+    Route("/api/chat/stream", _stream, methods=["POST"])]))
 
 
 async def _local(scope: Scope, receive: Receive, send: Send) -> None:
@@ -96,6 +97,15 @@ def test_other_requests_reach_the_main_process_with_the_clients_address(
     assert seen["body"] == "payload " * 10_000
     assert seen["client"] == ["203.0.113.7", 4321]  # the client's, not one it claimed
     assert seen["headers"]["authorization"] == "Bearer k"
+
+
+def test_a_path_reaches_the_main_process_as_the_client_encoded_it(main_socket: Path) -> None:
+    async def check() -> httpx.Response:
+        async with _client(SearchFront(_local, main_socket, 5)) as client:
+            return await client.post("/api/kbs/a%2Fb%20c?q=%C3%A9")
+
+    seen = anyio.run(check).json()
+    assert seen["raw_path"] == "/api/kbs/a%2Fb%20c" and seen["query"] == "q=%C3%A9"
 
 
 def test_a_stream_from_the_main_process_arrives_part_by_part(main_socket: Path) -> None:

@@ -73,7 +73,10 @@ class SearchFront:
         client = scope.get("client")
         if client:
             headers.append((FORWARDED_FOR, f"{client[0]}:{client[1]}".encode("latin-1")))
-        target = httpx.URL(path=scope["path"], query=scope.get("query_string", b""))
+        # the path as the client sent it: decoding and encoding again would turn %2F into /
+        raw = scope.get("raw_path") or scope["path"].encode("utf-8")
+        query = scope.get("query_string", b"")
+        target = httpx.URL(raw_path=raw + (b"?" + query if query else b""))
         http = self._http()
         request = http.build_request(scope["method"], target, headers=headers,
                                      content=_body(receive))
