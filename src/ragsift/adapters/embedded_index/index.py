@@ -44,26 +44,25 @@ class EmbeddedIndex:
         directory = Path(directory)
         self._follow = follow
         self._directory = directory
+        self._sparse: TantivyBm25Store | FollowedBm25Store
         if follow:
-            self._sparse: TantivyBm25Store | FollowedBm25Store = FollowedBm25Store(
-                directory / "sparse")
-            self._dense = DenseMatrixStore(directory / "dense", dimension, ann, checkpoint_rows,
-                                           follow=True)
-            self._second = None if second is None else SecondDense(
-                directory, second, ann, self._dense.count, checkpoint_rows, follow=True)
-            return
-        # The BM25 store takes the directory's lock (sparse/.lock), so open it first: a second
-        # process on the same directory then fails before the dense store replays (and
-        # repairs) its files.
-        self._sparse = TantivyBm25Store(directory / "sparse", upgrade_layout=upgrade_sparse_layout)
+            self._sparse = FollowedBm25Store(directory / "sparse")
+        else:
+            # The BM25 store takes the directory's lock (sparse/.lock), so open it first: a
+            # second process on the same directory then fails before the dense store replays
+            # (and repairs) its files.
+            self._sparse = TantivyBm25Store(directory / "sparse",
+                                            upgrade_layout=upgrade_sparse_layout)
         try:
-            self._dense = DenseMatrixStore(directory / "dense", dimension, ann, checkpoint_rows)
+            self._dense = DenseMatrixStore(directory / "dense", dimension, ann, checkpoint_rows,
+                                           follow=follow)
         except BaseException:
             self._sparse.close()
             raise
         self._second = None if second is None else SecondDense(
-            directory, second, ann, self._dense.count, checkpoint_rows)
-        if self._dense.count() != self._sparse.count():
+            directory, second, ann, self._dense.count, checkpoint_rows, follow=follow)
+        # a follower may see the writer between its two writes: only an open checks
+        if not follow and self._dense.count() != self._sparse.count():
             # Possible after a crash between the two writes; the next upsert of the same
             # chunks repairs it, and the relational store stays the source of truth.
             logger.warning(
