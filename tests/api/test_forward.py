@@ -40,7 +40,8 @@ async def _stream(_: Request) -> Response:
 
 
 MAIN = ForwardedClient(Starlette(routes=[
-    Route("/api/kbs", _echo, methods=["POST"]), Route("/api/kbs/{name:path}", _echo, methods=["POST"]),
+    Route("/api/kbs", _echo, methods=["POST"]),
+    Route("/api/kbs/{name:path}", _echo, methods=["POST"]),
     Route("/api/chat/stream", _stream, methods=["POST"])]))
 
 
