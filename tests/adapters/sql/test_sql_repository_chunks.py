@@ -9,6 +9,7 @@ from sql_factories import make_chunks, make_document, make_kb
 from sqlalchemy import create_engine, text
 
 from ragsift.adapters.sql import SqlRepository
+from ragsift.adapters.sql.chunk_queries import chunks_with_filenames
 from ragsift.adapters.sql.orm import make_engine
 from ragsift.domain.errors import InvalidInput, NotFound
 from ragsift.domain.models import Chunk, DocumentStatus, Locator
@@ -167,3 +168,29 @@ def test_get_ready_chunks_keeps_only_ready_documents_of_the_kb_in_order(
     found = doc_repo.get_ready_chunks("kb1", wanted)
     assert [chunk.id for chunk, _ in found] == [c.id for c in make_chunks("d2")][::-1]
     assert {filename for _, filename in found} == {"d2.pdf"}
+
+
+def test_get_ready_chunks_returns_the_stored_chunks_whole_across_in_list_batches(
+    doc_repo: SqlRepository,
+) -> None:
+    """The READY re-check reads on the driver: every field must come back as stored
+    (JSON columns decoded, boxes as tuples), in the order asked, whatever the batch size,
+    with ids that SQL or a driver's placeholders could misread kept as bound values."""
+    doc_repo.add_document(make_document("d'2%s", status=DocumentStatus.READY))
+    odd = [
+        Chunk(id=f"d'2%s-{i}?", document_id="d'2%s", kb_id="kb1", parent_id=None,
+              level=1, ordinal=i,
+              heading_path=("第一章", f"% {i}"),
+              locator=Locator(page=i + 1, boxes=((0.1, 0.2, 0.3, 0.4),)),
+              asset_ids=(f"asset-{i}",), text=f"text {i} '%s' ?", token_count=4)
+        for i in range(7)
+    ]
+    doc_repo.replace_chunks("d'2%s", odd)
+    wanted = [*[c.id for c in odd][::-1], "unknown", odd[0].id]
+    with doc_repo._engine.connect() as connection:
+        for batch in (1, 2, 500):
+            found = chunks_with_filenames(
+                connection, "kb1", wanted, (DocumentStatus.READY.value,), batch=batch)
+            assert [chunk for chunk, _ in found] == [*odd[::-1], odd[0]]
+            assert {filename for _, filename in found} == {"d'2%s.pdf"}
+    assert doc_repo.get_ready_chunks("kb1", wanted) == found

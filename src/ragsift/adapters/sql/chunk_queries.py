@@ -1,21 +1,31 @@
 """Batched chunk queries for retrieval: the hits' chunks with their filenames (the READY
-re-check), neighbour ranges (Small2Big) and ancestors (auto-merge)."""
+re-check), a whitelist's documents, neighbour ranges (Small2Big) and ancestors (auto-merge).
+
+The per-query reads are plain statements on the driver, kept as text per shape, not
+SQLAlchemy selects: expanding IN lists, coercing values into bound literals and building a
+Row per chunk cost more than SQLite's lookups (docs/benchmarks.md). Every value is still a
+bound parameter; the statements differ only in their number of placeholders.
+"""
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, Select, TextClause, bindparam, select, text
+from sqlalchemy import Connection, Select, select
 
 from ragsift.adapters.sql.orm import (
-    CHUNK_COLUMNS_AS_TEXT,
     CHUNK_TABLE,
     DocumentRow,
-    chunk_from_row,
+    json_value,
+    locator_from_json,
 )
+from ragsift.domain.filters import valid_at
 from ragsift.domain.models import Chunk
+from ragsift.domain.trusted import TrustedBuilder
+
+IN_LIST = 500  # ids per IN list: old SQLite builds allow 999 bound variables
 
 # Ordinal ranges per neighbour statement, at most 4 bound values each: 900 values stay under
 # old SQLite's 999, and 225 is above the largest top_k (200), so an answer is one statement.
@@ -46,51 +56,101 @@ def neighbour_ranges(anchors: Sequence[Chunk], window: int) -> list[OrdinalRange
     return ranges
 
 
+_chunk = TrustedBuilder(Chunk)
+# The columns chunk_from_values unpacks, in its order (the statements list them, so the
+# table's own column order does not matter).
+CHUNK_VALUE_COLUMNS = (
+    "id", "document_id", "kb_id", "parent_id", "level", "ordinal", "heading_path", "locator",
+    "text", "token_count", "valid_from_seq", "valid_to_seq", "asset_ids",
+)
+
+
+def chunk_from_values(values: Sequence[Any]) -> Chunk:
+    """chunk_from_row for a driver's plain row of CHUNK_VALUE_COLUMNS (unvalidated, as there:
+    the values were validated on the way in)."""
+    (id_, document_id, kb_id, parent_id, level, ordinal, heading_path, locator, text_,
+     token_count, valid_from_seq, valid_to_seq, asset_ids) = values
+    return _chunk({
+        "id": id_, "document_id": document_id, "kb_id": kb_id, "parent_id": parent_id,
+        "level": level, "ordinal": ordinal, "heading_path": tuple(json_value(heading_path)),
+        "locator": locator_from_json(json_value(locator)), "text": text_,
+        "token_count": token_count, "asset_ids": tuple(json_value(asset_ids) or ()),
+        "valid_from_seq": valid_from_seq, "valid_to_seq": valid_to_seq,
+    })
+
+
 def _quoted(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
+def _marker(connection: Connection) -> str:
+    """The driver's positional placeholder (SQLite's qmark, psycopg's format)."""
+    style = connection.dialect.paramstyle
+    if style == "qmark":
+        return "?"
+    if style in ("format", "pyformat"):
+        return "%s"
+    raise NotImplementedError(f"no driver-level statements for paramstyle {style!r}")
+
+
+def _list(marker: str, count: int) -> str:
+    return ", ".join([marker] * count)
+
+
 _SELECT_CHUNKS = (
-    "SELECT " + ", ".join(_quoted(c.name) for c in CHUNK_TABLE.c)
-    + f" FROM {_quoted(CHUNK_TABLE.name)} WHERE "
+    f"SELECT {', '.join(map(_quoted, CHUNK_VALUE_COLUMNS))} FROM {_quoted(CHUNK_TABLE.name)} "
+    "WHERE "
 )
+_DOCUMENTS = _quoted(DocumentRow.__tablename__)
+
+
+@functools.lru_cache(maxsize=1024)
+def _chunks_sql(count: int, marker: str) -> str:
+    return f"{_SELECT_CHUNKS}id IN ({_list(marker, count)})"
+
+
+@functools.lru_cache(maxsize=1024)
+def _documents_sql(count: int, statuses: int, marker: str, filenames: bool) -> str:
+    columns = "id, filename" if filenames else "id"
+    return (f"SELECT {columns} FROM {_DOCUMENTS} WHERE kb_id = {marker} "
+            f"AND status IN ({_list(marker, statuses)}) AND id IN ({_list(marker, count)})")
 
 
 @functools.lru_cache(maxsize=512)
-def _neighbour_statement(parented: int, parentless: int) -> TextClause:
+def _neighbour_sql(parented: int, parentless: int, marker: str) -> str:
     """The OR of `parented` ranges under a parent, then `parentless` ones, as one statement.
 
-    Written as text and kept per shape: built with SQLAlchemy's expression language (four
-    comparisons per range, every value coerced into a bound literal) the statement cost more
-    than the query (4.6 ms of CPU for 30 hits at 100k chunks). A parent's children share one
-    level, so the parent id alone selects them; parentless chunks are matched by level.
-    Either way the (document_id, parent_id, ordinal) index serves each range.
+    Built with SQLAlchemy's expression language (four comparisons per range, every value
+    coerced into a bound literal) the statement cost more than the query (4.6 ms of CPU for
+    30 hits at 100k chunks). A parent's children share one level, so the parent id alone
+    selects them; parentless chunks are matched by level. Either way the (document_id,
+    parent_id, ordinal) index serves each range.
     """
+    m = marker
     clauses = [
-        f"(document_id = :d{i} AND parent_id = :p{i} AND ordinal BETWEEN :lo{i} AND :hi{i})"
-        for i in range(parented)
-    ] + [
-        f"(document_id = :d{i} AND parent_id IS NULL AND level = :lv{i} "
-        f"AND ordinal BETWEEN :lo{i} AND :hi{i})"
-        for i in range(parented, parented + parentless)
-    ]
-    return text(_SELECT_CHUNKS + " OR ".join(clauses))
+        f"(document_id = {m} AND parent_id = {m} AND ordinal BETWEEN {m} AND {m})"
+    ] * parented + [
+        f"(document_id = {m} AND parent_id IS NULL AND level = {m} "
+        f"AND ordinal BETWEEN {m} AND {m})"
+    ] * parentless
+    return _SELECT_CHUNKS + " OR ".join(clauses)
 
 
-def neighbour_query(ranges: Sequence[OrdinalRange]) -> tuple[TextClause, dict[str, Any]]:
-    """One SELECT of every chunk inside any of `ranges` (an OR of index range scans), with its
-    parameters; its JSON columns come back as stored (chunk_from_row decodes them)."""
+def neighbour_chunks(connection: Connection, ranges: Sequence[OrdinalRange]) -> list[Chunk]:
+    """Every chunk inside any of `ranges` (at most RANGES_PER_STATEMENT): one SELECT, an OR
+    of index range scans."""
     ordered = sorted(ranges, key=lambda r: r[2] is None)  # parented first: one shape per count
-    params: dict[str, Any] = {}
+    params: list[Any] = []
     parentless = 0
-    for i, (document_id, level, parent_id, low, high) in enumerate(ordered):
-        params[f"d{i}"], params[f"lo{i}"], params[f"hi{i}"] = document_id, low, high
+    for document_id, level, parent_id, low, high in ordered:
         if parent_id is None:
-            params[f"lv{i}"] = level
+            params += (document_id, level, low, high)
             parentless += 1
         else:
-            params[f"p{i}"] = parent_id
-    return _neighbour_statement(len(ordered) - parentless, parentless), params
+            params += (document_id, parent_id, low, high)
+    sql = _neighbour_sql(len(ordered) - parentless, parentless, _marker(connection))
+    return [chunk_from_values(v) for v in connection.exec_driver_sql(sql, tuple(params))
+            .fetchall()]
 
 
 def ancestors_query(chunk_ids: Sequence[str]) -> Select[Any]:
@@ -110,25 +170,41 @@ def ancestors_query(chunk_ids: Sequence[str]) -> Select[Any]:
     return select(CHUNK_TABLE).where(table.id.in_(select(lineage.c.id)))
 
 
-IN_LIST = 500  # ids per IN list: old SQLite builds allow 999 bound variables
-
-# Built once with expanding parameters: building the IN list per query (coercing every id
-# into a bound literal) cost more than SQLite's lookups themselves.
-_CHUNKS_BY_ID = select(*CHUNK_COLUMNS_AS_TEXT).where(
-    CHUNK_TABLE.c.id.in_(bindparam("ids", expanding=True))
-)
-_FILENAMES = select(DocumentRow.id, DocumentRow.filename).where(
-    DocumentRow.id.in_(bindparam("ids", expanding=True)),
-    DocumentRow.kb_id == bindparam("kb_id"),
-    DocumentRow.status.in_(bindparam("statuses", expanding=True)),
-)
-
-
-_DOCUMENTS = select(DocumentRow.id).where(
-    DocumentRow.id.in_(bindparam("ids", expanding=True)),
-    DocumentRow.kb_id == bindparam("kb_id"),
-    DocumentRow.status.in_(bindparam("statuses", expanding=True)),
-)
+def chunks_with_filenames(
+    connection: Connection, kb_id: str, chunk_ids: Sequence[str], statuses: Collection[str],
+    version_seq: int | None = None, batch: int = IN_LIST,
+) -> list[tuple[Chunk, str]]:
+    """(chunk, filename) for `chunk_ids`, in their order, whose document is in `kb_id` with
+    one of `statuses`, and (with `version_seq`) whose row is valid in that version. Two
+    primary-key lookups in `batch`-sized IN lists: a join let SQLite start from the documents
+    index and walk every chunk of the KB (14 ms at 100k chunks instead of under 1 ms)."""
+    marker = _marker(connection)
+    unique = list(dict.fromkeys(chunk_ids))
+    chunks: dict[str, Chunk] = {}
+    for start in range(0, len(unique), batch):
+        part = unique[start : start + batch]
+        sql = _chunks_sql(len(part), marker)
+        for values in connection.exec_driver_sql(sql, tuple(part)).fetchall():
+            chunk = chunk_from_values(values)
+            if version_seq is None or valid_at(
+                chunk.valid_from_seq, chunk.valid_to_seq, version_seq
+            ):
+                chunks[chunk.id] = chunk
+    document_ids = list({chunk.document_id for chunk in chunks.values()})
+    wanted = list(statuses)
+    filenames: dict[str, str] = {}
+    for start in range(0, len(document_ids), batch):
+        part = document_ids[start : start + batch]
+        sql = _documents_sql(len(part), len(wanted), marker, filenames=True)
+        filenames.update(
+            (row[0], row[1])
+            for row in connection.exec_driver_sql(sql, (kb_id, *wanted, *part)).fetchall()
+        )
+    return [
+        (chunks[chunk_id], filenames[chunks[chunk_id].document_id])
+        for chunk_id in chunk_ids
+        if chunk_id in chunks and chunks[chunk_id].document_id in filenames
+    ]
 
 
 def documents_in(
@@ -136,40 +212,13 @@ def documents_in(
     batch: int = IN_LIST,
 ) -> set[str]:
     """The subset of `document_ids` in `kb_id` with one of `statuses` (a search's whitelist)."""
+    marker = _marker(connection)
     wanted = list(dict.fromkeys(document_ids))
+    allowed = list(statuses)
     found: set[str] = set()
     for start in range(0, len(wanted), batch):
-        found.update(connection.scalars(_DOCUMENTS, {
-            "ids": wanted[start : start + batch], "kb_id": kb_id, "statuses": list(statuses),
-        }))
+        part = wanted[start : start + batch]
+        sql = _documents_sql(len(part), len(allowed), marker, filenames=False)
+        found.update(row[0] for row in connection.exec_driver_sql(
+            sql, (kb_id, *allowed, *part)).fetchall())
     return found
-
-
-def chunks_with_filenames(
-    connection: Connection, kb_id: str, chunk_ids: Sequence[str], statuses: Collection[str],
-    keep: Callable[[Any], bool] | None = None, batch: int = IN_LIST,
-) -> list[tuple[Chunk, str]]:
-    """(chunk, filename) for `chunk_ids`, in their order, whose document is in `kb_id` with
-    one of `statuses`; `keep` may reject a chunk row (its version). Two primary-key lookups
-    in `batch`-sized IN lists: a join let SQLite start from the documents index and walk
-    every chunk of the KB (14 ms at 100k chunks instead of under 1 ms). On a Core connection:
-    the ORM session around these plain selects cost a fifth of the call."""
-    unique = list(dict.fromkeys(chunk_ids))
-    chunks: dict[str, Chunk] = {}
-    for start in range(0, len(unique), batch):
-        for row in connection.execute(_CHUNKS_BY_ID, {"ids": unique[start : start + batch]}):
-            if keep is None or keep(row):
-                chunks[row.id] = chunk_from_row(row)
-    document_ids = list({chunk.document_id for chunk in chunks.values()})
-    filenames: dict[str, str] = {}
-    for start in range(0, len(document_ids), batch):
-        rows = connection.execute(_FILENAMES, {
-            "ids": document_ids[start : start + batch], "kb_id": kb_id,
-            "statuses": list(statuses),
-        })
-        filenames.update({row.id: row.filename for row in rows})
-    return [
-        (chunks[chunk_id], filenames[chunks[chunk_id].document_id])
-        for chunk_id in chunk_ids
-        if chunk_id in chunks and chunks[chunk_id].document_id in filenames
-    ]

@@ -24,7 +24,6 @@ from sqlalchemy import (
     UniqueConstraint,
     create_engine,
     event,
-    type_coerce,
 )
 from sqlalchemy import text as sql_text
 from sqlalchemy.engine import make_url
@@ -435,16 +434,9 @@ CHUNK_TABLE = Base.metadata.tables[ChunkRow.__tablename__]
 
 
 _chunk = TrustedBuilder(Chunk)
-# The JSON columns of the chunks table as the text SQLite stores, for readers that decode
-# them with orjson (chunk_queries): SQLAlchemy's JSON type decodes with json.loads after two
-# regex matches per value, a third of a search's chunk hydration.
-CHUNK_COLUMNS_AS_TEXT = tuple(
-    type_coerce(column, Text).label(column.name) if isinstance(column.type, JSON) else column
-    for column in CHUNK_TABLE.c
-)
 
 
-def _json(value: Any) -> Any:
+def json_value(value: Any) -> Any:
     """A JSON column's value: decoded already (the JSON type; PostgreSQL drivers) or text."""
     return orjson.loads(value) if isinstance(value, str | bytes) else value
 _locator = TrustedBuilder(Locator)
@@ -461,11 +453,11 @@ def chunk_from_row(row: Row[Any]) -> Chunk:
         "parent_id": row.parent_id,
         "level": row.level,
         "ordinal": row.ordinal,
-        "heading_path": tuple(_json(row.heading_path)),
-        "locator": locator_from_json(_json(row.locator)),
+        "heading_path": tuple(json_value(row.heading_path)),
+        "locator": locator_from_json(json_value(row.locator)),
         "text": row.text,
         "token_count": row.token_count,
-        "asset_ids": tuple(_json(row.asset_ids) or ()),
+        "asset_ids": tuple(json_value(row.asset_ids) or ()),
         "valid_from_seq": row.valid_from_seq,
         "valid_to_seq": row.valid_to_seq,
     })

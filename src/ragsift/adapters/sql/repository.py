@@ -17,7 +17,7 @@ from ragsift.adapters.sql.chunk_queries import (
     ancestors_query,
     chunks_with_filenames,
     documents_in,
-    neighbour_query,
+    neighbour_chunks,
     neighbour_ranges,
 )
 from ragsift.adapters.sql.faq_repository import FaqRepositoryMixin
@@ -298,9 +298,9 @@ class SqlRepository(
         found: dict[str, Chunk] = {}
         with self._engine.connect() as connection:  # plain selects: no ORM session needed
             for batch in _batches(ranges, RANGES_PER_STATEMENT):
-                for row in connection.execute(*neighbour_query(batch)):
-                    if row.id not in anchor_ids:
-                        found[row.id] = chunk_from_row(row)
+                for chunk in neighbour_chunks(connection, batch):
+                    if chunk.id not in anchor_ids:
+                        found[chunk.id] = chunk
         return sorted(found.values(), key=_reading_order)
 
     def get_ancestors(self, chunk_ids: Sequence[str]) -> list[Chunk]:

@@ -98,7 +98,7 @@ class VersionRepositoryMixin(VersionCommitMixin):
         with self._engine.connect() as connection:
             return chunks_with_filenames(
                 connection, kb_id, chunk_ids, SEARCHABLE,
-                keep=lambda row: valid_at(row.valid_from_seq, row.valid_to_seq, version_seq),
+                version_seq=version_seq,
             )
 
     def searchable_document_ids(self, kb_id: str, document_ids: Iterable[str]) -> set[str]:
