@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from rescoring_levers import fused, load, ndcg
+from rescoring_levers import fused, load, ndcg, set_arguments
 
 from ragsift.evaluation.bootstrap_ci import paired_by_query
 
@@ -48,12 +48,7 @@ def smoothed(ranked: list[tuple[int, float]], vectors: np.ndarray, top_m: int, k
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("sets", nargs="+")
-    parser.add_argument("--root", type=Path, default=Path("../shared/evaldata"))
-    parser.add_argument("--cache", type=Path, default=Path("/tmp/levers"))
-    parser.add_argument("--evalkb", type=Path, default=Path("/tmp/evalkb"))
-    args = parser.parse_args()
+    args = set_arguments(argparse.ArgumentParser(description=__doc__)).parse_args()
     grid = list(itertools.product((20, 50), (3, 8), (0.1, 0.2, 0.35), (0.0, 0.8)))
     print("| set | M / k / alpha / floor | nDCG@10 | delta [95% CI] | helped/hurt |")
     print("|---|---|---|---|---|")

@@ -216,14 +216,19 @@ def report(s: SetData, label: str, base: dict[str, float], run: dict[str, float]
                  "ms_wall_cpu": cost, "load1": load1})
 
 
-def main() -> None:
-    from rescoring_experiments import run_levers  # the lever grids, beside this script
-
-    parser = argparse.ArgumentParser(description=__doc__)
+def set_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """The sets and where their data is (shared by the offline lever scripts)."""
     parser.add_argument("sets", nargs="+")
     parser.add_argument("--root", type=Path, default=Path("../shared/evaldata"))
     parser.add_argument("--cache", type=Path, default=Path("/tmp/levers"))
     parser.add_argument("--evalkb", type=Path, default=Path("/tmp/evalkb"))
+    return parser
+
+
+def main() -> None:
+    from rescoring_experiments import run_levers  # the lever grids, beside this script
+
+    parser = set_arguments(argparse.ArgumentParser(description=__doc__))
     parser.add_argument("--levers", default="consistency,rm3,rocchio,maxp")
     parser.add_argument("--bm25-only", action="store_true",
                         help="no dense channel (for a set whose e5 vectors are not cached yet)")
