@@ -258,3 +258,16 @@ def test_ancestors_leave_out_the_given_chunks_and_parentless_ones_have_none(
     assert _ids(repo.get_ancestors(["B1", "c1"])) == ["A", "B1"]
     assert repo.get_ancestors(["solo", "A"]) == []
     assert repo.get_ancestors([]) == []
+
+
+def test_ancestors_of_a_corrupt_parent_cycle_end(repo: SqlRepository) -> None:
+    """A cycle cannot be written through the domain, but a damaged database may hold one:
+    the recursive walk must still end, with each chunk of the cycle once."""
+    repo.create_kb(make_kb())
+    repo.add_document(make_document("t"))
+    repo.replace_chunks("t", [
+        Chunk(id=chunk_id, document_id="t", kb_id="kb1", parent_id=parent, level=1,
+              ordinal=n, text=chunk_id, token_count=1)
+        for n, (chunk_id, parent) in enumerate((("x", "y"), ("y", "z"), ("z", "x")))
+    ])
+    assert _ids(repo.get_ancestors(["x"])) == ["x", "y", "z"]

@@ -13,7 +13,7 @@ import functools
 from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, Select, select
+from sqlalchemy import Connection
 
 from ragsift.adapters.sql.orm import (
     CHUNK_TABLE,
@@ -153,21 +153,23 @@ def neighbour_chunks(connection: Connection, ranges: Sequence[OrdinalRange]) -> 
             .fetchall()]
 
 
-def ancestors_query(chunk_ids: Sequence[str]) -> Select[Any]:
-    """One SELECT of every ancestor of `chunk_ids`, any depth, by a recursive CTE."""
-    table = CHUNK_TABLE.c
-    seed = select(table.parent_id.label("id")).where(
-        table.id.in_(chunk_ids), table.parent_id.is_not(None)
-    )
-    lineage = seed.cte("lineage", recursive=True)
-    step = (
-        select(table.parent_id.label("id"))
-        .join(lineage, table.id == lineage.c.id)
-        .where(table.parent_id.is_not(None))
-    )
+@functools.lru_cache(maxsize=1024)
+def _ancestors_sql(count: int, marker: str) -> str:
+    table = _quoted(CHUNK_TABLE.name)
     # UNION, not UNION ALL: repeats are dropped, so even a corrupt parent cycle terminates.
-    lineage = lineage.union(step)
-    return select(CHUNK_TABLE).where(table.id.in_(select(lineage.c.id)))
+    return (
+        f"WITH RECURSIVE lineage(id) AS (SELECT parent_id FROM {table} WHERE id IN "
+        f"({_list(marker, count)}) AND parent_id IS NOT NULL UNION SELECT c.parent_id FROM "
+        f"{table} c JOIN lineage ON c.id = lineage.id WHERE c.parent_id IS NOT NULL) "
+        f"{_SELECT_CHUNKS}id IN (SELECT id FROM lineage)"
+    )
+
+
+def ancestor_chunks(connection: Connection, chunk_ids: Sequence[str]) -> list[Chunk]:
+    """Every ancestor of `chunk_ids` (at most IN_LIST), any depth: one recursive statement."""
+    sql = _ancestors_sql(len(chunk_ids), _marker(connection))
+    return [chunk_from_values(v) for v in connection.exec_driver_sql(sql, tuple(chunk_ids))
+            .fetchall()]
 
 
 def chunks_with_filenames(

@@ -14,7 +14,7 @@ from sqlalchemy.orm import sessionmaker
 from ragsift.adapters.sql.asset_repository import AssetRepositoryMixin
 from ragsift.adapters.sql.chunk_queries import (
     RANGES_PER_STATEMENT,
-    ancestors_query,
+    ancestor_chunks,
     chunks_with_filenames,
     documents_in,
     neighbour_chunks,
@@ -310,10 +310,10 @@ class SqlRepository(
         """
         unique = list(dict.fromkeys(chunk_ids))
         found: dict[str, Chunk] = {}
-        with self._sessions.begin() as session:
+        with self._engine.connect() as connection:
             for batch in _batches(unique):
-                for row in session.execute(ancestors_query(batch)):
-                    found[row.id] = chunk_from_row(row)
+                for chunk in ancestor_chunks(connection, batch):
+                    found[chunk.id] = chunk
         return sorted(found.values(), key=_reading_order)
 
     def set_status_if(
