@@ -105,12 +105,15 @@ def test_retry_after_in_seconds_is_waited_before_the_next_attempt(
 def test_retry_after_as_an_http_date_is_waited_until(
     llm_server: LLMServer, client: httpx.Client
 ) -> None:
-    # HTTP dates have whole seconds: two seconds ahead is at least one second from now
-    when = (datetime.now(UTC) + timedelta(seconds=2)).replace(microsecond=0)
+    # HTTP dates have whole seconds: three seconds ahead is at least two from now, so the
+    # first attempt may start up to a second late (a loaded machine) and the retry still
+    # has to wait a second for the date
+    when = (datetime.now(UTC) + timedelta(seconds=3)).replace(microsecond=0)
     llm_server.control(faults={"rerank": {
         "status": 503, "retry_after": format_datetime(when, usegmt=True), "times": 1,
     }})
     _rerank(llm_server, client, QUICK)
+    assert datetime.now(UTC) >= when
     assert _answers(llm_server) == [503, 200]
     assert _gaps(llm_server)[0] >= 1.0
 
