@@ -9,8 +9,8 @@ from sql_factories import make_chunks, make_document, make_kb
 from sqlalchemy import create_engine, text
 
 from ragsift.adapters.sql import SqlRepository
-from ragsift.adapters.sql.chunk_queries import chunks_with_filenames
-from ragsift.adapters.sql.orm import make_engine
+from ragsift.adapters.sql.chunk_queries import CHUNK_VALUE_COLUMNS, chunks_with_filenames
+from ragsift.adapters.sql.orm import CHUNK_TABLE, make_engine
 from ragsift.domain.errors import InvalidInput, NotFound
 from ragsift.domain.models import Chunk, DocumentStatus, Locator
 
@@ -194,3 +194,10 @@ def test_get_ready_chunks_returns_the_stored_chunks_whole_across_in_list_batches
             assert [chunk for chunk, _ in found] == [*odd[::-1], odd[0]]
             assert {filename for _, filename in found} == {"d'2%s.pdf"}
     assert doc_repo.get_ready_chunks("kb1", wanted) == found
+
+
+def test_the_driver_level_reads_name_every_column_of_the_chunks_table() -> None:
+    """A column added to the table must be added to the driver-level reads' list too, or
+    search would build chunks without it."""
+    assert sorted(CHUNK_VALUE_COLUMNS) == sorted(column.name for column in CHUNK_TABLE.c)
+    assert sorted(CHUNK_VALUE_COLUMNS) == sorted(Chunk.model_fields)
