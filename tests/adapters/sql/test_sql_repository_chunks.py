@@ -9,8 +9,8 @@ from sql_factories import make_chunks, make_document, make_kb
 from sqlalchemy import create_engine, text
 
 from ragsift.adapters.sql import SqlRepository
-from ragsift.adapters.sql.chunk_queries import CHUNK_VALUE_COLUMNS, chunks_with_filenames
-from ragsift.adapters.sql.orm import CHUNK_TABLE, make_engine
+from ragsift.adapters.sql.chunk_queries import chunks_with_filenames
+from ragsift.adapters.sql.orm import CHUNK_TABLE, CHUNK_VALUE_COLUMNS, make_engine
 from ragsift.domain.errors import InvalidInput, NotFound
 from ragsift.domain.models import Chunk, DocumentStatus, Locator
 

@@ -17,13 +17,12 @@ from sqlalchemy import Connection
 
 from ragsift.adapters.sql.orm import (
     CHUNK_TABLE,
+    CHUNK_VALUE_COLUMNS,
     DocumentRow,
-    json_value,
-    locator_from_json,
+    chunk_from_values,
 )
 from ragsift.domain.filters import valid_at
 from ragsift.domain.models import Chunk
-from ragsift.domain.trusted import TrustedBuilder
 
 IN_LIST = 500  # ids per IN list: old SQLite builds allow 999 bound variables
 
@@ -56,29 +55,6 @@ def neighbour_ranges(anchors: Sequence[Chunk], window: int) -> list[OrdinalRange
     return ranges
 
 
-_chunk = TrustedBuilder(Chunk)
-# The columns chunk_from_values unpacks, in its order (the statements list them, so the
-# table's own column order does not matter).
-CHUNK_VALUE_COLUMNS = (
-    "id", "document_id", "kb_id", "parent_id", "level", "ordinal", "heading_path", "locator",
-    "text", "token_count", "valid_from_seq", "valid_to_seq", "asset_ids",
-)
-
-
-def chunk_from_values(values: Sequence[Any]) -> Chunk:
-    """chunk_from_row for a driver's plain row of CHUNK_VALUE_COLUMNS (unvalidated, as there:
-    the values were validated on the way in)."""
-    (id_, document_id, kb_id, parent_id, level, ordinal, heading_path, locator, text_,
-     token_count, valid_from_seq, valid_to_seq, asset_ids) = values
-    return _chunk({
-        "id": id_, "document_id": document_id, "kb_id": kb_id, "parent_id": parent_id,
-        "level": level, "ordinal": ordinal, "heading_path": tuple(json_value(heading_path)),
-        "locator": locator_from_json(json_value(locator)), "text": text_,
-        "token_count": token_count, "asset_ids": tuple(json_value(asset_ids) or ()),
-        "valid_from_seq": valid_from_seq, "valid_to_seq": valid_to_seq,
-    })
-
-
 def _quoted(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
@@ -102,6 +78,8 @@ _SELECT_CHUNKS = (
     "WHERE "
 )
 _DOCUMENTS = _quoted(DocumentRow.__tablename__)
+_VALID_FROM = CHUNK_VALUE_COLUMNS.index("valid_from_seq")
+_VALID_TO = CHUNK_VALUE_COLUMNS.index("valid_to_seq")
 
 
 @functools.lru_cache(maxsize=1024)
@@ -187,11 +165,10 @@ def chunks_with_filenames(
         part = unique[start : start + batch]
         sql = _chunks_sql(len(part), marker)
         for values in connection.exec_driver_sql(sql, tuple(part)).fetchall():
-            chunk = chunk_from_values(values)
-            if version_seq is None or valid_at(
-                chunk.valid_from_seq, chunk.valid_to_seq, version_seq
-            ):
-                chunks[chunk.id] = chunk
+            # the version test on the raw values: a row it rejects is never built
+            if version_seq is None or valid_at(values[_VALID_FROM], values[_VALID_TO],
+                                               version_seq):
+                chunks[values[0]] = chunk_from_values(values)
     document_ids = list({chunk.document_id for chunk in chunks.values()})
     wanted = list(statuses)
     filenames: dict[str, str] = {}

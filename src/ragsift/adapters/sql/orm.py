@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import operator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
@@ -436,30 +437,46 @@ CHUNK_TABLE = Base.metadata.tables[ChunkRow.__tablename__]
 _chunk = TrustedBuilder(Chunk)
 
 
-def json_value(value: Any) -> Any:
+def _json(value: Any) -> Any:
     """A JSON column's value: decoded already (the JSON type; PostgreSQL drivers) or text."""
     return orjson.loads(value) if isinstance(value, str | bytes) else value
 _locator = TrustedBuilder(Locator)
 
 
+# The chunk columns in the order chunk_from_values unpacks them; the driver-level reads of
+# chunk_queries list exactly these, so the table's own column order does not matter.
+CHUNK_VALUE_COLUMNS = (
+    "id", "document_id", "kb_id", "parent_id", "level", "ordinal", "heading_path", "locator",
+    "text", "token_count", "valid_from_seq", "valid_to_seq", "asset_ids",
+)
+_chunk_values = operator.attrgetter(*CHUNK_VALUE_COLUMNS)
+
+
 def chunk_from_row(row: Row[Any]) -> Chunk:
     """The domain value of a row selected from the chunks table."""
+    return chunk_from_values(_chunk_values(row))
+
+
+def chunk_from_values(values: Sequence[Any]) -> Chunk:
+    """The domain value of a plain row of CHUNK_VALUE_COLUMNS (a driver's tuple)."""
     # unvalidated: these values were validated on the way in, and retrieval reads chunks on
     # every query, so validating again (or model_construct's default lookups) is overhead
+    (id_, document_id, kb_id, parent_id, level, ordinal, heading_path, locator, text_,
+     token_count, valid_from_seq, valid_to_seq, asset_ids) = values
     return _chunk({
-        "id": row.id,
-        "document_id": row.document_id,
-        "kb_id": row.kb_id,
-        "parent_id": row.parent_id,
-        "level": row.level,
-        "ordinal": row.ordinal,
-        "heading_path": tuple(json_value(row.heading_path)),
-        "locator": locator_from_json(json_value(row.locator)),
-        "text": row.text,
-        "token_count": row.token_count,
-        "asset_ids": tuple(json_value(row.asset_ids) or ()),
-        "valid_from_seq": row.valid_from_seq,
-        "valid_to_seq": row.valid_to_seq,
+        "id": id_,
+        "document_id": document_id,
+        "kb_id": kb_id,
+        "parent_id": parent_id,
+        "level": level,
+        "ordinal": ordinal,
+        "heading_path": tuple(_json(heading_path)),
+        "locator": locator_from_json(_json(locator)),
+        "text": text_,
+        "token_count": token_count,
+        "asset_ids": tuple(_json(asset_ids) or ()),
+        "valid_from_seq": valid_from_seq,
+        "valid_to_seq": valid_to_seq,
     })
 
 
