@@ -99,22 +99,23 @@ class Settings(BaseSettings):
     # approximate dense index of the embedded store (HNSW, faiss-cpu: the `ann` extra)
     dense_ann: bool = Field(default=True, description="false: dense search always exact")
     dense_ann_min_rows: int = Field(
-        default=200_000, ge=1, description="rows (of one index directory) from which an HNSW "
-        "graph is built and used; below, an exact scan is as fast")
+        default=20_000, ge=1, description="live rows of one kb from which that kb gets its own "
+        "HNSW graph; below, its searches scan exactly")
     dense_ann_exact_max_rows: int = Field(
         default=20_000, ge=0, description="a filter allowing at most this many rows is scanned "
         "exactly (cheaper than the graph, and exact)")
-    dense_ann_ef_search: int = Field(default=96, ge=1, le=65_536)
+    dense_ann_ef_search: int = Field(
+        default=192, ge=1, le=65_536, description="graph search effort of a kb holding all "
+        "the store's rows; a kb holding a share k of them searches with ef x k^-0.6")
     dense_ann_filter_ef_boost: float = Field(
-        default=40.0, ge=1, le=1024, description="most that ef grows by for a filter passing "
-        "a share s of the rows (it grows by s^-1.3)")
+        default=20.0, ge=1, le=1024, description="most that ef grows by for a filter passing "
+        "a share s of a graph's rows (it grows by s^-1.3) and for a small kb")
     dense_ann_oversample: float = Field(
         default=2.0, ge=1, le=64, description="graph hits per result, re-scored exactly")
     dense_ann_connectivity: int = Field(default=32, ge=4, le=256)
     dense_ann_ef_construction: int = Field(
-        default=160, ge=8, le=4096, description="graph build effort: a kb written after a "
-        "larger one (ingestion writes a kb at a time) kept recall@30 0.9994 at 1M rows with "
-        "160, 0.83 with 80 (docs/benchmarks.md); 80 builds ~2x faster")
+        default=80, ge=8, le=4096, description="graph build effort (each kb has its own "
+        "graph; docs/benchmarks.md measures recall@30 and build rate by this)")
     dense_ann_tail_rows: int = Field(
         default=4_096, ge=1, description="new rows scanned exactly before they join the graph")
     dense_ann_save_rows: int = Field(

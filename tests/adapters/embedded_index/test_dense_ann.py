@@ -10,7 +10,7 @@ import pytest
 from numpy.typing import NDArray
 
 from ragsift.adapters.embedded_index.dense_ann import AnnIndex, AnnSettings
-from ragsift.adapters.embedded_index.dense_ann_files import ann_path
+from ragsift.adapters.embedded_index.dense_ann_files import graph_files, graph_key, hnsw_of
 from ragsift.adapters.embedded_index.dense_store import DenseMatrixStore
 from ragsift.domain.filters import SearchFilter
 from ragsift.domain.index_records import IndexRecord
@@ -19,6 +19,7 @@ pytest.importorskip("faiss")
 
 DIM = 32
 ROWS = 6_000
+SMALL_ROWS = 1_200  # of kb `small`; kb `big` holds the rest
 K = 30
 
 
@@ -77,16 +78,35 @@ def mean_recall(ann: DenseMatrixStore, exact: DenseMatrixStore, queries: NDArray
     return float(np.mean(hits))
 
 
-def test_graph_is_built_only_above_the_row_threshold(tmp_path: Path) -> None:
+def graph_path(directory: Path, kb_id: str = "big", generation: int = 0) -> Path:
+    return graph_files(directory, generation)[graph_key(kb_id)][1]
+
+
+@pytest.mark.parametrize(("min_rows", "graphs"), [
+    (ROWS - SMALL_ROWS + 1, set()), (ROWS - SMALL_ROWS, {"big"}),
+    (SMALL_ROWS, {"big", "small"}),
+])
+def test_a_kb_gets_its_own_graph_from_min_rows_rows(
+        tmp_path: Path, min_rows: int, graphs: set[str]) -> None:
     vectors, _ = clustered(ROWS)
-    small = DenseMatrixStore(tmp_path / "small", DIM, settings(min_rows=ROWS + 1))
-    small.upsert(records(ROWS), vectors)
-    small.sync_ann()
-    assert small.ann_rows() == 0
-    big = DenseMatrixStore(tmp_path / "big", DIM, settings(min_rows=ROWS))
-    big.upsert(records(ROWS), vectors)
-    big.sync_ann()
-    assert big.ann_rows() == ROWS
+    store = DenseMatrixStore(tmp_path / "d", DIM, settings(min_rows=min_rows))
+    store.upsert(records(ROWS), vectors)
+    store.sync_ann()
+    held = {"big": ROWS - SMALL_ROWS, "small": SMALL_ROWS}
+    assert store.ann_rows() == sum(held[kb] for kb in graphs)
+    assert set(store._ann._graphs) == graphs
+    assert {graph_key(kb) for kb in graphs} == set(graph_files(tmp_path / "d", 0))
+
+
+def test_a_graph_holds_the_rows_of_its_kb_only(pair: tuple[
+        DenseMatrixStore, DenseMatrixStore, NDArray[np.float32]]) -> None:
+    import faiss
+
+    ann, _, _ = pair
+    kb_of = [record.kb_id for record in records(ROWS)]
+    for kb_id, graph in ann._ann._graphs.items():
+        ids = faiss.vector_to_array(graph.index.id_map)
+        assert {kb_of[int(i)] for i in ids} == {kb_id}
 
 
 def test_recall_at_30_against_exact_on_clustered_vectors(pair: tuple[
@@ -105,6 +125,26 @@ def test_recall_at_30_against_exact_on_clustered_vectors(pair: tuple[
     assert mean_recall(ann, exact, queries, SearchFilter(kb_id="big")) >= 0.97
     # the graph answered every query of the ANN store (none fell back to the exact scan)
     assert answered == [True] * len(queries)
+
+
+def test_a_kb_holding_a_small_share_of_the_store_is_searched_with_more_effort(pair: tuple[
+        DenseMatrixStore, DenseMatrixStore, NDArray[np.float32]],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    ann, _, queries = pair
+    efforts: dict[str, int] = {}
+    original = AnnIndex._search
+
+    def spy(self: AnnIndex, graph: Any, query: Any, bits: Any, count: int, ef: int) -> Any:
+        efforts[graph.kb_id] = ef
+        return original(self, graph, query, bits, count, ef)
+
+    monkeypatch.setattr(AnnIndex, "_search", spy)
+    for kb_id in ("big", "small"):
+        ann.search(queries[0], SearchFilter(kb_id=kb_id), K)
+    ef_search = ann._ann.settings.ef_search
+    # a 20% kb: ef x 0.2^-0.6 (2.6x); the 80% kb: x 1.14
+    assert efforts["small"] == pytest.approx(ef_search * 0.2 ** -0.6, abs=1)
+    assert efforts["big"] == pytest.approx(ef_search * 0.8 ** -0.6, abs=1)
 
 
 def test_scores_are_exact_cosines(pair: tuple[
@@ -189,9 +229,11 @@ def test_rows_added_to_a_reopened_graph_get_the_configured_build_effort(
     reopened = DenseMatrixStore(tmp_path / "d", DIM, settings(ef_construction=120))
     reopened.upsert(records(10, start=ROWS), vectors[:10])
     reopened.sync_ann()
-    graph = reopened._ann._graph
-    assert graph is not None and not graph.mapped
-    assert graph.index.hnsw.efConstruction == 120  # the file was built with 40
+    import faiss
+
+    graph = reopened._ann._graphs["small"]  # the new rows are kb `small`'s
+    assert not graph.mapped
+    assert hnsw_of(faiss, graph.index).efConstruction == 120  # the file was built with 40
     reopened.close()
 
 
@@ -202,7 +244,7 @@ def test_a_damaged_graph_file_is_rebuilt_from_the_matrix(tmp_path: Path, damage:
     store.upsert(records(ROWS), vectors)
     store.sync_ann()
     store.close()
-    path = ann_path(tmp_path / "d", 0)
+    path = graph_path(tmp_path / "d")
     if damage == "truncated":
         path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
     elif damage == "garbage":
@@ -212,9 +254,10 @@ def test_a_damaged_graph_file_is_rebuilt_from_the_matrix(tmp_path: Path, damage:
         other.upsert(records(ROWS), clustered(ROWS, seed=9)[0])
         other.sync_ann()
         other.close()
-        path.write_bytes(ann_path(tmp_path / "o", 0).read_bytes())
+        path.write_bytes(graph_path(tmp_path / "o").read_bytes())
     reopened = DenseMatrixStore(tmp_path / "d", DIM, settings())
-    assert reopened.ann_rows() == 0  # not used: searches are exact meanwhile
+    # not used, the other kb's graph is: its searches are exact meanwhile
+    assert reopened.ann_rows() == SMALL_ROWS and not path.exists()
     exact = DenseMatrixStore(tmp_path / "e", DIM, AnnSettings(enabled=False))
     exact.upsert(records(ROWS), vectors)
     flt = SearchFilter(kb_id="big")
@@ -249,7 +292,7 @@ def test_an_unfinished_save_is_ignored(tmp_path: Path) -> None:
     store.upsert(records(ROWS), vectors)
     store.sync_ann()
     store.close()
-    tmp = ann_path(tmp_path / "d", 0).with_suffix(".faiss.tmp")
+    tmp = graph_path(tmp_path / "d").with_suffix(".faiss.tmp")
     tmp.write_bytes(b"half a graph")
     reopened = DenseMatrixStore(tmp_path / "d", DIM, settings())
     assert reopened.ann_rows() == ROWS and not tmp.exists()
@@ -265,8 +308,10 @@ def test_compaction_rebuilds_the_graph_for_the_new_generation(tmp_path: Path) ->
     live = ROWS - len(range(0, ROWS, 3)) - len(range(1, ROWS, 3))
     assert store.count() == live and store.ann_rows() == 0
     store.sync_ann()
-    assert store.ann_rows() == live
-    assert not ann_path(tmp_path / "d", 0).exists()
+    # kb `small` is left with 400 live rows, under min_rows: searched exactly
+    assert store.ann_rows() == live - SMALL_ROWS // 3 and set(store._ann._graphs) == {"big"}
+    assert not graph_files(tmp_path / "d", 0) and set(graph_files(tmp_path / "d", 1)) == {
+        graph_key("big")}
     hits = store.search(queries[0], SearchFilter(kb_id="big"), K)
     assert all(int(h.chunk_id[1:]) % 3 == 2 for h in hits)
 

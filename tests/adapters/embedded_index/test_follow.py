@@ -151,7 +151,7 @@ def test_a_dense_follower_maps_the_writers_graph_and_answers_its_tail_exactly(
                       save_rows=10_000_000, background=False)
     writer = DenseMatrixStore(tmp_path, DIM, ann)
     writer.upsert(records(0, 400), vectors(400, 1))
-    writer.sync_ann()  # built and saved: ann-0.faiss
+    writer.sync_ann()  # built and saved: the kb's graph file of generation 0
     follower = DenseMatrixStore(tmp_path, DIM, ann, follow=True)
     assert follower.ann_rows() == 400
     writer.upsert(records(400, 50), vectors(50, 2))  # past the graph: the exact tail

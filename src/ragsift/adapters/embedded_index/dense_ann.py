@@ -1,11 +1,14 @@
-"""Approximate (HNSW) dense search for big stores, kept beside the exact matrix.
+"""Approximate (HNSW) dense search for big kbs, kept beside the exact matrix.
 
-The matrix and its log stay the source of truth. The graph indexes rows `[0, covered)` of one
-matrix generation by their row numbers; rows appended since (the tail) are scanned exactly at
-search time, so the graph is never stale and writes never wait for it. A background worker
-builds the graph once the store reaches `min_rows`, adds the tail in small steps, saves it
-(temp + rename) every `save_rows` rows and on close, and rebuilds it after a compaction.
-Tombstoned and filtered-out rows are excluded inside the graph search by a row bitmap.
+The matrix and its log stay the source of truth. Every search is within one kb, so each kb
+big enough gets its own graph (dense_ann_graph): a filter on a kb then walks a graph of that
+kb's rows only, which keeps recall at a lower build effort than one graph of every kb, where
+a kb ingested after a bigger one was poorly linked. Rows appended since a graph's watermark
+(its tail) are scanned exactly at search time, so a graph is never stale and writes never
+wait for it. A background worker builds a kb's graph once the kb reaches `min_rows` live
+rows, adds tails in small steps, saves (temp + rename) every `save_rows` rows and on close,
+and rebuilds after a compaction. Tombstoned and filtered-out rows are excluded inside the
+graph search by a row bitmap.
 """
 
 from __future__ import annotations
@@ -14,8 +17,7 @@ import logging
 import math
 import os
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,15 +25,16 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
+from ragsift.adapters.embedded_index import dense_ann_graph
 from ragsift.adapters.embedded_index.dense_ann_files import (
     GraphParams,
-    ann_path,
+    graph_files,
+    graph_key,
     load_faiss,
-    new_graph,
-    open_graph,
     remove_other_graphs,
-    save_graph,
 )
+from ragsift.adapters.embedded_index.dense_ann_graph import Graph
+from ragsift.adapters.embedded_index.read_write_lock import ReadWriteLock
 from ragsift.adapters.thread_budget import default_budget
 
 if TYPE_CHECKING:
@@ -42,97 +45,59 @@ logger = logging.getLogger(__name__)
 IntpArray = NDArray[np.intp]
 Float32Array = NDArray[np.float32]
 
-# Rows added to the graph under one exclusive hold: searches wait at most this long (~20 ms).
-_ADD_STEP_ROWS = 256
-_BUILD_STEP_ROWS = 32_768
 _RETRIES = 3
 _FILTER_EF_EXPONENT = 1.3
+_KB_EF_EXPONENT = 0.6
 
 
 @dataclass(frozen=True, slots=True)
 class AnnSettings:
-    """When the graph is used and how it is built and searched (RAGSIFT_DENSE_ANN_*)."""
+    """When graphs are used and how they are built and searched (RAGSIFT_DENSE_ANN_*)."""
 
     enabled: bool = True
-    min_rows: int = 200_000
+    # live rows of one kb from which its graph is built: a kb filter allowing fewer is
+    # scanned exactly anyway (exact_max_rows); above, the graph is faster (1.6x at 22.5k
+    # rows, 3x at 50k: docs/benchmarks.md)
+    min_rows: int = 20_000
     exact_max_rows: int = 20_000
-    ef_search: int = 96
-    filter_ef_boost: float = 40.0
+    # A kb's graph holds no rows near a query whose neighbours are in other kbs, and the walk
+    # to its best rows needs more effort: at 1M rows (90% kb) recall@30 was 0.961 at 96 and
+    # 0.990 at 192 (docs/benchmarks.md, 2026-12-04)
+    ef_search: int = 192
+    filter_ef_boost: float = 20.0  # the largest ef: 3,840, as before per-kb graphs
     oversample: float = 2.0
     connectivity: int = 32
-    # 80 left rows inserted as a block after the others (a kb ingested after a bigger one)
-    # poorly linked: recall@30 of a filter on them 0.83 at 1M rows; 160: 0.9994
-    ef_construction: int = 160
+    # per-kb graphs: the same recall in any ingestion order at 80 as at 160, 2x cheaper
+    ef_construction: int = 80
     tail_rows: int = 4_096
     save_rows: int = 100_000
     # False: maintenance runs inside the write that needs it (tests), no thread
     background: bool = True
 
 
-class ReadWriteLock:
-    """Many searches at once, or one graph mutation (faiss's add is not safe beside search)."""
-
-    def __init__(self) -> None:
-        self._cond = threading.Condition()
-        self._readers = 0
-        self._writer = False
-
-    @contextmanager
-    def read(self) -> Iterator[None]:
-        with self._cond:
-            while self._writer:
-                self._cond.wait()
-            self._readers += 1
-        try:
-            yield
-        finally:
-            with self._cond:
-                self._readers -= 1
-                self._cond.notify_all()
-
-    @contextmanager
-    def write(self) -> Iterator[None]:
-        with self._cond:
-            while self._writer or self._readers:
-                self._cond.wait()
-            self._writer = True
-        try:
-            yield
-        finally:
-            with self._cond:
-                self._writer = False
-                self._cond.notify_all()
-
-
-@dataclass(slots=True)
-class _Graph:
-    index: Any
-    generation: int
-    covered: int  # grows only, under the write lock
-    saved: int
-    mapped: bool
-
-
 class AnnIndex:
-    """The graph of one dense store directory and the worker that keeps it current.
+    """The graphs of one dense store directory, one per big kb, and their worker.
 
-    `follow`: the writer is another process; this one maps the graph file the writer saved
-    (a newer one as it appears) and never builds, extends, saves or removes one. Rows past
-    the file's are scanned exactly, as a writer's unindexed tail is.
+    `follow`: the writer is another process; this one maps the graph files the writer saved
+    (newer ones as they appear) and never builds, extends, saves or removes one. Rows past a
+    file's watermark are scanned exactly, as a writer's unindexed tail is.
     """
 
     def __init__(self, directory: Path, dimension: int, settings: AnnSettings,
                  current: Callable[[], Snapshot], follow: bool = False) -> None:
         self._directory = directory
         self._follow = follow
-        self._file: tuple[int, int, int] | None = None  # (generation, inode, mtime) mapped
+        self._mapped_files: dict[str, Path] = {}  # follower: kb key -> file mapped
+        self._unsound: set[Path] = set()  # follower: files found unsound, not read again
         self._dimension = dimension
         self.settings = settings
         self._current = current
         # imported on first need (a graph file or min_rows), so small stores never load it
         self._faiss: Any | None = None
         self._usable = settings.enabled
-        self._graph: _Graph | None = None
+        # kb id -> its graph; replaced, never mutated, so searches may read it unlocked
+        self._graphs: dict[str, Graph] = {}
+        self._due: tuple[tuple[int, int], list[str]] | None = None
         self._lock = ReadWriteLock()
         self._maintenance = threading.Lock()
         self._wake = threading.Event()
@@ -146,62 +111,78 @@ class AnnIndex:
         return self._usable
 
     def covered_rows(self, generation: int) -> int:
-        """Rows of this generation the graph holds (0: no usable graph)."""
-        graph = self._graph
-        return graph.covered if graph is not None and graph.generation == generation else 0
+        """Rows of this generation the graphs hold, all kbs together (0: exact search only)."""
+        return sum(g.size for g in self._graphs.values() if g.generation == generation)
 
     # ---- lifecycle ----------------------------------------------------------------------
 
     def opened(self, snap: Snapshot) -> None:
-        """Map the saved graph of this generation if it is sound; schedule what is missing."""
+        """Map the saved graphs of this generation that are sound; schedule what is missing."""
         if not self._usable:
             return
         if self._follow:
-            self._graph, self._file = None, None
+            self._graphs, self._mapped_files, self._unsound = {}, {}, set()
             self.refresh(snap)
             return
         remove_other_graphs(self._directory, snap.generation)
-        path = ann_path(self._directory, snap.generation)
-        faiss = self._lib() if path.exists() else None
-        index = open_graph(faiss, path, snap.matrix, self._dimension, mapped=True) \
-            if faiss is not None else None
-        if index is None:
-            if faiss is not None:
+        files = graph_files(self._directory, snap.generation)
+        graphs: dict[str, Graph] = {}
+        faiss = self._lib() if files else None
+        known = _kbs_of(snap, files)
+        for key in set(files) - {graph_key(kb) for kb in known}:
+            files[key][1].unlink(missing_ok=True)  # a kb this generation never held
+        for kb_id in known:
+            covered, path = files[graph_key(kb_id)]
+            graph = dense_ann_graph.load(faiss, snap, kb_id, covered, path, self._dimension,
+                                         follow=False) if faiss is not None else None
+            if graph is None:
                 path.unlink(missing_ok=True)
-        else:
-            covered = int(index.ntotal)
-            self._graph = _Graph(index, snap.generation, covered, covered, mapped=True)
-            logger.info("mapped approximate dense index %s: %d of %d rows", path, covered,
-                        snap.size)
+                continue
+            graphs[kb_id] = graph
+            logger.info("mapped approximate dense index %s: %d rows of kb %r", path,
+                        graph.size, kb_id)
+        self._graphs = graphs
         self.changed(snap)
 
     def refresh(self, snap: Snapshot) -> None:
-        """Follower: map the writer's graph file of this generation when it is new or newer
-        (a stat when not); one that is not sound for `snap` yet is tried again next time."""
+        """Follower: map the writer's newer graph files of this generation (a directory
+        listing when there are none); a file not sound for `snap` is skipped from then on."""
         if not self._follow or not self._usable:
             return
-        path = ann_path(self._directory, snap.generation)
         try:
-            status = path.stat()
+            files = graph_files(self._directory, snap.generation)
         except FileNotFoundError:
             return
-        signature = (snap.generation, status.st_ino, status.st_mtime_ns)
-        if signature == self._file:
+        fresh = {key: path for key, (_, path) in files.items()
+                 if self._mapped_files.get(key) != path and path not in self._unsound}
+        if not fresh:
             return
         with self._maintenance:
             faiss = self._lib()
-            if signature == self._file or faiss is None:
-                return
-            # a graph saved after this snapshot was read may cover rows it lacks: not yet
-            index = open_graph(faiss, path, snap.matrix, self._dimension, mapped=True,
-                               follow=True)
-            if index is not None:
-                covered = int(index.ntotal)
-                self._graph = _Graph(index, snap.generation, covered, covered, mapped=True)
-                self._file = signature
+            if faiss is not None:
+                self._map_newer(faiss, snap, files)
+
+    def _map_newer(self, faiss: Any, snap: Snapshot,
+                   files: dict[str, tuple[int, Path]]) -> None:
+        """Follower: map each kb's newest file not mapped yet."""
+        graphs = {kb: g for kb, g in self._graphs.items() if g.generation == snap.generation}
+        for kb_id in _kbs_of(snap, files):
+            key = graph_key(kb_id)
+            covered, path = files[key]
+            if self._mapped_files.get(key) == path or path in self._unsound:
+                continue
+            graph = dense_ann_graph.load(faiss, snap, kb_id, covered, path, self._dimension,
+                                         follow=True)
+            if graph is None:
+                if covered <= snap.size:  # one past this view's rows may be sound later
+                    self._unsound.add(path)
+                continue
+            graphs[kb_id] = graph
+            self._mapped_files[key] = path
+        self._graphs = graphs
 
     def changed(self, snap: Snapshot) -> None:
-        """After a write: wake the worker if the graph should be built, extended or saved."""
+        """After a write: wake the worker if a graph should be built, extended or saved."""
         if self._follow or not self._usable or self._stop.is_set() or \
                 not self._work(snap, idle=False):
             return
@@ -214,7 +195,7 @@ class AnnIndex:
         self._wake.set()
 
     def sync(self) -> None:
-        """Bring the graph up to date with the current snapshot now, in this thread."""
+        """Bring the graphs up to date with the current snapshot now, in this thread."""
         if not self._usable or self._follow:
             return
         with self._maintenance:
@@ -222,15 +203,17 @@ class AnnIndex:
                 pass
 
     def close(self) -> None:
-        """Stop the worker and save what the graph holds beyond its file."""
+        """Stop the worker and save what each graph holds beyond its file."""
         self._stop.set()
         self._wake.set()
         if self._thread is not None:
             self._thread.join()
+        if self._follow:
+            return
         with self._maintenance:
-            graph = self._graph
-            if graph is not None and graph.covered > graph.saved:
-                self._save(graph)
+            for graph in self._graphs.values():
+                if graph.covered > graph.saved and self._lib() is not None:
+                    dense_ann_graph.save(self._faiss, graph, self._directory)
 
     def _lib(self) -> Any | None:
         if self._faiss is None and self._usable:
@@ -240,27 +223,32 @@ class AnnIndex:
 
     # ---- search -------------------------------------------------------------------------
 
-    def candidates(self, snap: Snapshot, query: Float32Array, allowed: Candidates,
+    def candidates(self, snap: Snapshot, kb_id: str, query: Float32Array, allowed: Candidates,
                    limit: int) -> IntpArray | None:
         """Rows to re-score exactly: graph hits among the allowed rows plus the allowed tail.
 
-        None when the graph cannot answer (absent, another generation, or still short of
-        `limit` after raising ef): the caller scans exactly.
+        None when the graph cannot answer (the kb has none of this generation, or it is
+        still short of `limit` after raising ef): the caller scans exactly.
         """
-        graph = self._graph
+        graph = self._graphs.get(kb_id)
         if graph is None or graph.generation != snap.generation:
             return None
-        covered = min(graph.covered, snap.size)
+        covered, held = min(graph.covered, snap.size), graph.size
         rows = allowed.rows
         split = int(np.searchsorted(rows, covered))
         tail = rows[split:]
         if split == 0:
             return tail
         want = min(limit, split)
-        share = split / covered
-        # A filter passing a share s of the rows needs ef to grow faster than 1/s: at 1M rows
-        # with s = 0.1, ef 960 gave recall@30 0.956 and ef 1,920 (= 96 / 0.1^1.3) 0.996.
-        boost = min(self.settings.filter_ef_boost, share ** -_FILTER_EF_EXPONENT)
+        share = min(1.0, split / max(held, 1))
+        kb_share = min(1.0, held / max(snap.size, 1))
+        # A filter passing a share s of a graph's rows needs ef to grow faster than 1/s: at 1M
+        # rows with s = 0.1, ef 960 gave recall@30 0.956 and ef 1,920 (= 96 / 0.1^1.3) 0.996.
+        # A kb holding a small share of the store is searched often for queries whose
+        # neighbours lie in other kbs, where a graph's greedy walk is least sure: at 300k rows,
+        # a 10% kb's own graph gave 0.88 at ef 96 and 0.99 at ef 384 (~96 / 0.1^0.6).
+        boost = min(self.settings.filter_ef_boost,
+                    share ** -_FILTER_EF_EXPONENT * kb_share ** -_KB_EF_EXPONENT)
         ef = math.ceil(self.settings.ef_search * boost)
         labels_wanted = min(split, max(want, math.ceil(want * self.settings.oversample)))
         bits = allowed.bitmap(snap.size)
@@ -273,7 +261,7 @@ class AnnIndex:
         logger.debug("graph found fewer than %d allowed rows; scanning exactly", want)
         return None
 
-    def _search(self, graph: _Graph, query: Float32Array, bits: NDArray[np.uint8],
+    def _search(self, graph: Graph, query: Float32Array, bits: NDArray[np.uint8],
                 count: int, ef: int) -> IntpArray:
         faiss = self._faiss
         assert faiss is not None
@@ -307,81 +295,78 @@ class AnnIndex:
             work()
         except Exception:  # a graph failure must never fail a write: search stays exact
             logger.exception("approximate dense index maintenance failed; search is exact")
-            self._graph = None
+            self._graphs = {}
 
     def _work(self, snap: Snapshot, idle: bool) -> bool:
-        graph = self._graph
-        if graph is None or graph.generation != snap.generation:
-            return snap.size >= self.settings.min_rows or graph is not None
-        behind = snap.size - graph.covered
-        return behind >= (1 if idle else self.settings.tail_rows) or \
-            graph.covered - graph.saved >= self.settings.save_rows
+        behind = 1 if idle else self.settings.tail_rows
+        for graph in self._graphs.values():
+            if graph.generation != snap.generation or snap.size - graph.covered >= behind \
+                    or graph.size - graph.saved_size >= self.settings.save_rows \
+                    or (idle and graph.covered > graph.saved):
+                return True
+        return bool(self._due_kbs(snap, idle))
+
+    def _due_kbs(self, snap: Snapshot, idle: bool) -> list[str]:
+        """Kbs with `min_rows` live rows and no graph, counted again as the store grows."""
+        if snap.size < self.settings.min_rows:
+            return []
+        due = self._due
+        stale = due is None or due[0][0] != snap.generation or \
+            snap.size - due[0][1] >= (1 if idle else self.settings.tail_rows)
+        if stale:
+            codes = snap.codes["kb_id"][:snap.size][snap.alive[:snap.size]]
+            counts = np.bincount(codes, minlength=len(snap.vocab.values["kb_id"]) + 1)
+            names = snap.vocab.values["kb_id"]
+            found = [names[code - 1] for code in
+                     np.flatnonzero(counts >= self.settings.min_rows).tolist() if code > 0]
+            self._due = due = ((snap.generation, snap.size), found)
+        assert due is not None
+        graphs = self._graphs
+        return [kb for kb in due[1] if kb not in graphs
+                or graphs[kb].generation != snap.generation]
 
     def _step(self, snap: Snapshot, idle: bool) -> bool:
         """One unit of maintenance; False when nothing is left to do."""
-        if not self._work(snap, idle) or self._lib() is None:
+        faiss = self._lib() if self._work(snap, idle) else None
+        if faiss is None:
             return False
-        graph = self._graph
-        if graph is None or graph.generation != snap.generation:
-            self._graph = None
-            if snap.size >= self.settings.min_rows:
-                self._build(snap)
+        if any(g.generation != snap.generation for g in self._graphs.values()):
+            self._graphs = {}
             remove_other_graphs(self._directory, snap.generation)
-            return self._graph is not None
-        if graph.mapped:
-            graph = self._own(graph, snap)
-        if graph.covered < snap.size:
-            self._extend(graph, snap)
-        if graph.covered - graph.saved >= self.settings.save_rows or idle:
-            self._save(graph)
+        due = self._due_kbs(snap, idle)
+        if due:
+            faiss.omp_set_num_threads(_cores())
+            params = GraphParams(self.settings.connectivity, self.settings.ef_construction)
+            graph = dense_ann_graph.build(faiss, snap, due[0], params, self._dimension,
+                                          self._stop)
+            if graph is not None:
+                dense_ann_graph.save(faiss, graph, self._directory)
+                self._graphs = {**self._graphs, due[0]: graph}
+            return not self._stop.is_set()
+        for kb_id, graph in list(self._graphs.items()):
+            if snap.size > graph.covered:
+                self._extend(kb_id, graph, snap)
+        for graph in self._graphs.values():
+            if graph.size - graph.saved_size >= self.settings.save_rows or \
+                    (idle and graph.covered > graph.saved):
+                dense_ann_graph.save(faiss, graph, self._directory)
         return not self._stop.is_set()
 
-    def _build(self, snap: Snapshot) -> None:
+    def _extend(self, kb_id: str, graph: Graph, snap: Snapshot) -> None:
         faiss = self._faiss
         assert faiss is not None
+        if graph.mapped and dense_ann_graph.kb_rows(snap, kb_id, graph.covered,
+                                                    snap.size).size:
+            graph = dense_ann_graph.own(faiss, graph, snap, self._dimension,
+                                        self.settings.ef_construction)
+            self._graphs = {**self._graphs, kb_id: graph}
         faiss.omp_set_num_threads(_cores())
-        params = GraphParams(self.settings.connectivity, self.settings.ef_construction)
-        index = new_graph(faiss, self._dimension, params, np.asarray(snap.matrix[:65_536]))
-        for start in range(0, snap.size, _BUILD_STEP_ROWS):
-            if self._stop.is_set():
-                return
-            block = snap.matrix[start:min(snap.size, start + _BUILD_STEP_ROWS)]
-            index.add(np.ascontiguousarray(block, dtype=np.float32))
-        graph = _Graph(index, snap.generation, snap.size, 0, mapped=False)
-        self._save(graph)
-        self._graph = graph
-        logger.info("built approximate dense index over %d rows", snap.size)
+        dense_ann_graph.extend(graph, snap, self._lock, self._stop)
 
-    def _own(self, graph: _Graph, snap: Snapshot) -> _Graph:
-        """A mapped graph is read-only (faiss aborts on adding to it): load a private copy."""
-        faiss = self._faiss
-        path = ann_path(self._directory, graph.generation)
-        index = open_graph(faiss, path, snap.matrix, self._dimension, mapped=False)
-        if index is None or int(index.ntotal) != graph.covered:
-            raise RuntimeError(f"{path} changed while mapped")
-        # a file keeps the effort it was built with; new rows get the configured one
-        index.hnsw.efConstruction = self.settings.ef_construction
-        owned = _Graph(index, graph.generation, graph.covered, graph.saved, mapped=False)
-        self._graph = owned
-        return owned
 
-    def _extend(self, graph: _Graph, snap: Snapshot) -> None:
-        faiss = self._faiss
-        assert faiss is not None
-        faiss.omp_set_num_threads(_cores())
-        while graph.covered < snap.size and not self._stop.is_set():
-            stop = min(snap.size, graph.covered + _ADD_STEP_ROWS)
-            block = np.ascontiguousarray(snap.matrix[graph.covered:stop], dtype=np.float32)
-            with self._lock.write():
-                graph.index.add(block)
-                graph.covered = stop
-
-    def _save(self, graph: _Graph) -> None:
-        faiss = self._faiss
-        assert faiss is not None and not graph.mapped
-        covered = graph.covered
-        save_graph(faiss, graph.index, ann_path(self._directory, graph.generation))
-        graph.saved = covered
+def _kbs_of(snap: Snapshot, files: dict[str, tuple[int, Path]]) -> list[str]:
+    """The kb ids of `snap` that have a graph file among `files` (by key)."""
+    return [kb for kb in snap.vocab.values["kb_id"] if graph_key(kb) in files]
 
 
 def _cores() -> int:

@@ -75,7 +75,8 @@ class Snapshot:
     vocab: Vocabulary
     cache: dict[SearchFilter, Candidates] = field(default_factory=dict)
     generation: int = 0
-    # The approximate index, used for filters allowing more than its exact_max_rows rows.
+    # The approximate index (a graph per big kb), used for filters allowing more than its
+    # exact_max_rows rows.
     ann: AnnIndex | None = None
     # Reads a few rows without mapping them (dense_rows.py); None: the matrix is read.
     reader: RowReader | None = None
@@ -88,7 +89,7 @@ class Snapshot:
             return []
         candidates = self.candidates(search_filter)
         if self.ann is not None and candidates.rows.size > self.ann.settings.exact_max_rows:
-            found = self.ann.candidates(self, query, candidates, limit)
+            found = self.ann.candidates(self, search_filter.kb_id, query, candidates, limit)
             if found is not None:
                 candidates = _as_candidates(found)
         rows = candidates.rows

@@ -44,8 +44,9 @@ _FOLLOW_OPEN_TRIES = 5
 class DenseMatrixStore:
     """Cosine top-k with filters applied before ranking; survives restart.
 
-    Exact below `ann.min_rows` rows and for filters allowing at most `ann.exact_max_rows`
-    rows; above, an HNSW graph (dense_ann) proposes candidates that are re-scored exactly.
+    Exact for a kb under `ann.min_rows` live rows and for filters allowing at most
+    `ann.exact_max_rows` rows; otherwise the kb's own HNSW graph (dense_ann) proposes
+    candidates that are re-scored exactly.
 
     `follow`: another process (the writer) owns the directory; this store never writes it
     and, before each search, takes in what the writer committed since (log entries, a
