@@ -71,14 +71,20 @@ def records(start: int, stop: int) -> list[IndexRecord]:
             for i in range(start, stop)]
 
 
-def build_store(directory: Path, matrix: Float32Array, settings: AnnSettings
+def build_store(directory: Path, matrix: Float32Array, settings: AnnSettings, bulk: bool
                 ) -> tuple[DenseMatrixStore, float, float]:
-    """The store, wall s and CPU s of upserts plus bringing the graph up to date."""
+    """The store, wall s and CPU s of upserts plus bringing the graphs up to date.
+
+    `bulk`: no graph until every row is in, then each kb's built in one pass.
+    """
     wall, cpu = time.perf_counter(), time.process_time()
-    store = DenseMatrixStore(directory, matrix.shape[1], settings)
-    for start in range(0, matrix.shape[0], BATCH):
-        stop = min(matrix.shape[0], start + BATCH)
+    rows = matrix.shape[0]
+    store = DenseMatrixStore(directory, matrix.shape[1], dataclasses.replace(
+        settings, min_rows=rows + 1) if bulk else settings)
+    for start in range(0, rows, BATCH):
+        stop = min(rows, start + BATCH)
         store.upsert(records(start, stop), matrix[start:stop])
+    store._ann.settings = settings
     store.sync_ann()
     return store, time.perf_counter() - wall, time.process_time() - cpu
 
@@ -195,10 +201,10 @@ def run_size(size: int, centres: Float32Array, n_queries: int, lance: bool, tmp:
     rng = np.random.default_rng(size)
     matrix = expand(centres, size, rng)
     queries = queries_near(centres, n_queries, rng)
-    # the graph is built in bulk once the rows are in (as when a store crosses min_rows);
+    # each kb's graph is built in bulk once the rows are in (as when a kb crosses min_rows);
     # --incremental builds it from the first batch on, adding each batch as it lands
-    settings = AnnSettings(min_rows=1 if incremental else size)
-    store, wall, cpu = build_store(tmp / f"store-{size}", matrix, settings)
+    store, wall, cpu = build_store(tmp / f"store-{size}", matrix, AnnSettings(min_rows=1),
+                                   bulk=not incremental)
     print(f"\n### {size:,} chunks (centres {centres.shape[0]:,}), load {load()}")
     print(f"ragsift build (upsert + HNSW, embedding excluded): {size / wall:,.0f} chunks/s "
           f"(wall {wall:.1f} s, CPU {cpu:.1f} s), graph rows {store.ann_rows():,}")

@@ -5,9 +5,9 @@ store and reach the graph together. This builds the same rows (~30 noisy neighbo
 synthetic centre, documents of 10 chunks; kb `mid` = every 10th document, 10% of the rows;
 `big` the rest) three ways and measures recall@30 of the graph search against the exact one:
 
-- `bulk, kb-sorted`: rows written kb by kb, the graph built once over all of them;
-- `incremental, kb-sorted`: the graph built at a third of the rows, then extended in steps as
-  rows arrive (the path of a store that grows past RAGSIFT_DENSE_ANN_MIN_ROWS);
+- `bulk, kb-sorted`: rows written kb by kb, each kb's graph built once over all its rows;
+- `incremental, kb-sorted`: each kb's graph built once the kb has `--min-rows` rows, then
+  extended in steps as rows arrive (the path of ingestion);
 - `incremental, interleaved`: the same, rows written in document order (kbs interleaved,
   the layout benchmarks/dense_ann.py uses).
 
@@ -40,14 +40,18 @@ def kb_of(row: int) -> str:
 
 
 def run(mode: str, matrix: np.ndarray, queries: np.ndarray, ef_construction: int,
-        connectivity: int) -> None:
+        connectivity: int, min_rows: int) -> None:
     rows = matrix.shape[0]
     order = list(range(rows)) if "interleaved" in mode else sorted(range(rows), key=kb_of)
-    settings = AnnSettings(min_rows=rows // 3 if "incremental" in mode else rows,
-                           background=False, ef_construction=ef_construction,
-                           connectivity=connectivity)
+    # a graph per kb from min_rows live rows of it; bulk: none until every row is in
+    settings = AnnSettings(min_rows=min_rows, background=False,
+                           ef_construction=ef_construction, connectivity=connectivity)
     with tempfile.TemporaryDirectory() as tmp:
-        store = DenseMatrixStore(Path(tmp), matrix.shape[1], settings)
+        store = DenseMatrixStore(
+            Path(tmp), matrix.shape[1],
+            settings if "incremental" in mode else dataclasses.replace(settings,
+                                                                       min_rows=rows + 1))
+        store._ann.settings = settings
         wall, cpu = time.perf_counter(), time.process_time()
         for lo in range(0, rows, BATCH):
             batch = order[lo:lo + BATCH]
@@ -78,6 +82,8 @@ def main() -> None:
     parser.add_argument("--ef-construction", default=str(AnnSettings().ef_construction),
                         help="comma-separated values to compare")
     parser.add_argument("--connectivity", type=int, default=AnnSettings().connectivity)
+    parser.add_argument("--min-rows", type=int, default=AnnSettings().min_rows,
+                        help="a kb's rows from which it gets a graph (RAGSIFT_DENSE_ANN_MIN_ROWS)")
     parser.add_argument("--modes", default="bulk, kb-sorted;incremental, kb-sorted;"
                         "incremental, interleaved")
     args = parser.parse_args()
@@ -90,7 +96,7 @@ def main() -> None:
           "| recall@30 kb mid (10%) | load 1/5/15 |\n|---|---|---|---|---|---|---|")
     for ef_construction in (int(v) for v in args.ef_construction.split(",")):
         for mode in args.modes.split(";"):
-            run(mode, matrix, queries, ef_construction, args.connectivity)
+            run(mode, matrix, queries, ef_construction, args.connectivity, args.min_rows)
 
 
 if __name__ == "__main__":
