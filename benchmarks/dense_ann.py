@@ -197,14 +197,15 @@ def reopen_probe(directory: str, queries_path: str) -> None:
 
 
 def run_size(size: int, centres: Float32Array, n_queries: int, lance: bool, tmp: Path,
-             incremental: bool) -> None:
+             incremental: bool, ef_construction: int) -> None:
     rng = np.random.default_rng(size)
     matrix = expand(centres, size, rng)
     queries = queries_near(centres, n_queries, rng)
     # each kb's graph is built in bulk once the rows are in (as when a kb crosses min_rows);
     # --incremental builds it from the first batch on, adding each batch as it lands
-    store, wall, cpu = build_store(tmp / f"store-{size}", matrix, AnnSettings(min_rows=1),
-                                   bulk=not incremental)
+    store, wall, cpu = build_store(
+        tmp / f"store-{size}", matrix,
+        AnnSettings(min_rows=1, ef_construction=ef_construction), bulk=not incremental)
     print(f"\n### {size:,} chunks (centres {centres.shape[0]:,}), load {load()}")
     print(f"ragsift build (upsert + HNSW, embedding excluded): {size / wall:,.0f} chunks/s "
           f"(wall {wall:.1f} s, CPU {cpu:.1f} s), graph rows {store.ann_rows():,}")
@@ -275,6 +276,7 @@ def main() -> None:
     parser.add_argument("--filter-ef-boost", type=float, default=AnnSettings().filter_ef_boost)
     parser.add_argument("--ef-search", type=int, default=AnnSettings().ef_search)
     parser.add_argument("--oversample", type=float, default=AnnSettings().oversample)
+    parser.add_argument("--ef-construction", type=int, default=AnnSettings().ef_construction)
     parser.add_argument("--reuse", type=Path, default=None,
                         help="search a store directory an earlier run left")
     parser.add_argument("--keep", type=Path, default=None,
@@ -297,7 +299,7 @@ def main() -> None:
             args.keep.mkdir(parents=True, exist_ok=True)
         for size in (int(s) for s in args.sizes.split(",")):
             run_size(size, centres, args.queries, not args.no_lancedb, args.keep or Path(tmp),
-                     args.incremental)
+                     args.incremental, args.ef_construction)
 
 
 if __name__ == "__main__":
