@@ -251,6 +251,9 @@ def test_chunks_open_and_page_through(chrome: Browser, server: LiveServer) -> No
     ids = [i.get_attribute("data-chunk-id") for i in chrome.all("#chunks-list li.chunk")]
     assert ids == [c["id"] for c in expected["chunks"][20:40]]
     assert chrome.css("#chunks-list").get_attribute("start") == "21"
+    assert chrome.css("#chunks-error").text == ""
+    # the last page disables "next"
+    assert (chrome.css("#chunks-next").get_attribute("disabled") is not None) == (total <= 40)
     chrome.screenshot("documents-chunks", scroll_to="#chunks-title")
     chrome.css("#chunks-prev").click()
     chrome.wait(lambda _: chrome.css("#chunks-range").text == f"1–20 of {total}")

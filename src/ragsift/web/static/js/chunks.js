@@ -81,6 +81,8 @@ export class ChunkViewer {
     this.loading = true;
     this.panel.setAttribute("aria-busy", "true");
     say(this.error, "");
+    // read before a pager button is disabled: Chromium moves the focus off a disabled one
+    const focused = document.activeElement;
     try {
       const page = await api(`/api/documents/${encodeURIComponent(doc.id)}/chunks`
         + `?offset=${offset}&limit=${CHUNK_PAGE}`);
@@ -91,7 +93,7 @@ export class ChunkViewer {
       this.page = page;
       this.renderPage();
       this.prev.disabled = page.offset === 0;
-      this.next.disabled = last >= page.total;
+      this.next.disabled = page.offset + page.chunks.length >= page.total;
     } catch (failure) {
       if (this.document !== doc) return;
       say(this.error, t("documents.chunks.failed", { reason: describe(failure) }));
@@ -100,7 +102,7 @@ export class ChunkViewer {
     } finally {
       this.loading = false;
       this.panel.removeAttribute("aria-busy");
-      this.keepFocus();
+      this.keepFocus(focused);
     }
   }
 
@@ -127,8 +129,7 @@ export class ChunkViewer {
   }
 
   /** A pager button that has just been disabled (first or last page) hands the focus on. */
-  keepFocus() {
-    const focused = document.activeElement;
+  keepFocus(focused) {
     if ((focused === this.prev || focused === this.next) && focused.disabled) {
       const other = focused === this.prev ? this.next : this.prev;
       (other.disabled ? this.title : other).focus();
