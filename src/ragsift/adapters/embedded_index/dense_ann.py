@@ -153,9 +153,8 @@ class AnnIndex:
             files = graph_files(self._directory, snap.generation)
         except FileNotFoundError:
             return
-        fresh = {key: path for key, (_, path) in files.items()
-                 if self._mapped_files.get(key) != path and path not in self._unsound}
-        if not fresh:
+        if not any(self._mapped_files.get(key) != path and path not in self._unsound
+                   for key, (_, path) in files.items()):
             return
         with self._maintenance:
             faiss = self._lib()

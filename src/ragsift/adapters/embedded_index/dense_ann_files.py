@@ -34,7 +34,7 @@ IntpArray = NDArray[np.intp]
 
 _SUFFIX = ".faiss"
 _NAME = re.compile(r"^ann-(\d+)-([0-9a-f]{16})-(\d+)\.faiss$")
-_TRAIN_ROWS = 65_536
+TRAIN_ROWS = 65_536  # rows a graph's quantiser is trained on
 _VERIFY_ROWS = 16
 # SQ8 reconstructions of unit vectors sit at cosine ~0.999 to the original; a file built from
 # other vectors (a stale generation, a foreign file) falls far below this.
@@ -101,7 +101,7 @@ def new_graph(faiss: Any, dimension: int, params: GraphParams, sample: Float32Ar
     inner = faiss.IndexHNSWSQ(dimension, faiss.ScalarQuantizer.QT_8bit, params.connectivity,
                               faiss.METRIC_INNER_PRODUCT)
     inner.hnsw.efConstruction = params.ef_construction
-    inner.train(np.ascontiguousarray(sample[:_TRAIN_ROWS], dtype=np.float32))
+    inner.train(np.ascontiguousarray(sample[:TRAIN_ROWS], dtype=np.float32))
     return faiss.IndexIDMap(inner)
 
 

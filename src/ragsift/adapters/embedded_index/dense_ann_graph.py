@@ -17,6 +17,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ragsift.adapters.embedded_index.dense_ann_files import (
+    TRAIN_ROWS,
     GraphParams,
     ann_path,
     graph_key,
@@ -38,7 +39,6 @@ IntpArray = NDArray[np.intp]
 # Rows added to a graph under one exclusive hold: searches wait at most this long (~20 ms).
 ADD_STEP_ROWS = 256
 _BUILD_STEP_ROWS = 32_768
-_TRAIN_ROWS = 65_536
 
 
 @dataclass(slots=True)
@@ -74,7 +74,7 @@ def build(faiss: Any, snap: Snapshot, kb_id: str, params: GraphParams, dimension
           stop: threading.Event) -> Graph | None:
     """A new graph of every row of `kb_id` in `snap` (None: stopped meanwhile)."""
     rows = kb_rows(snap, kb_id, 0, snap.size)
-    index = new_graph(faiss, dimension, params, np.asarray(snap.matrix[rows[:_TRAIN_ROWS]]))
+    index = new_graph(faiss, dimension, params, np.asarray(snap.matrix[rows[:TRAIN_ROWS]]))
     for start in range(0, rows.size, _BUILD_STEP_ROWS):
         if stop.is_set():
             return None
