@@ -65,6 +65,13 @@ def rss_split() -> str:
     return f"private {anon:.2f} GiB + file-backed {file:.2f} GiB"
 
 
+def simd_in_effect() -> str:
+    import faiss  # the `ann` extra
+
+    config = getattr(faiss, "SIMDConfig", None)
+    return "n/a" if config is None else str(config.get_level_name())
+
+
 def records(start: int, stop: int) -> list[IndexRecord]:
     return [IndexRecord(chunk_id=str(i), document_id=f"d{i // 10}",
                         kb_id="mid" if (i // 10) % 10 == 0 else "big", text="")
@@ -197,7 +204,7 @@ def reopen_probe(directory: str, queries_path: str) -> None:
 
 
 def run_size(size: int, centres: Float32Array, n_queries: int, lance: bool, tmp: Path,
-             incremental: bool, ef_construction: int) -> None:
+             incremental: bool, ef_construction: int, simd_level: str) -> None:
     rng = np.random.default_rng(size)
     matrix = expand(centres, size, rng)
     queries = queries_near(centres, n_queries, rng)
@@ -205,10 +212,12 @@ def run_size(size: int, centres: Float32Array, n_queries: int, lance: bool, tmp:
     # --incremental builds it from the first batch on, adding each batch as it lands
     store, wall, cpu = build_store(
         tmp / f"store-{size}", matrix,
-        AnnSettings(min_rows=1, ef_construction=ef_construction), bulk=not incremental)
+        AnnSettings(min_rows=1, ef_construction=ef_construction, simd_level=simd_level),
+        bulk=not incremental)
     print(f"\n### {size:,} chunks (centres {centres.shape[0]:,}), load {load()}")
     print(f"ragsift build (upsert + HNSW, embedding excluded): {size / wall:,.0f} chunks/s "
-          f"(wall {wall:.1f} s, CPU {cpu:.1f} s), graph rows {store.ann_rows():,}")
+          f"(wall {wall:.1f} s, CPU {cpu:.1f} s), graph rows {store.ann_rows():,}, "
+          f"faiss SIMD {simd_in_effect()}")
     configs: dict[str, Search] = {"ragsift exact": store_search(store, exact=True),
                                   "ragsift hnsw": store_search(store, exact=False)}
     if lance:
@@ -277,6 +286,8 @@ def main() -> None:
     parser.add_argument("--ef-search", type=int, default=AnnSettings().ef_search)
     parser.add_argument("--oversample", type=float, default=AnnSettings().oversample)
     parser.add_argument("--ef-construction", type=int, default=AnnSettings().ef_construction)
+    parser.add_argument("--simd-level", default=AnnSettings().simd_level,
+                        help="faiss's kernels for the build (auto, library, AVX2, AVX512...)")
     parser.add_argument("--reuse", type=Path, default=None,
                         help="search a store directory an earlier run left")
     parser.add_argument("--keep", type=Path, default=None,
@@ -299,7 +310,7 @@ def main() -> None:
             args.keep.mkdir(parents=True, exist_ok=True)
         for size in (int(s) for s in args.sizes.split(",")):
             run_size(size, centres, args.queries, not args.no_lancedb, args.keep or Path(tmp),
-                     args.incremental, args.ef_construction)
+                     args.incremental, args.ef_construction, args.simd_level)
 
 
 if __name__ == "__main__":

@@ -158,6 +158,7 @@ def ann_settings(settings: Settings) -> AnnSettings:
         connectivity=settings.dense_ann_connectivity,
         ef_construction=settings.dense_ann_ef_construction,
         tail_rows=settings.dense_ann_tail_rows, save_rows=settings.dense_ann_save_rows,
+        simd_level=settings.dense_ann_simd_level,
     )
 
 

@@ -120,6 +120,10 @@ class Settings(BaseSettings):
         default=4_096, ge=1, description="new rows scanned exactly before they join the graph")
     dense_ann_save_rows: int = Field(
         default=100_000, ge=1, description="rows added to the graph between saves (and on close)")
+    dense_ann_simd_level: str = Field(
+        default="auto", pattern=r"^(auto|library|[A-Z][A-Z0-9_]*)$", description="faiss's SIMD "
+        "kernels: auto (faiss's choice, but AVX512 instead of AVX512_SPR: faster for the "
+        "graphs' SQ8 here), library (faiss's choice), or a level such as AVX2 or AVX512")
     openai_base_url: str | None = None
     openai_api_key: str | None = None
     openai_embedding_model: str = "multilingual-e5-small"

@@ -34,6 +34,7 @@ from ragsift.adapters.embedded_index.dense_ann_files import (
     remove_other_graphs,
 )
 from ragsift.adapters.embedded_index.dense_ann_graph import Graph
+from ragsift.adapters.embedded_index.faiss_simd import AUTO, apply_simd_level
 from ragsift.adapters.embedded_index.read_write_lock import ReadWriteLock
 from ragsift.adapters.thread_budget import default_budget
 
@@ -71,6 +72,7 @@ class AnnSettings:
     ef_construction: int = 80
     tail_rows: int = 4_096
     save_rows: int = 100_000
+    simd_level: str = AUTO  # faiss_simd: auto steps down from AVX512_SPR to AVX512
     # False: maintenance runs inside the write that needs it (tests), no thread
     background: bool = True
 
@@ -218,6 +220,8 @@ class AnnIndex:
         if self._faiss is None and self._usable:
             self._faiss = load_faiss()
             self._usable = self._faiss is not None
+            if self._faiss is not None:
+                apply_simd_level(self._faiss, self.settings.simd_level)
         return self._faiss
 
     # ---- search -------------------------------------------------------------------------
