@@ -1,11 +1,14 @@
 """Which SIMD kernels faiss runs (its dynamic-dispatch build picks the CPU's highest level).
 
-faiss-cpu 1.15's wheels choose at import among AVX2, AVX512 and AVX512_SPR (Sapphire Rapids
-and newer). On such a CPU its AVX512_SPR kernels for the graphs' 8-bit scalar quantiser were
-slower than its plain AVX512 ones: a 300k-row HNSW-SQ8 build 1.4x slower (8.5k against
-12.2k rows/s) and a search 1.3x (docs/benchmarks.md, 2026-12-04), so `auto` steps down from
-AVX512_SPR to AVX512 and leaves every other choice to faiss. The level is process-wide: the
-last store opened with another wish sets it.
+faiss-cpu 1.15's wheels choose at import among AVX2, AVX512, AVX512_VPOPCNT (Zen 4, Ice
+Lake) and AVX512_SPR (Sapphire Rapids and newer). On a CPU where faiss picked AVX512_SPR, its
+kernels for the graphs' 8-bit scalar quantiser were slower than its plain AVX512 ones: a
+300k-row HNSW-SQ8 build 1.3x slower (8,386-8,616 against 10,752-11,027 rows/s), its searches
+1.3x, a 1M-row store's build 4,725 against 7,156 chunks/s; so `auto` steps down from
+AVX512_SPR to AVX512 and leaves every other choice to faiss (AVX512_VPOPCNT built a 1M store
+as fast as AVX512: docs/benchmarks.md, 2026-12-04 afternoon, which also says which of these
+figures were recorded). The level is process-wide: the last store opened with another wish
+sets it.
 """
 
 from __future__ import annotations
