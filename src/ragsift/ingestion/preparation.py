@@ -57,6 +57,12 @@ _START_METHOD = "fork" if sys.platform == "linux" else "spawn"
 # Jobs in flight per worker: enough to keep workers busy while the parent embeds and writes
 # a batch, few enough to bound the documents held in memory.
 _JOBS_PER_WORKER = 4
+# Small documents travel to a worker several to a job: a pool job costs ~0.1 ms of CPU in
+# pebble's threads and the worker loop besides its pickles (benchmarks/pipeline_overhead.py),
+# as much as preparing a one-line document. A group that fails as a whole (a time-out, a
+# worker that died) is prepared again one job per document, so only the faulty one fails.
+GROUP_DOCUMENTS = 8
+GROUP_BYTES = 64 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,6 +199,17 @@ def _prepare_in_worker(
     return Chunked(chunked.chunks, analyzed, chunked.assets, chunked.warnings)
 
 
+def _prepare_group_in_worker(
+    items: list[tuple[str, str, str, bytes, Analyzer | None]],
+) -> list[Chunked | Failed]:
+    return [_prepare_in_worker(*item) for item in items]
+
+
+def _job_args(job: Job) -> tuple[str, str, str, bytes, Analyzer | None]:
+    document = job.document
+    return document.id, document.kb_id, document.filename, job.data, job.analyzer
+
+
 class PreparationPool:
     """Worker processes that prepare documents with a copy of `chunker`, within `limits`.
 
@@ -219,13 +236,28 @@ class PreparationPool:
 
     def submit(self, job: Job) -> Future[Chunked | Failed]:
         """Prepare one document in a worker."""
-        document = job.document
         future: Future[Chunked | Failed] = self._pool.schedule(
-            _prepare_in_worker,
-            args=(document.id, document.kb_id, document.filename, job.data, job.analyzer),
-            timeout=self._limits.timeout_s,
-        )
+            _prepare_in_worker, args=_job_args(job), timeout=self._limits.timeout_s)
         return future
+
+    def submit_group(self, jobs: Sequence[Job]) -> Future[list[Chunked | Failed]]:
+        """Prepare several small documents in one worker job (within one time limit)."""
+        future: Future[list[Chunked | Failed]] = self._pool.schedule(
+            _prepare_group_in_worker, args=([_job_args(job) for job in jobs],),
+            timeout=self._limits.timeout_s)
+        return future
+
+    def group_results(
+        self, jobs: Sequence[Job], future: Future[list[Chunked | Failed]]
+    ) -> list[Chunked | Failed]:
+        """The results of a submit_group(); when the group failed as a whole, each job again
+        on its own, so that the document at fault fails alone with the reason."""
+        try:
+            return future.result()
+        except (FutureTimeout, pebble.ProcessExpired):
+            logger.info("a group of %d documents failed in a worker; one by one", len(jobs))
+        retries = [self.submit(job) for job in jobs]
+        return [self.result(retry) for retry in retries]
 
     def result(self, future: Future[Chunked | Failed]) -> Chunked | Failed:
         """The job's result; a worker that died or overran fails the document with why."""
@@ -249,16 +281,18 @@ class PreparationPool:
 def prepare_in_pool(
     pool: PreparationPool, jobs: Iterable[Job | T]
 ) -> Iterator[tuple[Job, Chunked | Failed] | T]:
-    """Each job with its result, in order, prepared in the pool a few jobs ahead.
+    """Each job with its result, in order, prepared in the pool a few jobs ahead (small
+    documents a group to a job, see GROUP_DOCUMENTS).
 
     Items that are not jobs (a caller's failures) pass through in order.
     """
-    window: deque[tuple[Job, Future[Chunked | Failed]] | T] = deque()
-    todo = iter(jobs)
+    window: deque[tuple[list[Job], Future[list[Chunked | Failed]]] | T] = deque()
+    todo = _grouped(jobs)
     try:
         while True:
             for entry in todo:
-                window.append((entry, pool.submit(entry)) if isinstance(entry, Job) else entry)
+                window.append((entry, pool.submit_group(entry)) if isinstance(entry, list)
+                              else entry)
                 if len(window) >= _JOBS_PER_WORKER * pool.workers:
                     break
             if not window:
@@ -267,12 +301,33 @@ def prepare_in_pool(
             if not isinstance(head, tuple):
                 yield head
                 continue
-            job, future = head
-            yield job, pool.result(future)
+            group, future = head
+            yield from zip(group, pool.group_results(group, future), strict=True)
     finally:
         for item in window:  # a consumer that stopped early leaves nothing running
             if isinstance(item, tuple):
                 item[1].cancel()
+
+
+def _grouped(jobs: Iterable[Job | T]) -> Iterator[list[Job] | T]:
+    """Consecutive small jobs in groups of up to GROUP_DOCUMENTS and GROUP_BYTES; a larger
+    job alone; other items in their place."""
+    group: list[Job] = []
+    size = 0
+    for entry in jobs:
+        if not isinstance(entry, Job):
+            if group:
+                yield group
+                group, size = [], 0
+            yield entry
+            continue
+        if group and (len(group) >= GROUP_DOCUMENTS or size + len(entry.data) > GROUP_BYTES):
+            yield group
+            group, size = [], 0
+        group.append(entry)
+        size += len(entry.data)
+    if group:
+        yield group
 
 
 def index_records(

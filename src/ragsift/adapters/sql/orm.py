@@ -20,11 +20,13 @@ from sqlalchemy import (
     Integer,
     MetaData,
     Row,
+    Select,
     String,
     Text,
     UniqueConstraint,
     create_engine,
     event,
+    select,
 )
 from sqlalchemy import text as sql_text
 from sqlalchemy.engine import make_url
@@ -357,8 +359,23 @@ def kb_from_row(row: KnowledgeBaseRow) -> KnowledgeBase:
     )
 
 
-def document_from_row(row: DocumentRow) -> Document:
-    """The domain value of a document row."""
+# The document attributes `document_from_row` reads; a select of these columns (Core rows,
+# named like the attributes) skips the ORM's identity map and per-object state, which cost
+# more than the query itself when the ingest pipeline reads a batch of documents.
+DOCUMENT_FIELDS = (
+    "id", "kb_id", "filename", "media_type", "sha256", "size", "status", "error", "category",
+    "source", "tenant_id", "dataset_id", "visibility", "allowed_roles", "meta", "created_at",
+    "updated_at", "doc_key", "source_mtime", "replacing_owner", "warnings",
+)
+
+
+def select_documents() -> Select[Any]:
+    """A select of DOCUMENT_FIELDS, for `document_from_row` (add the where clause)."""
+    return select(*(getattr(DocumentRow, name) for name in DOCUMENT_FIELDS))
+
+
+def document_from_row(row: DocumentRow | Row[Any]) -> Document:
+    """The domain value of a document row (an ORM row or a `select_documents` row)."""
     return Document(
         id=row.id,
         kb_id=row.kb_id,
@@ -388,27 +405,34 @@ def document_from_row(row: DocumentRow) -> Document:
 
 def document_row(document: Document, created_at: datetime, updated_at: datetime) -> DocumentRow:
     """A new row holding `document` with the given timestamps."""
-    return DocumentRow(
-        id=document.id,
-        kb_id=document.kb_id,
-        filename=document.filename,
-        media_type=document.media_type,
-        sha256=document.sha256,
-        size=document.size,
-        status=document.status.value,
-        error=document.error,
-        category=document.category,
-        source=document.scope.source,
-        tenant_id=document.scope.tenant_id,
-        dataset_id=document.scope.dataset_id,
-        visibility=document.scope.visibility,
-        allowed_roles=list(document.scope.allowed_roles) or None,
-        meta=dict(document.metadata),
-        created_at=created_at,
-        updated_at=updated_at,
-        doc_key=document.key,
-        source_mtime=document.source_mtime,
-    )
+    return DocumentRow(**document_values(document, created_at, updated_at))
+
+
+def document_values(
+    document: Document, created_at: datetime, updated_at: datetime
+) -> dict[str, Any]:
+    """The column values (by attribute name) of a new row holding `document`."""
+    return {
+        "id": document.id,
+        "kb_id": document.kb_id,
+        "filename": document.filename,
+        "media_type": document.media_type,
+        "sha256": document.sha256,
+        "size": document.size,
+        "status": document.status.value,
+        "error": document.error,
+        "category": document.category,
+        "source": document.scope.source,
+        "tenant_id": document.scope.tenant_id,
+        "dataset_id": document.scope.dataset_id,
+        "visibility": document.scope.visibility,
+        "allowed_roles": list(document.scope.allowed_roles) or None,
+        "meta": dict(document.metadata),
+        "created_at": created_at,
+        "updated_at": updated_at,
+        "doc_key": document.key,
+        "source_mtime": document.source_mtime,
+    }
 
 
 def faq_from_row(row: FaqEntryRow) -> FaqEntry:
