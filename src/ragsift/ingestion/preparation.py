@@ -2,8 +2,9 @@
 
 Preparation is pure CPU work and most of an ingest's cost once embedding is cached. A pool of
 worker processes prepares the next documents while the parent embeds and writes the previous
-ones to the index and the facts. Each job carries one document's bytes and returns its
-chunks and, when the index allows it, its children's BM25 tokens.
+ones to the index and the facts. A job carries one document's bytes (or a few small
+documents', see GROUP_DOCUMENTS) and returns its chunks and, when the index allows it, its
+children's BM25 tokens.
 
 On Linux the workers are forked: they share the loaded tokenizer vocabulary and modules with
 the parent. Spawned workers pay ~1.5 s of CPU each (imports, vocabulary) before their first
