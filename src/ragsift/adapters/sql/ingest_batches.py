@@ -28,7 +28,6 @@ from ragsift.adapters.sql.version_commits import batches
 from ragsift.domain.errors import InvalidInput
 from ragsift.domain.models import Chunk, Document, DocumentStatus
 
-
 _SELECT = select_documents()
 
 
