@@ -88,7 +88,7 @@ class IngestBatchMixin:
         self, kb_id: str, key: str, sha256: str
     ) -> tuple[Document | None, Document | None]:
         """(the document of `kb_id` with this key, the one with this content hash): one query."""
-        query = select_documents().where(
+        query = _SELECT.where(
             DocumentRow.kb_id == kb_id,
             or_(DocumentRow.doc_key == key, DocumentRow.sha256 == sha256),
         )
