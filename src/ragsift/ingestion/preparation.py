@@ -54,12 +54,14 @@ logger = logging.getLogger(__name__)
 Analyzer = tuple[int, Callable[[str], list[str]]]
 """(analyzer version, picklable analyzer) of the BM25 index a document goes to."""
 T = TypeVar("T")
+_JobArgs = tuple[str, str, str, bytes, Analyzer | None]
+"""What a worker gets of a job: document id, kb id, filename, bytes, analyzer."""
 _START_METHOD = "fork" if sys.platform == "linux" else "spawn"
 # Jobs in flight per worker: enough to keep workers busy while the parent embeds and writes
 # a batch, few enough to bound the documents held in memory.
 _JOBS_PER_WORKER = 4
 # Small documents travel to a worker several to a job: a pool job costs ~0.1 ms of CPU in
-# pebble's threads and the worker loop besides its pickles (benchmarks/pipeline_overhead.py),
+# pebble's threads and the worker loop besides its pickles (docs/benchmarks.md, 2026-12-04),
 # as much as preparing a one-line document. A group that fails as a whole (a time-out, a
 # worker that died) is prepared again one job per document, so only the faulty one fails.
 GROUP_DOCUMENTS = 8
@@ -200,13 +202,11 @@ def _prepare_in_worker(
     return Chunked(chunked.chunks, analyzed, chunked.assets, chunked.warnings)
 
 
-def _prepare_group_in_worker(
-    items: list[tuple[str, str, str, bytes, Analyzer | None]],
-) -> list[Chunked | Failed]:
+def _prepare_group_in_worker(items: list[_JobArgs]) -> list[Chunked | Failed]:
     return [_prepare_in_worker(*item) for item in items]
 
 
-def _job_args(job: Job) -> tuple[str, str, str, bytes, Analyzer | None]:
+def _job_args(job: Job) -> _JobArgs:
     document = job.document
     return document.id, document.kb_id, document.filename, job.data, job.analyzer
 

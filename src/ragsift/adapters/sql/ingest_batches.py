@@ -16,19 +16,17 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from ragsift.adapters.sql.orm import (
     CHUNK_TABLE,
+    DOCUMENT_SELECT,
     DocumentRow,
     chunk_from_row,
     document_from_row,
     document_values,
-    select_documents,
     storable,
     to_utc,
 )
 from ragsift.adapters.sql.version_commits import batches
 from ragsift.domain.errors import InvalidInput
 from ragsift.domain.models import Chunk, Document, DocumentStatus
-
-_SELECT = select_documents()
 
 
 class IngestBatchMixin:
@@ -88,7 +86,7 @@ class IngestBatchMixin:
         self, kb_id: str, key: str, sha256: str
     ) -> tuple[Document | None, Document | None]:
         """(the document of `kb_id` with this key, the one with this content hash): one query."""
-        query = _SELECT.where(
+        query = DOCUMENT_SELECT.where(
             DocumentRow.kb_id == kb_id,
             or_(DocumentRow.doc_key == key, DocumentRow.sha256 == sha256),
         )
@@ -148,6 +146,6 @@ class IngestBatchMixin:
 def _documents(session: Session, document_ids: Sequence[str]) -> dict[str, Document]:
     found: dict[str, Document] = {}
     for batch in batches(document_ids):
-        for row in session.execute(_SELECT.where(DocumentRow.id.in_(batch))):
+        for row in session.execute(DOCUMENT_SELECT.where(DocumentRow.id.in_(batch))):
             found[row.id] = document_from_row(row)
     return found
