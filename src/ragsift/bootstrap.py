@@ -386,6 +386,7 @@ def build_ingestion(container: Container) -> IngestionService:
         chunker=chunker,
         max_file_bytes=settings.max_file_bytes,
         batch_size=settings.embedding_batch_size,
+        batch_documents=settings.ingest_batch_documents,
         versions=container.drafts,
         workers=settings.prepare_workers,
         isolate=settings.prepare_isolation,

@@ -63,9 +63,13 @@ class Settings(BaseSettings):
         description="padded tokens (rows x longest row) per ONNX Runtime run: a call's texts "
         "are sorted by length and cut into batches under it",
     )
-    # texts per embedder call; also the documents `ragsift ingest` registers, claims and
-    # stages together (a batch of one-line documents fills one call)
+    # texts per embedder call (16: larger calls made the ONNX embedder slower per text here)
     embedding_batch_size: int = Field(default=16, ge=1, le=1024)
+    # documents an ingest registers, claims and stages together, a group closing at this many
+    # documents or chunks to embed (embedded `embedding_batch_size` texts a call): the
+    # per-batch SQL and status moves cost a one-line document 1.56 ms CPU at 16, 1.29 at 64
+    # (docs/benchmarks.md)
+    ingest_batch_documents: int = Field(default=64, ge=1, le=4096)
     # processes that parse, chunk and BM25-analyze documents in `ragsift ingest` (process_many);
     # 1 = in-process. Two on two free cores: 2,358 vs 1,701 chunks/s in-process (median of 3,
     # docs/benchmarks.md); no faster when another process holds a core.

@@ -14,7 +14,7 @@ from ragsift.adapters.e5_tokenizer import E5Tokenizer
 from ragsift.adapters.embedded_index import EmbeddedIndex
 from ragsift.adapters.local_object_store import LocalObjectStore
 from ragsift.adapters.sql import SqlRepository
-from ragsift.domain.models import DocumentStatus
+from ragsift.domain.models import Document, DocumentStatus
 from ragsift.ingestion.chunking import Chunker
 from ragsift.ingestion.pipeline import IngestionService
 
@@ -95,3 +95,41 @@ def test_a_text_the_embedder_refuses_fails_only_its_document(
     failed = repository.list_documents(kb.id, DocumentStatus.FAILED)
     assert [d.error for d in failed] == ["ValueError: refused"]
     assert len(embedder.calls[0]) == 4  # tried together first
+
+
+class _CountingBatches(SqlRepository):
+    """Records the size of every batched claim and status move."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__(url)
+        self.claims: list[int] = []
+        self.moves: list[tuple[int, DocumentStatus]] = []
+
+    def claim_documents(self, document_ids: Sequence[str], owner: str,
+                        status: DocumentStatus) -> dict[str, Document]:
+        self.claims.append(len(document_ids))
+        return super().claim_documents(document_ids, owner, status)
+
+    def set_statuses(self, document_ids: Sequence[str], status: DocumentStatus) -> None:
+        self.moves.append((len(document_ids), status))
+        super().set_statuses(document_ids, status)
+
+
+def test_documents_are_claimed_and_staged_in_larger_batches_than_embedder_calls(
+    tmp_path: Path,
+) -> None:
+    repository = _CountingBatches(f"sqlite:///{tmp_path / 'facts.sqlite'}")
+    embedder = CountingEmbedder()
+    service = IngestionService(
+        repository, EmbeddedIndex(tmp_path / "index", DIMENSION), embedder,
+        LocalObjectStore(tmp_path / "objects"), Chunker(E5Tokenizer()),
+        max_file_bytes=10**6, batch_size=4, workers=2, batch_documents=8,
+    )
+    try:
+        lines = [f"第{i}条简短的标题文本" for i in range(11)]
+        assert _ingest(service, lines) == [DocumentStatus.READY] * 11
+    finally:
+        service.close()
+    assert repository.claims == [8, 3]
+    assert [n for n, status in repository.moves if status == DocumentStatus.INDEXING] == [8, 3]
+    assert [len(call) for call in embedder.calls] == [4, 4, 3]

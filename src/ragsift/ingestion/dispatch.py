@@ -50,12 +50,14 @@ logger = logging.getLogger(__name__)
 @dataclasses.dataclass(frozen=True, slots=True)
 class Staging:
     """What preparation needs besides the stores: the chunker, the limits, the batch size
-    (of embedder calls, and of documents claimed at once) and the worker pool, if any."""
+    of embedder calls, the documents claimed and staged at once, and the worker pool, if
+    any."""
 
     chunker: Chunker
     limits: WorkerLimits
     batch: int
     pool: Callable[[], PreparationPool | None]
+    documents: int
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -84,6 +86,7 @@ class Dispatcher:
         self._assets = assets
         self._staging = staging
         self._batch = staging.batch
+        self._documents = staging.documents
 
     def prepare(
         self, document: Document, data: bytes, progress: Progress | None, mark: bool = True
@@ -130,8 +133,9 @@ class Dispatcher:
     ) -> Iterator[Prepared | IngestOutcome]:
         """prepare_stored() of each document, parsed and chunked in the worker processes.
 
-        Documents are moved to INDEXING and embedded a group at a time (at least a batch
-        of children); a failure fails its document alone.
+        Documents are moved to INDEXING and embedded a group at a time (a group closes at
+        `staging.documents` documents or children to embed); a failure fails its document
+        alone.
         """
         group: list[tuple[Document, Chunked]] = []
         waiting = 0
@@ -146,7 +150,7 @@ class Dispatcher:
             crash_point("parsed")
             group.append((job.document, result))
             waiting += sum(1 for chunk in result.chunks if chunk.level == CHILD_LEVEL)
-            if waiting >= self._batch:
+            if waiting >= self._documents or len(group) >= self._documents:
                 yield from self._embed_group(self._stage(group), progress)
                 group, waiting = [], 0
         yield from self._embed_group(self._stage(group), progress)
@@ -162,8 +166,8 @@ class Dispatcher:
         analyzer, or its failure; a batch of documents per claim."""
         analyzers: dict[str, Analyzer | None] = {}
         me = this_process().token()
-        for start in range(0, len(document_ids), self._batch):
-            ids = document_ids[start : start + self._batch]
+        for start in range(0, len(document_ids), self._documents):
+            ids = document_ids[start : start + self._documents]
             documents = self._repository.claim_documents(ids, me, DocumentStatus.PARSING)
             missing(ids, documents)
             for document in (documents[i] for i in ids):

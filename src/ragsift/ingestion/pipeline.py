@@ -61,18 +61,23 @@ class IngestionService:
         workers: int = 1,
         isolate: bool = False,
         limits: WorkerLimits | None = None,
+        batch_documents: int | None = None,
     ) -> None:
-        if max_file_bytes < 1 or batch_size < 1 or workers < 1:
-            raise ValueError("max_file_bytes, batch_size and workers must be positive")
+        """`batch_size`: texts per embedder call; `batch_documents` (default: batch_size):
+        documents registered, claimed and staged together."""
+        batch_documents = batch_size if batch_documents is None else batch_documents
+        if max_file_bytes < 1 or batch_size < 1 or workers < 1 or batch_documents < 1:
+            raise ValueError(
+                "max_file_bytes, batch_size, batch_documents and workers must be positive")
         self._repository = repository
         self._index = index
         self._embedder = embedder
         self._objects = object_store
         self._chunker = chunker
         self.max_file_bytes = max_file_bytes
-        # documents registered, claimed and embedded together (a batch of one-line documents
-        # fills one embedder call)
-        self.batch_documents = batch_size
+        # documents registered, claimed and staged together (their chunks embedded
+        # batch_size texts a call): the per-batch statements are paid once for all of them
+        self.batch_documents = batch_documents
         # KB versions: chunks go into the KB's draft by reference (see versions/writer.py);
         # None writes them directly (no versions).
         self._versions = versions
@@ -92,7 +97,7 @@ class IngestionService:
         self._recovery = Recovery(repository, index, object_store, self._assets)
         self._dispatch = Dispatcher(
             repository, index, embedder, object_store, versions, self._states, self._assets,
-            Staging(chunker, self._limits, batch_size, self._preparer),
+            Staging(chunker, self._limits, batch_size, self._preparer, batch_documents),
         )
         self._replacer = Replacer(repository, index, object_store, versions,
                                   self._dispatch.prepare, object_key, self._written)
