@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 from fastapi import Depends, FastAPI
 from fastapi.middleware.cors import CORSMiddleware
@@ -41,7 +41,9 @@ from ragsift.api.middleware import (
 from ragsift.api.openapi import install_openapi_security
 from ragsift.api.worker import IngestionWorker
 from ragsift.bootstrap import Container, build_job_queue
+from ragsift.config import Settings
 from ragsift.domain.models import Document
+from ragsift.ports import JobQueue
 from ragsift.web import install_web
 
 logger = logging.getLogger(__name__)
@@ -81,27 +83,7 @@ def create_app(
     def budget() -> float:
         return shutdown_budget_s() if shutdown_budget_s else settings.shutdown_timeout_s
 
-    @asynccontextmanager
-    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        if not ingest:
-            yield
-            return
-        worker.start()
-        if recover:
-            await run_in_threadpool(worker.recover)
-            await run_in_threadpool(container.chat.recover)  # turns cut off by a restart
-        try:
-            yield
-        finally:
-            timeout_s = budget()
-            abandoned = await run_in_threadpool(worker.shutdown, timeout_s)
-            if abandoned:
-                logger.warning("shutdown: abandoned %d document(s) still being ingested after "
-                               "%.1f s, left as they are for the next start to resume: %s",
-                               len(abandoned), timeout_s, ", ".join(abandoned))
-            if queue is not None:
-                queue.close()  # only drops pooled connections: a restart reconnects
-
+    lifespan = _lifespan(container, worker, queue, budget, recover=recover, ingest=ingest)
     docs = settings.api_docs
     app = FastAPI(
         title="ragsift",
@@ -124,7 +106,46 @@ def create_app(
         app.include_router(module.router, dependencies=guarded)
     install_web(app)  # the web pages: /web/debug, /web/chat (their API calls carry the key)
     install_openapi_security(app)
-    # added innermost first: metrics see every refusal; a 413 on the declared length takes no slot
+    _install_middleware(app, settings, metrics, authorizer, allowed_hosts)
+    return app
+
+
+def _lifespan(
+    container: Container, worker: IngestionWorker, queue: JobQueue | None,
+    budget: Callable[[], float], *, recover: bool, ingest: bool,
+) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
+    """The app's start (the worker, recovery) and shutdown (the worker's budget, the queue)."""
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        if not ingest:
+            yield
+            return
+        worker.start()
+        if recover:
+            await run_in_threadpool(worker.recover)
+            await run_in_threadpool(container.chat.recover)  # turns cut off by a restart
+        try:
+            yield
+        finally:
+            timeout_s = budget()
+            abandoned = await run_in_threadpool(worker.shutdown, timeout_s)
+            if abandoned:
+                logger.warning("shutdown: abandoned %d document(s) still being ingested after "
+                               "%.1f s, left as they are for the next start to resume: %s",
+                               len(abandoned), timeout_s, ", ".join(abandoned))
+            if queue is not None:
+                queue.close()  # only drops pooled connections: a restart reconnects
+
+    return lifespan
+
+
+def _install_middleware(
+    app: FastAPI, settings: Settings, metrics: ApiMetrics, authorizer: Authorizer,
+    allowed_hosts: Sequence[str] | None,
+) -> None:
+    """The middleware stack, added innermost first: metrics see every refusal; a 413 on the
+    declared length takes no concurrency slot."""
     app.add_middleware(ConcurrencyLimitMiddleware, limits={
         RouteClass.SEARCH: settings.max_concurrent_search,
         RouteClass.CHAT: settings.max_concurrent_chat,
@@ -140,4 +161,3 @@ def create_app(
         app.add_middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts))
     app.add_middleware(CompatErrorMiddleware)  # Dify's and OpenAI's error formats on theirs
     app.add_middleware(ObserveMiddleware, metrics=metrics)
-    return app
