@@ -67,8 +67,8 @@ class Settings(BaseSettings):
     embedding_batch_size: int = Field(default=16, ge=1, le=1024)
     # documents an ingest registers, claims and stages together, a group closing at this many
     # documents or chunks to embed (embedded `embedding_batch_size` texts a call): the
-    # per-batch SQL and status moves cost a one-line document 1.56 ms CPU at 16, 1.29 at 64
-    # (docs/benchmarks.md)
+    # per-batch SQL and status moves cost a one-line document's ingest 1.52-1.62 ms CPU at
+    # 16, 1.26-1.33 at 64 (docs/benchmarks.md, issue 16 night)
     ingest_batch_documents: int = Field(default=64, ge=1, le=4096)
     # processes that parse, chunk and BM25-analyze documents in `ragsift ingest` (process_many);
     # 1 = in-process. Two on two free cores: 2,358 vs 1,701 chunks/s in-process (median of 3,
