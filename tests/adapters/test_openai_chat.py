@@ -195,3 +195,16 @@ def test_chat_retries_stop_at_the_timeout_budget(llm_server: LLMServer) -> None:
     with pytest.raises(UpstreamError, match=r"HTTP 503.*gave up after 2 attempts"):
         _collect(_model(llm_server, timeout_s=1.5))
     assert len(llm_server.attempts("chat")) == 2
+
+
+def test_a_request_stalled_past_a_reset_does_not_overwrite_the_next_streams_record(
+    llm_server: LLMServer,
+) -> None:
+    llm_server.control(chat={"mode": "stall", "stall_s": 0.6})
+    with pytest.raises(UpstreamError, match="timed out"):
+        _collect(_model(llm_server, timeout_s=0.2))
+    llm_server.reset()  # the next test; the stalled request wakes up during its stream
+    llm_server.control(chat={"deltas": ["one ", "two"], "delay_s": 0.4})
+    assert _collect(_model(llm_server)) == ["one ", "two"]
+    time.sleep(0.3)  # the stalled request has streamed to its gone client by now
+    assert _wait_outcome(llm_server)["sent"] == 2

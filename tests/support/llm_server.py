@@ -180,7 +180,10 @@ class Handler(BaseHTTPRequestHandler):
             self._embeddings(body, dimension)
             return
         with _lock:
-            _state["last"][kind] = {
+            # what this request records later (its stream) goes to the records of the test it
+            # arrived in: a request stalled past a reset must not overwrite the next test's
+            self._last: dict[str, Any] = _state["last"]
+            self._last[kind] = {
                 "path": self.path,
                 "authorization": self.headers.get("Authorization"),
                 "body": body,
@@ -275,7 +278,7 @@ class Handler(BaseHTTPRequestHandler):
         ]
         record: dict[str, Any] = {"pieces": len(pieces), "sent": 0, "outcome": "streaming"}
         with _lock:
-            _state["last"]["stream"] = record
+            self._last["stream"] = record
         fail_after = int(config.get("fail_after", len(pieces)))
         failing = config["mode"] in ("stream_cut", "stream_error")
         self.send_response(200)
