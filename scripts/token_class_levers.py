@@ -55,7 +55,9 @@ def weighted_terms(query: str, weights: tuple[float, float, float]) -> list[tupl
     bigrams = {a + b for run in cjk for a, b in itertools.pairwise(run)}
     words = set(_segment(normalized))
     for token in dict.fromkeys(analyze_v2(query)):
-        options = [w for w, found in ((word, token in words), (char, token in chars),
+        # ASCII tokens come from words only (stemmed, so maybe not spelled as segmented)
+        options = [w for w, found in ((word, token in words or token.isascii()),
+                                      (char, token in chars),
                                       (bigram, token in bigrams)) if found]
         kind[token] = max(options) if options else 1.0
     return list(kind.items())
