@@ -252,3 +252,28 @@ def test_a_bad_request_to_the_embedding_server_is_not_retried(
     with pytest.raises(UpstreamError, match="HTTP 400"):
         remote.embed_passages(TEXTS)
     assert len(llm_server.attempts("embeddings")) == 1
+
+
+def test_an_adopted_dimension_needs_no_probe_and_checks_the_servers_answers(
+    server_url: str, make_embedder: MakeEmbedder
+) -> None:
+    down = make_embedder(f"http://127.0.0.1:{free_port()}/v1", dimension=None, timeout_s=2.0)
+    down.adopt_dimension(384)
+    assert (down.dimension, down.known_dimension) == (384, 384)  # no server was asked
+
+    remote = make_embedder(server_url, dimension=None, send_input_type=True)
+    remote.adopt_dimension(768)
+    with pytest.raises(UpstreamError, match="dimension 384, expected 768"):
+        remote.embed_query(QUERY)
+
+
+def test_ping_passes_when_the_server_answers_and_raises_at_once_when_it_is_down(
+    server_url: str, make_embedder: MakeEmbedder
+) -> None:
+    make_embedder(server_url, dimension=384, send_input_type=True).ping()
+
+    down = make_embedder(f"http://127.0.0.1:{free_port()}/v1", dimension=384)
+    started = time.monotonic()
+    with pytest.raises(UpstreamError, match="embedding server unreachable"):
+        down.ping()
+    assert time.monotonic() - started < 2.0  # one attempt, no retries

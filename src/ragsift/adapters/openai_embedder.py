@@ -8,9 +8,13 @@ from typing import Any
 import httpx
 import numpy as np
 
-from ragsift.adapters.http_post import RetryPolicy, post_json
+from ragsift.adapters.http_post import RetryPolicy, post_json, status_error
 from ragsift.domain.errors import UpstreamError
 from ragsift.ports import Tokenizer, Vectors
+
+# A readiness check waits this long at most: it runs on every /readyz, which must answer
+# within a load balancer's probe timeout whether the embedder is up or not.
+PING_TIMEOUT_S = 2.0
 
 
 class OpenAIEmbedder:
@@ -49,6 +53,7 @@ class OpenAIEmbedder:
         self._model = model
         self._tokenizer = tokenizer
         self._dimension = dimension
+        self._timeout_s = timeout_s
         self._prefixes = {"query": query_prefix, "passage": passage_prefix}
         self._send_input_type = send_input_type
         default = RetryPolicy(budget_s=timeout_s)
@@ -63,9 +68,34 @@ class OpenAIEmbedder:
 
     @property
     def dimension(self) -> int:
+        """Configured, adopted from a KB's record, or else probed (UpstreamError when the
+        server cannot be reached: a dense-channel failure, not a startup one)."""
         if self._dimension is None:
             self._dimension = int(self._embed(["dimension probe"], "query").shape[1])
         return self._dimension
+
+    @property
+    def known_dimension(self) -> int | None:
+        return self._dimension
+
+    def adopt_dimension(self, dimension: int) -> None:
+        if dimension <= 0:
+            raise ValueError(f"dimension must be positive, got {dimension}")
+        self._dimension = dimension
+
+    def ping(self) -> None:
+        """One attempt within PING_TIMEOUT_S, no retries: UpstreamError unless it answers
+        usable vectors (of the known dimension, when known)."""
+        try:
+            response = self._client.post("/embeddings", json=self._body(["ping"], "query"),
+                                         timeout=min(PING_TIMEOUT_S, self._timeout_s))
+        except httpx.HTTPError as exc:
+            raise UpstreamError(
+                f"embedding server unreachable: {type(exc).__name__}: {exc}") from exc
+        if response.status_code >= 400:
+            raise status_error("embedding server", response.status_code, response.headers,
+                               response.text)
+        self._vectors(response, 1)
 
     def count_tokens(self, text: str) -> int:
         return self._tokenizer.count_tokens(text)
@@ -79,7 +109,7 @@ class OpenAIEmbedder:
         vectors = self._embed([text], "query")
         return np.ascontiguousarray(vectors[0], dtype=np.float32)
 
-    def _embed(self, texts: Sequence[str], kind: str) -> Vectors:
+    def _body(self, texts: Sequence[str], kind: str) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": self._model,
             "input": [self._prefixes[kind] + text for text in texts],
@@ -87,17 +117,25 @@ class OpenAIEmbedder:
         }
         if self._send_input_type:
             body["input_type"] = kind
+        return body
+
+    def _embed(self, texts: Sequence[str], kind: str) -> Vectors:
         response = post_json(
-            self._client, "/embeddings", body, "embedding server", self._retry[kind]
+            self._client, "/embeddings", self._body(texts, kind), "embedding server",
+            self._retry[kind],
         )
+        return self._vectors(response, len(texts))
+
+    def _vectors(self, response: httpx.Response, expected: int) -> Vectors:
+        """The answer's unit rows; UpstreamError for a count or dimension it should not have."""
         try:
             rows = sorted(response.json()["data"], key=lambda row: int(row["index"]))
             vectors = np.asarray([row["embedding"] for row in rows], dtype=np.float32)
         except (KeyError, TypeError, ValueError) as exc:
             raise UpstreamError(f"embedding server answered an unusable body: {exc}") from exc
-        if vectors.ndim != 2 or vectors.shape[0] != len(texts):
+        if vectors.ndim != 2 or vectors.shape[0] != expected:
             raise UpstreamError(
-                f"embedding server returned {vectors.shape[0]} vectors for {len(texts)} inputs"
+                f"embedding server returned {vectors.shape[0]} vectors for {expected} inputs"
             )
         if self._dimension is not None and vectors.shape[1] != self._dimension:
             raise UpstreamError(
