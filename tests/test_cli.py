@@ -93,6 +93,17 @@ def test_explain_renders_readable_tables(data_dir: Path) -> None:
     assert "retrieval trace" in done.stdout and "dense:original" in done.stdout
 
 
+def test_explain_says_which_switches_were_asked_none_without_flags(data_dir: Path) -> None:
+    def asked(*flags: str) -> str:
+        done = ragsift(data_dir, "explain", "warranty period", "--kb", "manuals", *flags)
+        assert done.returncode == 0, done.stderr
+        row = next(line for line in done.stdout.splitlines() if "switches asked" in line)
+        return row.split("switches asked")[1].strip(" │|")
+
+    assert asked() == "none"
+    assert asked("--no-rerank", "--auto-merge") == "no rerank, auto_merge"
+
+
 def test_kb_and_docs_listing_and_delete(data_dir: Path, tmp_path: Path) -> None:
     kbs = json.loads(ragsift(data_dir, "kb", "list", "--json").stdout)
     assert [(k["name"], k["ready"]) for k in kbs] == [("manuals", 2)]

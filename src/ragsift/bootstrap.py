@@ -20,6 +20,7 @@ from ragsift.adapters.sql.job_queue import SqlJobQueue
 from ragsift.adapters.thread_budget import configure as configure_thread_budget
 from ragsift.chat.service import ChatOptions, ChatService
 from ragsift.config import Settings
+from ragsift.embedder_dimension import resolve_dimension
 from ragsift.ports import (
     ChatModel,
     Embedder,
@@ -319,16 +320,15 @@ def build(settings: Settings, upgrade_sparse_layout: bool = False,
     data_dir.mkdir(parents=True, exist_ok=True)
     configure_thread_budget(settings.blas_threads)
     repository = SqlRepository(settings.resolved_database_url)
+    bare = build_embedder(settings)
+    # a hosted embedder's dimension from a KB's record first: no startup call to it
+    dimension = resolve_dimension(bare, repository)
     embedder = CachedEmbedder(
-        build_embedder(settings),
-        data_dir / "cache" / "embeddings.sqlite",
-        query_cache_size=settings.query_cache_size,
+        bare, data_dir / "cache" / "embeddings.sqlite", query_cache_size=settings.query_cache_size,
     )
-    index = build_search_index(settings, "chunks", embedder.dimension, upgrade_sparse_layout,
-                               follow)
+    index = build_search_index(settings, "chunks", dimension, upgrade_sparse_layout, follow)
     # FAQ entries live in their own collection, so their top-k and scores stay apart.
-    faq_index = build_search_index(settings, "faq", embedder.dimension, upgrade_sparse_layout,
-                                   follow)
+    faq_index = build_search_index(settings, "faq", dimension, upgrade_sparse_layout, follow)
     drafts = DraftWriter(
         repository, index, embedder,
         VersionDefaults(settings.kb_publish_mode, settings.kb_version_retention),

@@ -223,7 +223,8 @@ def explain(
     render_faq(out, result)
     render_hits(out, result)
     render_scores(out, result)
-    render_trace(out, result.trace)
+    render_trace(out, result.trace, asked={"rewrite": rewrite, "rerank": rerank,
+                                           "small2big": small2big, "auto_merge": auto_merge})
 
 
 @kb_app.command("list")

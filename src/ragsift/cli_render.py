@@ -9,6 +9,8 @@ from rich.markup import escape
 from rich.table import Table
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from ragsift.domain.models import Locator
     from ragsift.domain.results import RetrievalResult
     from ragsift.domain.trace import RetrievalTrace, StageTrace, Switches
@@ -114,8 +116,20 @@ def _switches(switches: Switches) -> str:
     return ", ".join(on) or "none"
 
 
-def render_trace(console: Console, trace: RetrievalTrace) -> None:
-    """The trace as tables: request, channels, per-hit scores are in render_hits."""
+def _asked(asked: Mapping[str, bool | None]) -> str:
+    """The switches the command line set, on or off; "none" when it left all to settings."""
+    named = [name if value else f"no {name}" for name, value in asked.items()
+             if value is not None]
+    return ", ".join(named) or "none"
+
+
+def render_trace(console: Console, trace: RetrievalTrace,
+                 asked: Mapping[str, bool | None] | None = None) -> None:
+    """The trace as tables: request, channels, per-hit scores are in render_hits.
+
+    `asked`: the switch flags given (None: not given). The trace's requested switches are
+    the request's values over the settings' defaults, so they alone cannot say what was asked.
+    """
     summary = Table(title="retrieval trace", show_header=False)
     summary.add_row("request", trace.request_id)
     summary.add_row("mode / fusion", f"{trace.mode} / {trace.fusion}")
@@ -129,7 +143,8 @@ def render_trace(console: Console, trace: RetrievalTrace) -> None:
             f"{scope.document_ids_allowed}/{scope.document_ids_requested} READY"
             + (f" ({scope.empty_reason})" if scope.empty_reason else ""),
         )
-    summary.add_row("switches asked / ran", f"{_switches(trace.switches_requested)} / "
+    summary.add_row("switches asked", _asked(asked or {}))
+    summary.add_row("switches on / ran", f"{_switches(trace.switches_requested)} / "
                     f"{_switches(trace.switches_applied)}")
     summary.add_row("fused candidates", str(trace.fused_count))
     summary.add_row("dropped by READY check", str(trace.ready_filtered_count))

@@ -497,6 +497,25 @@ class VersionStore(Repository, VersionReader, Protocol):
 
 
 @runtime_checkable
+class RemoteEmbedder(Protocol):
+    """An embedder behind a network (a hosted model server): it can be down while the rest
+    of the service works, and it may learn its dimension instead of being told it."""
+
+    @property
+    def known_dimension(self) -> int | None:
+        """The dimension when configured, adopted or probed already; None before."""
+        ...
+
+    def adopt_dimension(self, dimension: int) -> None:
+        """Take the dimension a knowledge base recorded for this model (no probe needed)."""
+        ...
+
+    def ping(self) -> None:
+        """One short attempt at embedding; UpstreamError when the server does not answer."""
+        ...
+
+
+@runtime_checkable
 class SparseHealthReporting(Protocol):
     """An index whose BM25 side can be unreadable for some kbs while the rest works."""
 

@@ -252,3 +252,52 @@ def test_a_bad_request_to_the_embedding_server_is_not_retried(
     with pytest.raises(UpstreamError, match="HTTP 400"):
         remote.embed_passages(TEXTS)
     assert len(llm_server.attempts("embeddings")) == 1
+
+
+def test_an_adopted_dimension_needs_no_probe_and_checks_the_servers_answers(
+    server_url: str, make_embedder: MakeEmbedder
+) -> None:
+    down = make_embedder(f"http://127.0.0.1:{free_port()}/v1", dimension=None, timeout_s=2.0)
+    down.adopt_dimension(384)
+    assert (down.dimension, down.known_dimension) == (384, 384)  # no server was asked
+
+    remote = make_embedder(server_url, dimension=None, send_input_type=True)
+    remote.adopt_dimension(768)
+    with pytest.raises(UpstreamError, match="dimension 384, expected 768"):
+        remote.embed_query(QUERY)
+
+
+def test_ping_passes_when_the_server_answers_and_raises_at_once_when_it_is_down(
+    server_url: str, make_embedder: MakeEmbedder
+) -> None:
+    make_embedder(server_url, dimension=384, send_input_type=True).ping()
+
+    down = make_embedder(f"http://127.0.0.1:{free_port()}/v1", dimension=384)
+    started = time.monotonic()
+    with pytest.raises(UpstreamError, match="embedding server unreachable"):
+        down.ping()
+    assert time.monotonic() - started < 2.0  # one attempt, no retries
+
+
+@pytest.mark.parametrize("kind", ["passage", "query"])
+def test_after_a_call_spent_its_retries_the_next_of_its_kind_try_once_until_one_succeeds(
+    llm_server: LLMServer, make_embedder: MakeEmbedder, kind: str
+) -> None:
+    llm_server.control(faults={"embeddings": {"status": 503, "retry_after": "0", "times": 4}})
+    retry = RetryPolicy(max_attempts=3, backoff_s=0, budget_s=10)
+    remote = make_embedder(f"{llm_server.url}/v1", dimension=384, passage_retry=retry,
+                           query_retry=retry)
+
+    def embed() -> Vectors:
+        return remote.embed_passages(TEXTS) if kind == "passage" else remote.embed_query(QUERY)
+
+    for _ in range(2):  # three attempts, then one: a server known down is not waited on again
+        with pytest.raises(UpstreamError, match="HTTP 503"):
+            embed()
+    assert embed().size
+    assert [a["answer"] for a in llm_server.attempts("embeddings")] == [503] * 4 + [200]
+
+    llm_server.control(faults={"embeddings": {"status": 503, "retry_after": "0", "times": 3}})
+    with pytest.raises(UpstreamError, match="HTTP 503"):  # a success gave back the retries
+        embed()
+    assert [a["answer"] for a in llm_server.attempts("embeddings")] == [503] * 3

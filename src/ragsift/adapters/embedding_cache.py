@@ -51,6 +51,11 @@ class CachedEmbedder:
         self.misses = 0
 
     @property
+    def inner(self) -> Embedder:
+        """The embedder this cache wraps (readiness asks a remote one whether it is up)."""
+        return self._inner
+
+    @property
     def model_id(self) -> str:
         return self._inner.model_id
 

@@ -11,7 +11,7 @@ from ragsift.api.deps import State
 from ragsift.api.errors import ErrorBody
 from ragsift.api.schemas import HealthOut, ReadyOut
 from ragsift.bootstrap import Container
-from ragsift.ports import SparseHealthReporting
+from ragsift.ports import RemoteEmbedder, SparseHealthReporting
 
 logger = logging.getLogger(__name__)
 
@@ -30,7 +30,9 @@ def readyz(state: State) -> JSONResponse:
     """Every store answers: the relational facts, the document index and the FAQ index.
 
     A knowledge base whose BM25 index cannot be read makes the service `degraded` (still
-    200: every other KB works, and hybrid search of that one runs on its dense channel).
+    200: every other KB works, and hybrid search of that one runs on its dense channel). So
+    does a hosted embedder that does not answer (`embedder: down: ...`): sparse searches
+    work, and hybrid ones run on BM25 with `dense_retrieval_failed` in their trace.
     """
     container = state.container
     checks: dict[str, str] = {}
@@ -47,10 +49,27 @@ def readyz(state: State) -> JSONResponse:
             logger.warning("readiness check %s failed: %s", name, exc)
             checks[name] = f"{type(exc).__name__}: {exc}"
     ok = all(value == "ok" for value in checks.values())
-    degraded = ok and _report_sparse_problems(container, checks)
+    embedder_down = _report_embedder(container, checks)
+    degraded = ok and (_report_sparse_problems(container, checks) or embedder_down)
     status = "degraded" if degraded else "ok" if ok else "unavailable"
     body = ReadyOut(status=status, checks=checks)
     return JSONResponse(body.model_dump(), status_code=200 if ok else 503)
+
+
+def _report_embedder(container: Container, checks: dict[str, str]) -> bool:
+    """A hosted embedder's check (one short call); whether it is down. The in-process e5
+    cannot be down alone, so it has no check."""
+    embedder = getattr(container.embedder, "inner", container.embedder)
+    if not isinstance(embedder, RemoteEmbedder):
+        return False
+    try:
+        embedder.ping()
+    except Exception as exc:
+        logger.warning("readiness check embedder failed: %s", exc)
+        checks["embedder"] = f"down: {exc}"
+        return True
+    checks["embedder"] = "ok"
+    return False
 
 
 def _report_sparse_problems(container: Container, checks: dict[str, str]) -> bool:
