@@ -122,6 +122,9 @@ AutoMergeOpt = Annotated[bool | None, typer.Option(
     "--auto-merge/--no-auto-merge", help="Parents replace enough sibling hits [off].")]
 MinScore = Annotated[float | None, typer.Option(
     "--min-score", help="Drop hits below this (rerank score if reranked, else fusion).")]
+RouteOpt = Annotated[str | None, typer.Option(
+    "--route", help="auto | search | chitchat | handoff [auto: the plan's rules keep "
+                    "greetings, thanks and requests for a person from the search]")]
 FaqOpt = Annotated[bool | None, typer.Option(
     "--faq/--no-faq", help="Search the FAQ entries too [on; off for search --json unless given].")]
 FaqTopK = Annotated[int | None, typer.Option("--faq-top-k", help="FAQ entries to return [3].")]
@@ -148,6 +151,7 @@ def search(
     tenant_id: TenantOpt = None,
     dataset_id: DatasetOpt = None,
     visibility: VisibilityOpt = None,
+    route: RouteOpt = None,
     as_json: JsonFlag = False,
     data_dir: DataDir = None,
     server: ServerOpt = None,
@@ -164,7 +168,7 @@ def search(
         "rewrite": rewrite, "rerank": rerank, "small2big": small2big, "auto_merge": auto_merge,
         "min_score": min_score, "faq_top_k": faq_top_k, "kb_version": kb_version,
         "roles": role, "tenant_ids": tenant_id, "dataset_ids": dataset_id,
-        "visibilities": visibility,
+        "visibilities": visibility, "route": route,
         # the plain JSON array has no place for FAQ entries: skip the search unless asked
         "run_faq": False if as_json and faq is None else faq,
     }, server, api_key)
@@ -198,6 +202,7 @@ def explain(
     tenant_id: TenantOpt = None,
     dataset_id: DatasetOpt = None,
     visibility: VisibilityOpt = None,
+    route: RouteOpt = None,
     as_json: JsonFlag = False,
     data_dir: DataDir = None,
     server: ServerOpt = None,
@@ -210,7 +215,7 @@ def explain(
         "rewrite": rewrite, "rerank": rerank, "small2big": small2big, "auto_merge": auto_merge,
         "min_score": min_score, "run_faq": faq, "faq_top_k": faq_top_k,
         "kb_version": kb_version, "roles": role, "tenant_ids": tenant_id,
-        "dataset_ids": dataset_id, "visibilities": visibility,
+        "dataset_ids": dataset_id, "visibilities": visibility, "route": route,
     }, server, api_key)
     if as_json:
         payload: dict[str, Any] = {

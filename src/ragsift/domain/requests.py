@@ -8,6 +8,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 Mode = Literal["dense", "sparse", "hybrid"]
 Fusion = Literal["rrf", "weighted", "zscore"]
+# auto: the plan's rules decide; any other value forces that route (search: search anyway)
+RouteChoice = Literal["auto", "search", "chitchat", "handoff"]
 
 
 class SearchRequest(BaseModel):
@@ -37,6 +39,7 @@ class SearchRequest(BaseModel):
     min_score: float | None = None
     run_doc: bool | None = None
     run_faq: bool | None = None
+    route: RouteChoice | None = None  # None: auto unless RAGSIFT_ROUTE_RULES is false
     faq_top_k: int | None = Field(default=None, ge=1, le=50)
     document_ids: tuple[str, ...] | None = None
     sources: tuple[str, ...] | None = None

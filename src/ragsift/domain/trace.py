@@ -71,6 +71,20 @@ class ScopeTrace(BaseModel):
     empty_reason: str | None = None
 
 
+class RouteTrace(BaseModel):
+    """The plan's route of the message (retrieval/route.py): only `search` searches.
+
+    `decided_by`: the rules, the request (a forced route), or neither (rules off)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    route: Literal["chitchat", "handoff", "search"] = "search"
+    decided_by: Literal["rules", "request", "default"] = "default"
+    reason: str | None = None
+    kind: Literal["greeting", "thanks", "farewell", "acknowledgement"] | None = None
+    language: Literal["zh", "en"] | None = None
+
+
 StageStatus = Literal["off", "applied", "skipped", "failed"]
 
 
@@ -94,6 +108,7 @@ class RetrievalTrace(BaseModel):
     # the knowledge-base version searched (None: the KB has no versions)
     kb_version: int | None = None
     query: str
+    route: RouteTrace = Field(default_factory=RouteTrace)
     mode: Literal["dense", "sparse", "hybrid"]
     fusion: Literal["rrf", "weighted", "zscore"]
     switches_requested: Switches = Field(default_factory=Switches)
