@@ -28,6 +28,8 @@ def _flag(name: str, text: str) -> Any:
 NO_REWRITE = "Never rewrite (rewrite is on when a chat server is configured)."
 NO_RERANK = "Never rerank (rerank is on when a reranker is configured)."
 MERGE = "Auto-merge: a parent replaces 2+ of its children among the hits."
+EXPAND = ("Parent expansion (Small2Big): read each hit's context from the database, as a "
+          "search does; the ranking is unchanged, the latency includes it.")
 EvalDir = Annotated[Path | None, typer.Argument(
     help="Folder with corpus.jsonl, queries, qrels.tsv (built into KB eval-NAME); "
          "or give --kb instead.", show_default=False)]
@@ -135,7 +137,9 @@ def eval_command(
     markdown: Annotated[bool, _flag("--markdown", "Also print a markdown table.")] = False,
     disable_rewrite: Annotated[bool, _flag("--disable-rewrite", NO_REWRITE)] = False,
     disable_rerank: Annotated[bool, _flag("--disable-rerank", NO_RERANK)] = False,
-    enable_parent_expansion: Annotated[bool, _flag("--enable-parent-expansion", MERGE)] = False,
+    enable_auto_merge: Annotated[bool, _flag("--enable-auto-merge", MERGE)] = False,
+    enable_parent_expansion: Annotated[bool, _flag("--enable-parent-expansion", EXPAND)
+                                       ] = False,
     kb_version: KbVersionOpt = None,
     as_json: JsonFlag = False,
     data_dir: DataDir = None,
@@ -159,7 +163,8 @@ def eval_command(
     options = EvalOptions(
         mode=mode, fusion=fusion, ablation=ablation, k=k,  # type: ignore[arg-type]
         chunk=chunk, channel_k=channel_k, dump_run=dump_run, disable_rewrite=disable_rewrite,
-        disable_rerank=disable_rerank, enable_parent_expansion=enable_parent_expansion,
+        disable_rerank=disable_rerank, enable_auto_merge=enable_auto_merge,
+        enable_parent_expansion=enable_parent_expansion,
         kb_version=kb_version,
     )
     report = _run(data_dir, dataset, kb, queries, qrels, options, limit_queries)
