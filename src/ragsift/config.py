@@ -405,6 +405,11 @@ class Settings(BaseSettings):
     run_faq: bool = Field(
         default=True, description="search the FAQ collection (a KB without entries skips it)"
     )
+    history_aware: bool = Field(
+        default=True, description="search a follow-up with its conversation (a request's "
+        "`history`, chat's own turns): a standalone question from the rewriter when one is "
+        "configured, else the follow-up joined with the earlier question's terms",
+    )
     route_rules: bool = Field(
         default=True, description="route greetings, thanks, farewells and requests for a "
         "person away from the search (retrieval/route.py); a request's route overrides",

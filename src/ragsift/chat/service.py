@@ -37,7 +37,7 @@ from ragsift.domain.chat import (
     conversation_title,
 )
 from ragsift.domain.errors import InvalidInput, NotFound, UpstreamError
-from ragsift.domain.requests import Mode, RouteChoice, SearchRequest
+from ragsift.domain.requests import HistoryMessage, Mode, RouteChoice, SearchRequest
 from ragsift.domain.results import RetrievalResult
 from ragsift.domain.trace import RetrievalTrace
 from ragsift.ports import ChatModel, ConversationStore
@@ -144,6 +144,16 @@ class ChatAnswer:
     finished: TurnFinished
 
 
+def _as_messages(history: list[tuple[str, str]]) -> tuple[HistoryMessage, ...]:
+    """(question, answer) pairs as the messages a search reads, oldest first."""
+    messages: list[HistoryMessage] = []
+    for question, answer in history:
+        messages.append(HistoryMessage(role="user", content=question[:20_000]))
+        if answer:
+            messages.append(HistoryMessage(role="assistant", content=answer[:20_000]))
+    return tuple(messages)
+
+
 def _now() -> datetime:
     return datetime.now(UTC)
 
@@ -191,6 +201,7 @@ class ChatService:
             rerank=request.rerank, small2big=request.small2big,
             tenant_ids=request.tenant_ids, dataset_ids=request.dataset_ids,
             visibilities=request.visibilities, roles=request.roles, route=request.route,
+            history=_as_messages(history),
             # FAQ entries are no chunks with a locator to cite; chat answers from documents
             run_doc=True, run_faq=False,
         ))

@@ -12,6 +12,15 @@ Fusion = Literal["rrf", "weighted", "zscore"]
 RouteChoice = Literal["auto", "search", "chitchat", "handoff"]
 
 
+class HistoryMessage(BaseModel):
+    """One earlier message of the conversation a request belongs to."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    role: Literal["user", "assistant"]
+    content: str = Field(max_length=20_000)
+
+
 class SearchRequest(BaseModel):
     """Fields left as None take the service's defaults (config.Settings)."""
 
@@ -40,6 +49,8 @@ class SearchRequest(BaseModel):
     run_doc: bool | None = None
     run_faq: bool | None = None
     route: RouteChoice | None = None  # None: auto unless RAGSIFT_ROUTE_RULES is false
+    # the conversation so far, oldest first: a follow-up is searched with it (history-aware)
+    history: tuple[HistoryMessage, ...] = Field(default=(), max_length=40)
     faq_top_k: int | None = Field(default=None, ge=1, le=50)
     document_ids: tuple[str, ...] | None = None
     sources: tuple[str, ...] | None = None

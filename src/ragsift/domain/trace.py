@@ -31,7 +31,9 @@ class QueryVariant(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     text: str
-    method: Literal["original", "step_back", "hyde", "expand", "translation"]
+    # contextual: a follow-up joined with the salient terms of the last user question (no LLM)
+    method: Literal["original", "step_back", "hyde", "expand", "translation", "standalone",
+                    "contextual"]
 
 
 class ChannelRun(BaseModel):
@@ -120,6 +122,8 @@ class RetrievalTrace(BaseModel):
     fused_count: int = 0
     ready_filtered_count: int = 0
     rewrite: StageTrace = Field(default_factory=StageTrace)
+    # the conversation's part: whether the message was searched as a follow-up, and how
+    history: StageTrace = Field(default_factory=StageTrace)
     auto_merge: StageTrace = Field(default_factory=StageTrace)
     consistency: StageTrace = Field(default_factory=StageTrace)
     feedback: StageTrace = Field(default_factory=StageTrace)  # RM3 of the BM25 query
