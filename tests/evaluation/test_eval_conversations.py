@@ -46,7 +46,7 @@ def test_a_malformed_conversation_names_its_line(tmp_path: Path) -> None:
     path = tmp_path / "bad.jsonl"
     path.write_text('{"id": "x", "turns": [{"query": "q", "relevant": ["a"]}]}\n'
                     '{"id": "y", "turns": [{"query": "q"}]}\n', encoding="utf-8")
-    with pytest.raises(InvalidInput, match="bad.jsonl:2 turn 1: 'relevant'"):
+    with pytest.raises(InvalidInput, match=r"bad\.jsonl:2 turn 1: 'relevant'"):
         load_conversations(path)
 
 

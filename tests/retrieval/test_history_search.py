@@ -56,8 +56,9 @@ def test_with_a_rewriter_the_follow_up_is_written_as_a_standalone_question(
     result = search(service_with(), kb, FOLLOW_UP, **_quiet(history=EARLIER, rewrite=True))
 
     assert [(v.method, v.text) for v in result.trace.variants] == [
-        ("original", FOLLOW_UP), ("standalone", "年假需要提前多久申请？")]
-    assert result.trace.history.detail["variant"] == "standalone"
+        ("original", FOLLOW_UP), ("contextual", f"{FOLLOW_UP} 年假 结转"),
+        ("standalone", "年假需要提前多久申请？")]
+    assert result.trace.history.detail["variant"] == "standalone+contextual"
     prompt = llm_server.last("chat")["body"]["messages"][-1]["content"]
     assert "user: 年假可以结转几天？" in prompt and prompt.endswith(
         f"Follow-up question: {FOLLOW_UP}")

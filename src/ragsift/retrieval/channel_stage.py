@@ -68,7 +68,7 @@ class Retrieved:
     def search_query(self) -> str:
         """What later stages (rerank) should read as the question: the standalone question
         or the contextual variant of a follow-up, else the query."""
-        for method in ("standalone", "contextual"):
+        for method in ("standalone", "contextual"):  # the model's question first
             for variant in self.variants:
                 if variant.method == method:
                     return variant.text
@@ -122,7 +122,9 @@ class ChannelStage:
             if weight is not None:
                 pending.append(asyncio.create_task(self._channels.run_second_dense(
                     "original", query, search_filter, options.channel_k)))
-            if found is not None and not standalone:
+            # the contextual variant runs beside a standalone question too: together they
+            # found more than the standalone question alone (docs/quality.md, multi-turn)
+            if found is not None:
                 pending.append(asyncio.create_task(self._channels.run(
                     [("context", contextual_query(query, found))], search_filter,
                     options.mode, options.channel_k)))
@@ -142,16 +144,9 @@ class ChannelStage:
         for task in pending:
             _gather(await task, lists, runs, degradations)
         variants = [QueryVariant(text=query, method="original")]
-        # a failed standalone rewrite falls back to the contextual variant
-        contextual = found is not None and (not standalone or rewrite.degradation is not None)
-        if contextual:
-            assert found is not None
+        if found is not None:
             variants.append(QueryVariant(text=contextual_query(query, found),
                                          method="contextual"))
-            if standalone:
-                _gather(await self._channels.run(
-                    [("context", variants[-1].text)], search_filter, options.mode,
-                    options.channel_k), lists, runs, degradations)
         if rewrite.degradation is not None:
             degradations.append(rewrite.degradation)
         if rewrite.variant is not None:
@@ -168,7 +163,7 @@ class ChannelStage:
             raise RetrievalUnavailable(f"every retrieval channel failed: {reasons}")
         return Retrieved(tuple(variants), tuple(lists), tuple(runs), tuple(degradations),
                          rewrite, tuple(timings), weight,
-                         history_trace(history, found, contextual, rewrite))
+                         history_trace(history, found, standalone, rewrite))
 
 
 def _gather(outcome: ChannelOutcome, lists: list[RankedList], runs: list[ChannelRun],
@@ -179,12 +174,12 @@ def _gather(outcome: ChannelOutcome, lists: list[RankedList], runs: list[Channel
 
 
 def history_trace(
-    history: Sequence[HistoryMessage], found: FollowUp | None, contextual: bool,
+    history: Sequence[HistoryMessage], found: FollowUp | None, standalone: bool,
     rewrite: RewriteOutcome,
 ) -> StageTrace:
     """The history stage's record: off without a conversation, skipped for a message that
-    stands alone (or that the rewriter left as it was), applied with the variant that carried
-    the conversation (the contextual one also when the standalone rewrite failed)."""
+    stands alone, applied with the variants that carried the conversation: the contextual
+    one, and the standalone question when the rewriter wrote one."""
     if not history:
         return StageTrace(status="off", reason="no conversation history")
     if found is None:
@@ -192,11 +187,12 @@ def history_trace(
                           "question to continue)")
     detail: dict[str, float | int | str] = {"follow_up": found.reason,
                                             "earlier_terms": found.terms}
-    if contextual:
-        reason = None if rewrite.degradation is None else "the standalone rewrite failed"
-        return StageTrace(status="applied", reason=reason,
-                          detail={**detail, "variant": "contextual"})
+    if not standalone:
+        return StageTrace(status="applied", detail={**detail, "variant": "contextual"})
     if rewrite.variant is None:
-        return StageTrace(status="skipped", reason=f"no standalone question: "
-                          f"{rewrite.trace.reason}", detail=detail)
-    return StageTrace(status="applied", detail={**detail, "variant": "standalone"})
+        why = ("the standalone rewrite failed" if rewrite.degradation is not None
+               else f"no standalone question: {rewrite.trace.reason}")
+        return StageTrace(status="applied", reason=why,
+                          detail={**detail, "variant": "contextual"})
+    return StageTrace(status="applied",
+                      detail={**detail, "variant": "standalone+contextual"})
