@@ -352,6 +352,7 @@ def build(settings: Settings, upgrade_sparse_layout: bool = False,
             max_query_chars=settings.max_query_chars,
             history_turns=settings.chat_history_turns,
             extractive_sentences=settings.chat_extractive_sentences,
+            route_replies=settings.chat_route_replies,
         ),
     )
     return Container(

@@ -122,9 +122,19 @@ AutoMergeOpt = Annotated[bool | None, typer.Option(
     "--auto-merge/--no-auto-merge", help="Parents replace enough sibling hits [off].")]
 MinScore = Annotated[float | None, typer.Option(
     "--min-score", help="Drop hits below this (rerank score if reranked, else fusion).")]
+RouteOpt = Annotated[str | None, typer.Option(
+    "--route", help="auto | search | chitchat | handoff [auto: the plan's rules keep "
+                    "greetings, thanks and requests for a person from the search]")]
+PreviousOpt = Annotated[list[str] | None, typer.Option(
+    "--previous", help="An earlier question of the conversation (repeat, oldest first): a "
+                       "follow-up is searched with them.")]
 FaqOpt = Annotated[bool | None, typer.Option(
     "--faq/--no-faq", help="Search the FAQ entries too [on; off for search --json unless given].")]
 FaqTopK = Annotated[int | None, typer.Option("--faq-top-k", help="FAQ entries to return [3].")]
+
+
+def _history(previous: list[str] | None) -> list[dict[str, str]] | None:
+    return None if not previous else [{"role": "user", "content": q} for q in previous]
 
 
 @app.command()
@@ -148,6 +158,8 @@ def search(
     tenant_id: TenantOpt = None,
     dataset_id: DatasetOpt = None,
     visibility: VisibilityOpt = None,
+    route: RouteOpt = None,
+    previous: PreviousOpt = None,
     as_json: JsonFlag = False,
     data_dir: DataDir = None,
     server: ServerOpt = None,
@@ -164,7 +176,7 @@ def search(
         "rewrite": rewrite, "rerank": rerank, "small2big": small2big, "auto_merge": auto_merge,
         "min_score": min_score, "faq_top_k": faq_top_k, "kb_version": kb_version,
         "roles": role, "tenant_ids": tenant_id, "dataset_ids": dataset_id,
-        "visibilities": visibility,
+        "visibilities": visibility, "route": route, "history": _history(previous),
         # the plain JSON array has no place for FAQ entries: skip the search unless asked
         "run_faq": False if as_json and faq is None else faq,
     }, server, api_key)
@@ -198,6 +210,8 @@ def explain(
     tenant_id: TenantOpt = None,
     dataset_id: DatasetOpt = None,
     visibility: VisibilityOpt = None,
+    route: RouteOpt = None,
+    previous: PreviousOpt = None,
     as_json: JsonFlag = False,
     data_dir: DataDir = None,
     server: ServerOpt = None,
@@ -210,7 +224,8 @@ def explain(
         "rewrite": rewrite, "rerank": rerank, "small2big": small2big, "auto_merge": auto_merge,
         "min_score": min_score, "run_faq": faq, "faq_top_k": faq_top_k,
         "kb_version": kb_version, "roles": role, "tenant_ids": tenant_id,
-        "dataset_ids": dataset_id, "visibilities": visibility,
+        "dataset_ids": dataset_id, "visibilities": visibility, "route": route,
+        "history": _history(previous),
     }, server, api_key)
     if as_json:
         payload: dict[str, Any] = {

@@ -28,6 +28,8 @@ def _flag(name: str, text: str) -> Any:
 NO_REWRITE = "Never rewrite (rewrite is on when a chat server is configured)."
 NO_RERANK = "Never rerank (rerank is on when a reranker is configured)."
 MERGE = "Auto-merge: a parent replaces 2+ of its children among the hits."
+EXPAND = ("Parent expansion (Small2Big): read each hit's context from the database, as a "
+          "search does; the ranking is unchanged, the latency includes it.")
 EvalDir = Annotated[Path | None, typer.Argument(
     help="Folder with corpus.jsonl, queries, qrels.tsv (built into KB eval-NAME); "
          "or give --kb instead.", show_default=False)]
@@ -102,6 +104,36 @@ def _run(
         return evaluate_kb(container, kb, queries, options, progress, limit_queries)
 
 
+def _conversations(data_dir: Path | None, kb: str, path: Path, k: int, as_json: bool) -> None:
+    """Multi-turn evaluation of a live KB: every conversation's turns in order, searched as
+    they stand, with their history, and (a rewriter configured) as standalone questions."""
+    from ragsift.cli_common import kb_named
+    from ragsift.evaluation.conversations import (
+        load_conversations,
+        score_all,
+        summarize,
+        to_markdown,
+    )
+
+    conversations = load_conversations(path)
+    with open_container(data_dir, query_cache_size=0) as container:
+        kb_id = kb_named(container, kb).id
+        configs = ["plain", "history"]
+        if container.settings.llm_base_url:
+            configs.append("history-rewrite")
+        runs = {config: score_all(container.retrieval.search, kb_id, conversations, config, k)
+                for config in configs}
+    rows = summarize(runs)
+    if as_json:
+        echo_json({"conversations": len(conversations), "k": k, "groups": [
+            {"group": row.group, "turns": row.turns, "recall": row.recall,
+             "versus_plain": {c: {"mean": i.mean, "low": i.low, "high": i.high}
+                              for c, i in row.versus_plain.items()}}
+            for row in rows]})
+        return
+    out.print(to_markdown(rows, k), markup=False, highlight=False)
+
+
 def _check_usage(dataset: Path | None, kb: str | None, queries: Path | None,
                  qrels: Path | None) -> None:
     if (dataset is None) == (kb is None):
@@ -121,8 +153,9 @@ def eval_command(
     qrels: QrelsOpt = None,
     mode: Annotated[str, typer.Option(help="dense | sparse | hybrid.")] = "hybrid",
     fusion: FusionOpt = None,
-    k: Annotated[int, typer.Option("--k", help="k of the table; JSON has 1,3,5,10,100 too.")
-                 ] = 10,
+    k: Annotated[int | None, typer.Option(
+        "--k", help="k of the table [10; 3 with --conversations]; JSON has 1,3,5,10,100 too.",
+        show_default=False)] = None,
     ablation: Annotated[bool, _flag("--ablation", "dense, sparse, hybrid rrf, weighted, zscore "
                                     "(and the KB's tuned fusion when in use).")] = False,
     chunk: Annotated[bool, _flag("--chunk", "Chunk passages (default: one chunk each).")
@@ -135,8 +168,15 @@ def eval_command(
     markdown: Annotated[bool, _flag("--markdown", "Also print a markdown table.")] = False,
     disable_rewrite: Annotated[bool, _flag("--disable-rewrite", NO_REWRITE)] = False,
     disable_rerank: Annotated[bool, _flag("--disable-rerank", NO_RERANK)] = False,
-    enable_parent_expansion: Annotated[bool, _flag("--enable-parent-expansion", MERGE)] = False,
+    enable_auto_merge: Annotated[bool, _flag("--enable-auto-merge", MERGE)] = False,
+    enable_parent_expansion: Annotated[bool, _flag("--enable-parent-expansion", EXPAND)
+                                       ] = False,
     kb_version: KbVersionOpt = None,
+    conversations: Annotated[Path | None, typer.Option(
+        "--conversations", help="Multi-turn: a JSONL of conversations ({id, turns: [{query, "
+        "relevant: [file names]}]}) scored on --kb per turn position and for follow-ups, "
+        "searched alone and with their history (recall@k per document).",
+        show_default=False)] = None,
     as_json: JsonFlag = False,
     data_dir: DataDir = None,
 ) -> None:
@@ -152,6 +192,12 @@ def eval_command(
     from ragsift.evaluation.report import render_table, to_json, to_markdown
     from ragsift.evaluation.session import EvalOptions
 
+    if conversations is not None:
+        if kb is None or dataset is not None:
+            raise InvalidInput("--conversations scores a live knowledge base: give --kb NAME")
+        _conversations(data_dir, kb, conversations, k or 3, as_json)
+        return
+    k = k or 10
     _check_usage(dataset, kb, queries, qrels)
     if mode not in get_args(Mode) or (fusion is not None and fusion not in get_args(Fusion)):
         raise InvalidInput(f"--mode must be one of {get_args(Mode)} and --fusion one of "
@@ -159,7 +205,8 @@ def eval_command(
     options = EvalOptions(
         mode=mode, fusion=fusion, ablation=ablation, k=k,  # type: ignore[arg-type]
         chunk=chunk, channel_k=channel_k, dump_run=dump_run, disable_rewrite=disable_rewrite,
-        disable_rerank=disable_rerank, enable_parent_expansion=enable_parent_expansion,
+        disable_rerank=disable_rerank, enable_auto_merge=enable_auto_merge,
+        enable_parent_expansion=enable_parent_expansion,
         kb_version=kb_version,
     )
     report = _run(data_dir, dataset, kb, queries, qrels, options, limit_queries)

@@ -40,7 +40,11 @@ def _where(heading_path: tuple[str, ...], locator: Locator) -> str:
 def render_hits(console: Console, result: RetrievalResult, snippet: int = 160) -> None:
     """One block per hit: rank, scores, file, location and the start of the text."""
     if not result.hits:
+        route = result.trace.route
         reason = result.trace.scope.empty_reason or "no matching evidence"
+        if route.route != "search":
+            reason = (f"not searched: the route is {route.route} ({route.reason}); "
+                      "--route search searches anyway")
         console.print(f"[yellow]no results[/]: {reason}")
         return
     for hit in result.hits:
@@ -133,6 +137,8 @@ def render_trace(console: Console, trace: RetrievalTrace,
     summary = Table(title="retrieval trace", show_header=False)
     summary.add_row("request", trace.request_id)
     summary.add_row("mode / fusion", f"{trace.mode} / {trace.fusion}")
+    summary.add_row("route", f"{trace.route.route} by {trace.route.decided_by}"
+                    + (f": {trace.route.reason}" if trace.route.reason else ""))
     if trace.kb_version is not None:
         summary.add_row("knowledge-base version", str(trace.kb_version))
     summary.add_row("variants", "; ".join(f"{v.method}: {v.text}" for v in trace.variants))

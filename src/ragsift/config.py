@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
@@ -12,6 +13,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 RetrievalMode = Literal["dense", "sparse", "hybrid"]
 FusionMethod = Literal["rrf", "weighted", "zscore"]
+_REPLY_KEY = re.compile(r"(greeting|thanks|farewell|acknowledgement|handoff)\.(zh|en)")
 
 
 class Settings(BaseSettings):
@@ -403,6 +405,20 @@ class Settings(BaseSettings):
     run_faq: bool = Field(
         default=True, description="search the FAQ collection (a KB without entries skips it)"
     )
+    history_aware: bool = Field(
+        default=True, description="search a follow-up with its conversation (a request's "
+        "`history`, chat's own turns): a standalone question from the rewriter when one is "
+        "configured, else the follow-up joined with the earlier question's terms",
+    )
+    route_rules: bool = Field(
+        default=True, description="route greetings, thanks, farewells and requests for a "
+        "person away from the search (retrieval/route.py); a request's route overrides",
+    )
+    chat_route_replies: dict[str, str] = Field(
+        default_factory=dict, description="replies to chitchat and hand-off turns, a JSON "
+        "object keyed <kind>.<zh|en> (kinds: greeting, thanks, farewell, acknowledgement, "
+        "handoff); a key left out keeps its built-in reply",
+    )
     faq_top_k: int = Field(default=3, ge=1, le=50, description="FAQ entries to return")
     faq_direct_answer_threshold: float = Field(
         default=0.92,
@@ -550,6 +566,16 @@ class Settings(BaseSettings):
                 )
         if (self.s3_access_key_id is None) != (self.s3_secret_access_key is None):
             raise ValueError("set both s3_access_key_id and s3_secret_access_key, or neither")
+        return self
+
+    @model_validator(mode="after")
+    def _route_replies(self) -> Settings:
+        unknown = sorted(k for k in self.chat_route_replies if not _REPLY_KEY.fullmatch(k))
+        if unknown:
+            raise ValueError(
+                f"RAGSIFT_CHAT_ROUTE_REPLIES has unknown keys {unknown}: use <kind>.<zh|en>, "
+                "kind one of greeting, thanks, farewell, acknowledgement, handoff"
+            )
         return self
 
     @model_validator(mode="after")

@@ -335,3 +335,19 @@ def test_a_scoped_key_writes_and_reaches_only_documents_within_its_scope(secured
         assert hidden.status_code == 404, (method, hidden.text)
     seen = as_key(secured, editor, "GET", f"/api/kbs/{kb_id}/documents").json()
     assert {d["filename"] for d in seen} == {"t1.md", "more.md"}
+
+
+def test_a_kbs_conversations_route_shows_each_key_only_its_own(secured: Api) -> None:
+    admin = make_keys(secured).admin
+    kb_id = as_key(secured, admin, "POST", "/api/kbs", json={"name": "docs"}).json()["id"]
+    alice, bob = new_key(secured, "alice"), new_key(secured, "bob")
+    started = as_key(secured, alice, "POST", "/api/chat",
+                     json={"kb_id": kb_id, "message": "hotel limit"})
+    conversation = started.json()["conversation_id"]
+    route = f"/api/kbs/{kb_id}/conversations"
+
+    assert [c["id"] for c in as_key(secured, alice, "GET", route).json()] == [conversation]
+    assert as_key(secured, bob, "GET", route).json() == []
+    assert as_key(secured, bob, "GET", f"{route}/{conversation}").status_code == 404
+    assert as_key(secured, bob, "DELETE", f"{route}/{conversation}").status_code == 404
+    assert as_key(secured, alice, "DELETE", f"{route}/{conversation}").status_code == 204

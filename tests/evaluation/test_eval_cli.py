@@ -18,7 +18,7 @@ def test_eval_json_reports_every_configuration_and_the_stages_that_ran(
     run_file = tmp_path / "run.trec"
     done = ragsift(tmp_path / "data", "eval", str(dataset_dir), "--ablation", "--json",
                    "--dump-run", str(run_file), "--limit-queries", "3", "--disable-rerank",
-                   "--enable-parent-expansion")
+                   "--enable-auto-merge", "--enable-parent-expansion")
     assert done.returncode == 0, done.stderr
     # stderr is a pipe, not a terminal: progress comes as lines, each task ends with one
     assert "eval: embedding passages 8/8 (100%)" in done.stderr
@@ -37,7 +37,8 @@ def test_eval_json_reports_every_configuration_and_the_stages_that_ran(
         assert config["latency_ms"]["p50"] > 0 and config["queries_scored"] == 3
     assert report["stages"]["rerank"] == "off (--disable-rerank)"
     assert report["stages"]["rewrite"] == "off: no rewriter configured"
-    assert report["stages"]["parent_expansion"].startswith("auto-merge on")
+    assert report["stages"]["auto_merge"].startswith("on (--enable-auto-merge)")
+    assert report["stages"]["parent_expansion"].startswith("on (--enable-parent-expansion)")
     assert report["stages"]["second_dense"].startswith("on: searched for the queries")
     assert report["index"]["built"] == 8
     assert Path(report["run_files"]["hybrid-rrf"]) == tmp_path / "run.hybrid-rrf.trec"

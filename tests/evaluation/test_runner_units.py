@@ -114,9 +114,12 @@ def test_stages_run_only_when_configured_and_not_disabled() -> None:
     served = Settings(data_dir=Path("unused"), llm_base_url="http://127.0.0.1:9/v1",
                       reranker="http", rerank_base_url="http://127.0.0.1:9/v1")
     assert stage_switches(served, EvalOptions()) == StageSwitches(True, True, False)
-    off = EvalOptions(disable_rewrite=True, disable_rerank=True, enable_parent_expansion=True)
+    off = EvalOptions(disable_rewrite=True, disable_rerank=True, enable_auto_merge=True)
     switches = stage_switches(served, off)
     assert switches == StageSwitches(False, False, True)
+    expand = stage_switches(served, EvalOptions(enable_parent_expansion=True))
+    assert (expand.auto_merge, expand.small2big) == (False, True)
+    assert stage_notes(expand, EvalOptions())["parent_expansion"].startswith("on (--enable-pa")
     notes = stage_notes(switches, off)
     assert notes["rewrite"] == "off (--disable-rewrite)"
     assert notes["rerank"] == "off (--disable-rerank)"

@@ -2,7 +2,8 @@
 
 Run `python llm_server.py`: it binds 127.0.0.1 on a free port and writes `PORT <n>` on stdout.
 Behaviour is set per test with `POST /_control`; `GET /_last` returns the last request bodies.
-Control body: {"chat": {"mode": ..., "content": str, "stall_s": float},
+Control body: {"chat": {"mode": ..., "content": str, "stall_s": float, "answers": {follow-up
+question: its standalone question} (answers the standalone-question prompt per question)},
 "rerank": {"mode": ..., "stall_s": float, "raw": <JSON answer>, "raw_body": <answer text sent
 verbatim, e.g. with the JSON literals Infinity / NaN that json.dumps of a control body refuses>},
 "embeddings": {"dimension": int}, "faults": {<group>: <fault>}, "reset": bool}.
@@ -105,9 +106,19 @@ def _fault_now(group: str) -> dict[str, Any] | None:
         return fault if applies else None
 
 
+FOLLOW_UP_LABEL = "Follow-up question: "
+
+
 def _chat_content(config: dict[str, Any], body: dict[str, Any]) -> str:
     if "content" in config:
         return str(config["content"])
+    users = [m for m in body.get("messages", []) if m.get("role") == "user"]
+    last = str(users[-1].get("content", "")) if users else ""
+    answers: dict[str, str] = config.get("answers") or {}
+    if FOLLOW_UP_LABEL in last and answers:  # a standalone-question request, scripted per question
+        question = last.rsplit(FOLLOW_UP_LABEL, 1)[1].strip()
+        text = answers.get(question, question)
+        return json.dumps({"method": "standalone", "text": text}, ensure_ascii=False)
     mode = config["mode"]
     if mode == "invalid_json":
         return "Sure! Here is a rewrite: {method: expand"

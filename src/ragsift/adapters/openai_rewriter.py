@@ -6,6 +6,7 @@ import json
 import logging
 import re
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import httpx
@@ -13,6 +14,7 @@ from pydantic import ValidationError
 
 from ragsift.adapters.http_post import RetryPolicy, post_json
 from ragsift.domain.errors import UpstreamError
+from ragsift.domain.requests import HistoryMessage
 from ragsift.domain.stages import RewriteProposal
 
 logger = logging.getLogger(__name__)
@@ -44,6 +46,19 @@ Keep every number, date, version, code, model number, identifier and quoted name
 written. Reply with ONE JSON object and nothing else:
 {{"method": "translation", "text": "<the query in {language}>"}}"""
 _LANGUAGES = {"zh": "Chinese (简体中文)", "en": "English"}
+
+STANDALONE_PROMPT = """\
+You rewrite the last question of a conversation so that it can be searched without the
+conversation: replace pronouns and fill in what the question leaves out from the earlier turns.
+Keep the language of the question and every number, date, version, code and quoted name exactly
+as written. Do not answer it. If it already stands alone, return it unchanged.
+Reply with ONE JSON object and nothing else:
+{"method": "standalone", "text": "<the standalone question>"}
+把对话的最后一个问题改写成不依赖上下文的独立问题；保持原语言和所有数字、编号；
+只输出一个 JSON 对象。"""
+# each earlier message is cut to this many characters in the prompt (answers can be long)
+HISTORY_CHARS = 400
+FOLLOW_UP_LABEL = "Follow-up question: "
 
 _FENCE = re.compile(r"^```[A-Za-z0-9_-]*\s*\n?(.*?)\n?```$", re.DOTALL)
 # Reasoning models served without a reasoning parser put their thoughts before the answer.
@@ -126,6 +141,24 @@ class OpenAIRewriter:
         proposal = parse_proposal(self._complete(body))
         if proposal.method not in ("translation", "none"):  # asked to translate, not to rewrite
             proposal = proposal.model_copy(update={"method": "translation"})
+        return proposal
+
+    def standalone(self, query: str, history: Sequence[HistoryMessage]) -> RewriteProposal:
+        """`query` written as a question that needs none of `history` (oldest first), as a
+        proposal of method "standalone"; raises UpstreamError when the answer is unusable."""
+        lines = [f"{turn.role}: {' '.join(turn.content.split())[:HISTORY_CHARS]}"
+                 for turn in history]
+        prompt = "Conversation:\n" + "\n".join(lines) + f"\n{FOLLOW_UP_LABEL}{query}"
+        body: dict[str, Any] = {
+            "model": self._model,
+            "messages": [{"role": "system", "content": STANDALONE_PROMPT},
+                         {"role": "user", "content": prompt}],
+            "temperature": 0, "max_tokens": self._max_tokens,
+            "response_format": {"type": "json_object"}, "stream": False,
+        }
+        proposal = parse_proposal(self._complete(body))
+        if proposal.method != "standalone":  # asked for a standalone question, not a rewrite
+            proposal = proposal.model_copy(update={"method": "standalone"})
         return proposal
 
     def _complete(self, body: dict[str, Any]) -> str:

@@ -31,6 +31,8 @@ RULES: tuple[Rule, ...] = (
     _rule(_ANY, r"/api/retrieval/.*", Role.READER),
     _rule(_ANY, r"/api/chat(/stream)?", Role.READER),
     _rule(_ANY, r"/api/conversations(/.*)?", Role.READER),  # each key sees its own
+    _rule("GET HEAD DELETE", r"/api/kbs/\{kb_id\}/conversations(/\{conversation_id\})?",
+          Role.READER),
     _rule("POST", r"/dify/retrieval", Role.READER),  # Dify's External Knowledge API
     _rule("GET HEAD", r"/v1/models", Role.READER),  # OpenAI-compatible chat
     _rule("POST", r"/v1/chat/completions", Role.READER),

@@ -104,6 +104,7 @@ def create_app(
                    routes_health, routes_chat, routes_conversations, routes_maintenance,
                    routes_versions, routes_keys, routes_dify, routes_openai):
         app.include_router(module.router, dependencies=guarded)
+    app.include_router(routes_conversations.kb_router, dependencies=guarded)
     install_web(app)  # the web pages: /web/debug, /web/chat (their API calls carry the key)
     install_openapi_security(app)
     _install_middleware(app, settings, metrics, authorizer, allowed_hosts)

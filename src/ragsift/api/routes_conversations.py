@@ -1,11 +1,12 @@
-"""Conversations: list, get (the stored turns, never searching again), delete."""
+"""Conversations: list, get (the stored turns, never searching again), delete; also under
+their knowledge base."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter, Response
 
 from ragsift.api.auth import CurrentPrincipal
-from ragsift.api.deps import State
+from ragsift.api.deps import State, require_kb
 from ragsift.api.errors import ERROR_RESPONSES, ApiError, ErrorBody
 from ragsift.api.schemas_chat import ConversationDetailOut, ConversationOut
 from ragsift.domain.chat import ConversationBusy
@@ -42,3 +43,46 @@ def delete_conversation(conversation_id: str, state: State) -> None:
         state.container.conversations.delete_conversation(conversation_id)
     except ConversationBusy as exc:
         raise ApiError(409, exc.code, str(exc)) from exc
+
+
+# The same conversations under their knowledge base: /api/kbs/{kb_id}/conversations[/{id}].
+# A conversation of another KB is not there (404), as another key's is not.
+kb_router = APIRouter(prefix="/api/kbs/{kb_id}/conversations", tags=["conversations"],
+                      responses=ERROR_RESPONSES)
+
+
+def _of_kb(state: State, kb_id: str, conversation_id: str) -> None:
+    require_kb(state.container, kb_id)
+    summary = state.container.conversations.get_summary(conversation_id)
+    if summary is None or summary.kb_id != kb_id:
+        raise NotFound(f"conversation {conversation_id!r} does not exist in knowledge base "
+                       f"{kb_id!r}")
+
+
+@kb_router.get("")
+def list_kb_conversations(
+    kb_id: str, state: State, principal: CurrentPrincipal
+) -> list[ConversationOut]:
+    """The knowledge base's conversations of the calling key (every one when auth is off),
+    newest first."""
+    require_kb(state.container, kb_id)
+    return [
+        conversation for conversation in list_conversations(state, principal)
+        if conversation.kb_id == kb_id
+    ]
+
+
+@kb_router.get("/{conversation_id}")
+def get_kb_conversation(kb_id: str, conversation_id: str, state: State) -> ConversationDetailOut:
+    """A conversation of this knowledge base with every stored turn."""
+    _of_kb(state, kb_id, conversation_id)
+    return get_conversation(conversation_id, state)
+
+
+@kb_router.delete("/{conversation_id}", status_code=204, response_class=Response, responses={
+    409: {"model": ErrorBody, "description": "a turn of the conversation is still generating"},
+})
+def delete_kb_conversation(kb_id: str, conversation_id: str, state: State) -> None:
+    """Delete a conversation of this knowledge base; 409 while a turn is generating."""
+    _of_kb(state, kb_id, conversation_id)
+    delete_conversation(conversation_id, state)

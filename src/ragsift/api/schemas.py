@@ -15,7 +15,7 @@ from pydantic import (
 )
 
 from ragsift.domain.models import DocumentStatus, Locator
-from ragsift.domain.requests import Fusion, Mode, SearchRequest
+from ragsift.domain.requests import Fusion, HistoryMessage, Mode, RouteChoice, SearchRequest
 from ragsift.domain.results import FaqHit, RetrievalHit
 from ragsift.domain.trace import RetrievalTrace
 
@@ -142,6 +142,14 @@ class SearchBody(Body):
     min_score: float | None = Field(default=None, ge=-1e6, le=1e6)
     run_doc: bool | None = None
     run_faq: bool | None = None
+    route: RouteChoice | None = Field(
+        default=None, description="auto (default): the plan's rules return no hits for a "
+        "greeting, thanks or a request for a person (the trace's `route` says why); "
+        "search: search anyway")
+    history: list[HistoryMessage] | None = Field(
+        default=None, max_length=40,
+        description="the conversation so far, oldest first ({role: user|assistant, content}): "
+        "a follow-up is searched with it (RAGSIFT_HISTORY_AWARE)")
     faq_top_k: int | None = Field(default=None, ge=1, le=50)
     document_ids: list[Id] | None = Field(default=None, max_length=1000)
     sources: list[Text] | None = Field(default=None, max_length=100)

@@ -10,7 +10,7 @@ from ragsift.api.schemas import Body, Id, Name, Text
 from ragsift.chat.service import ChatAnswer, ChatRequest
 from ragsift.domain.assets import AssetRef
 from ragsift.domain.chat import Citation, Conversation, Evidence, Turn, TurnStatus
-from ragsift.domain.requests import Mode
+from ragsift.domain.requests import Mode, RouteChoice
 from ragsift.domain.trace import RetrievalTrace
 
 # Every piece of evidence goes into the prompt, so chat asks for fewer than search may.
@@ -32,6 +32,9 @@ class ChatBody(Body):
     rewrite: bool | None = None
     rerank: bool | None = None
     small2big: bool | None = None
+    route: RouteChoice | None = Field(
+        default=None, description="auto (default): greetings, thanks and requests for a "
+        "person get a short reply without a search; search: search anyway")
 
     @model_validator(mode="after")
     def _one_kb(self) -> ChatBody:
@@ -46,6 +49,7 @@ class ChatBody(Body):
             mode=self.mode, top_k=self.top_k,
             document_ids=None if self.document_ids is None else tuple(self.document_ids),
             rewrite=self.rewrite, rerank=self.rerank, small2big=self.small2big,
+            route=self.route,
         )
 
 

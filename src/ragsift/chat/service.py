@@ -11,9 +11,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Mapping
 from contextlib import aclosing
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Protocol
 
@@ -22,6 +22,7 @@ from ragsift.chat.citations import CitedAnswer
 from ragsift.chat.evidence import evidence_from_hits
 from ragsift.chat.extractive import extractive_answer
 from ragsift.chat.prompt import build_messages
+from ragsift.chat.replies import route_reply
 from ragsift.domain.assets import AssetRef
 from ragsift.domain.chat import (
     ChatMessage,
@@ -36,7 +37,7 @@ from ragsift.domain.chat import (
     conversation_title,
 )
 from ragsift.domain.errors import InvalidInput, NotFound, UpstreamError
-from ragsift.domain.requests import Mode, SearchRequest
+from ragsift.domain.requests import HistoryMessage, Mode, RouteChoice, SearchRequest
 from ragsift.domain.results import RetrievalResult
 from ragsift.domain.trace import RetrievalTrace
 from ragsift.ports import ChatModel, ConversationStore
@@ -61,6 +62,8 @@ class ChatOptions:
     max_query_chars: int = 1000
     history_turns: int = 3
     extractive_sentences: int = 3
+    # replies to turns routed away from the search, keyed <kind>.<zh|en> (chat/replies.py)
+    route_replies: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +79,7 @@ class ChatRequest:
     rewrite: bool | None = None
     rerank: bool | None = None
     small2big: bool | None = None
+    route: RouteChoice | None = None  # None: the plan's rules decide
     # the data scope of the search (an API key's ceiling) and the key the conversation is for
     tenant_ids: tuple[str, ...] | None = None
     dataset_ids: tuple[str, ...] | None = None
@@ -98,6 +102,9 @@ class PreparedTurn:
     evidence: tuple[Evidence, ...]
     trace: RetrievalTrace
     messages: tuple[ChatMessage, ...]
+    # the whole answer of a turn the plan routed away from the search (a greeting, a
+    # request for a person): no evidence, no model
+    reply: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +142,16 @@ class ChatAnswer:
 
     turn: PreparedTurn
     finished: TurnFinished
+
+
+def _as_messages(history: list[tuple[str, str]]) -> tuple[HistoryMessage, ...]:
+    """(question, answer) pairs as the messages a search reads, oldest first."""
+    messages: list[HistoryMessage] = []
+    for question, answer in history:
+        messages.append(HistoryMessage(role="user", content=question[:20_000]))
+        if answer:
+            messages.append(HistoryMessage(role="assistant", content=answer[:20_000]))
+    return tuple(messages)
 
 
 def _now() -> datetime:
@@ -183,10 +200,14 @@ class ChatService:
             document_ids=request.document_ids, rewrite=request.rewrite,
             rerank=request.rerank, small2big=request.small2big,
             tenant_ids=request.tenant_ids, dataset_ids=request.dataset_ids,
-            visibilities=request.visibilities, roles=request.roles,
+            visibilities=request.visibilities, roles=request.roles, route=request.route,
+            history=_as_messages(history),
             # FAQ entries are no chunks with a locator to cite; chat answers from documents
             run_doc=True, run_faq=False,
         ))
+        route = result.trace.route
+        reply = (None if route.route == "search"
+                 else route_reply(route, self._options.route_replies))
         evidence = evidence_from_hits(result.hits)
         messages = (
             build_messages(question, evidence, history)
@@ -195,7 +216,7 @@ class ChatService:
         return PreparedTurn(
             conversation_id=conversation_id, turn_id=uuid.uuid4().hex,
             new_conversation=new_conversation, question=question, evidence=evidence,
-            trace=result.trace, messages=messages,
+            trace=result.trace, messages=messages, reply=reply,
         )
 
     def _history(self, conversation_id: str, kb_id: str) -> list[tuple[str, str]]:
@@ -276,7 +297,11 @@ class ChatService:
             self._finish(turn_id, "cancelled", CitedAnswer("", ()), error=CLIENT_GONE)
 
     async def _deltas(self, turn: PreparedTurn) -> AsyncGenerator[str, None]:
-        """The answer's text pieces: the model's stream, or the extractive answer at once."""
+        """The answer's text pieces: the model's stream, or the extractive answer (or the
+        reply of a turn routed away from the search) at once."""
+        if turn.reply is not None:
+            yield turn.reply
+            return
         if self._model is None or not turn.evidence:
             yield extractive_answer(
                 turn.question, turn.evidence, self._options.extractive_sentences

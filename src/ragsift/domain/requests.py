@@ -8,6 +8,17 @@ from pydantic import BaseModel, ConfigDict, Field
 
 Mode = Literal["dense", "sparse", "hybrid"]
 Fusion = Literal["rrf", "weighted", "zscore"]
+# auto: the plan's rules decide; any other value forces that route (search: search anyway)
+RouteChoice = Literal["auto", "search", "chitchat", "handoff"]
+
+
+class HistoryMessage(BaseModel):
+    """One earlier message of the conversation a request belongs to."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    role: Literal["user", "assistant"]
+    content: str = Field(max_length=20_000)
 
 
 class SearchRequest(BaseModel):
@@ -37,6 +48,9 @@ class SearchRequest(BaseModel):
     min_score: float | None = None
     run_doc: bool | None = None
     run_faq: bool | None = None
+    route: RouteChoice | None = None  # None: auto unless RAGSIFT_ROUTE_RULES is false
+    # the conversation so far, oldest first: a follow-up is searched with it (history-aware)
+    history: tuple[HistoryMessage, ...] = Field(default=(), max_length=40)
     faq_top_k: int | None = Field(default=None, ge=1, le=50)
     document_ids: tuple[str, ...] | None = None
     sources: tuple[str, ...] | None = None

@@ -7,7 +7,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 # "translation": the query in the script most of the KB is written in (cross-lingual queries)
-RewriteMethod = Literal["step_back", "hyde", "expand", "translation", "none"]
+# "standalone": a follow-up written as a question that needs no conversation (history-aware)
+RewriteMethod = Literal["step_back", "hyde", "expand", "translation", "standalone", "none"]
 
 
 class RewriteProposal(BaseModel):

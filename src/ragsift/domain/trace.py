@@ -31,7 +31,9 @@ class QueryVariant(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     text: str
-    method: Literal["original", "step_back", "hyde", "expand", "translation"]
+    # contextual: a follow-up joined with the salient terms of the last user question (no LLM)
+    method: Literal["original", "step_back", "hyde", "expand", "translation", "standalone",
+                    "contextual"]
 
 
 class ChannelRun(BaseModel):
@@ -71,6 +73,20 @@ class ScopeTrace(BaseModel):
     empty_reason: str | None = None
 
 
+class RouteTrace(BaseModel):
+    """The plan's route of the message (retrieval/route.py): only `search` searches.
+
+    `decided_by`: the rules, the request (a forced route), or neither (rules off)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    route: Literal["chitchat", "handoff", "search"] = "search"
+    decided_by: Literal["rules", "request", "default"] = "default"
+    reason: str | None = None
+    kind: Literal["greeting", "thanks", "farewell", "acknowledgement"] | None = None
+    language: Literal["zh", "en"] | None = None
+
+
 StageStatus = Literal["off", "applied", "skipped", "failed"]
 
 
@@ -94,6 +110,7 @@ class RetrievalTrace(BaseModel):
     # the knowledge-base version searched (None: the KB has no versions)
     kb_version: int | None = None
     query: str
+    route: RouteTrace = Field(default_factory=RouteTrace)
     mode: Literal["dense", "sparse", "hybrid"]
     fusion: Literal["rrf", "weighted", "zscore"]
     switches_requested: Switches = Field(default_factory=Switches)
@@ -105,6 +122,8 @@ class RetrievalTrace(BaseModel):
     fused_count: int = 0
     ready_filtered_count: int = 0
     rewrite: StageTrace = Field(default_factory=StageTrace)
+    # the conversation's part: whether the message was searched as a follow-up, and how
+    history: StageTrace = Field(default_factory=StageTrace)
     auto_merge: StageTrace = Field(default_factory=StageTrace)
     consistency: StageTrace = Field(default_factory=StageTrace)
     feedback: StageTrace = Field(default_factory=StageTrace)  # RM3 of the BM25 query

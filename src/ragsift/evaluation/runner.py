@@ -41,6 +41,7 @@ class RunConfig:
     rewrite: bool = False
     rerank: bool = False
     auto_merge: bool = False
+    small2big: bool = False  # context only: the ranking is the same, the latency is not
     consistency: bool = False  # the consistency re-scoring (asked for explicitly, on or off)
     second_dense: bool | None = None  # the second dense channel; None: the settings' policy
     tuned: bool = False  # search with the KB's tuned fusion: method, weights, width, RRF k
@@ -184,7 +185,7 @@ class EvalRunner:
             tuned_fusion=config.tuned, rewrite=config.rewrite, rerank=config.rerank,
             auto_merge=config.auto_merge, consistency=config.consistency,
             second_dense=config.second_dense,
-            small2big=False,  # context never changes the ranking
+            small2big=config.small2big,
             kb_version=self._kb_version,
         )
 

@@ -43,6 +43,8 @@ class EvalOptions:
     dump_run: Path | None = None
     disable_rewrite: bool = False
     disable_rerank: bool = False
+    enable_auto_merge: bool = False  # parents replace 2+ sibling hits (changes the ranking)
+    # Small2Big with its database reads: the ranking is unchanged, its cost is measured
     enable_parent_expansion: bool = False
     write_batch: int = 512
     embedder_sample: int = 128
@@ -54,7 +56,8 @@ class StageSwitches:
     rewrite: bool
     rerank: bool
     auto_merge: bool
-    consistency: bool = False  # RAGSIFT_CONSISTENCY_RESCORING
+    consistency: bool = False
+    small2big: bool = False  # --enable-parent-expansion  # RAGSIFT_CONSISTENCY_RESCORING
     second_dense: bool = False  # the index has a second dense channel (RAGSIFT_SECOND_DENSE)
 
 
@@ -63,8 +66,9 @@ def stage_switches(settings: Settings, options: EvalOptions) -> StageSwitches:
     return StageSwitches(
         rewrite=bool(settings.llm_base_url) and settings.rewrite and not options.disable_rewrite,
         rerank=settings.reranker != "none" and settings.rerank and not options.disable_rerank,
-        auto_merge=options.enable_parent_expansion,
+        auto_merge=options.enable_auto_merge,
         consistency=settings.consistency_rescoring,
+        small2big=options.enable_parent_expansion,
     )
 
 
@@ -74,13 +78,17 @@ def stage_notes(switches: StageSwitches, options: EvalOptions) -> dict[str, str]
         "off (--disable-rewrite)" if options.disable_rewrite else "off: no rewriter configured")
     rerank = "on (RAGSIFT_RERANKER)" if switches.rerank else (
         "off (--disable-rerank)" if options.disable_rerank else "off: no reranker configured")
-    expansion = ("auto-merge on: parents replace 2+ sibling hits" if switches.auto_merge
-                 else "off: hits are the indexed chunks")
+    merge = ("on (--enable-auto-merge): parents replace 2+ sibling hits" if switches.auto_merge
+             else "off: hits are the indexed chunks")
+    expansion = ("on (--enable-parent-expansion): Small2Big reads each hit's context from the "
+                 "database (ranking unchanged; latency includes it)" if switches.small2big
+                 else "off: no context is read")
     consistency = ("on (RAGSIFT_CONSISTENCY_RESCORING)" if switches.consistency
                    else "off (RAGSIFT_CONSISTENCY_RESCORING)")
     second = ("on: searched for the queries RAGSIFT_SECOND_DENSE_QUERIES names"
               if switches.second_dense else "none (RAGSIFT_SECOND_DENSE, the `use` extra)")
-    return {"rewrite": rewrite, "rerank": rerank, "parent_expansion": expansion,
+    return {"rewrite": rewrite, "rerank": rerank, "auto_merge": merge,
+            "parent_expansion": expansion,
             "consistency": consistency, "second_dense": second}
 
 
@@ -91,7 +99,8 @@ def ablation_configs(
     and the consistency re-scoring turned on where the settings leave it off."""
     on = tuple(
         replace(c, rewrite=switches.rewrite, rerank=switches.rerank,
-                auto_merge=switches.auto_merge, consistency=switches.consistency)
+                auto_merge=switches.auto_merge, consistency=switches.consistency,
+                small2big=switches.small2big)
         for c in configs
     )
     if not ablation:

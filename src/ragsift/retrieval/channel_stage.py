@@ -1,23 +1,26 @@
 """The channel stage of a document search: the original query's channels, the one rewrite
-(a translation for a cross-lingual query), and the second dense channel when it is wanted."""
+(a translation for a cross-lingual query, a standalone question for a follow-up), a follow-up's
+contextual variant, and the second dense channel when it is wanted."""
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Literal
 
 from ragsift.domain.errors import RetrievalUnavailable
 from ragsift.domain.filters import SearchFilter
+from ragsift.domain.requests import HistoryMessage
 from ragsift.domain.results import RankedList
-from ragsift.domain.trace import ChannelRun, Degradation, QueryVariant
+from ragsift.domain.trace import ChannelRun, Degradation, QueryVariant, StageTrace
 from ragsift.ports import QueryRewriter
 from ragsift.retrieval.channels import ChannelOutcome, ChannelRunner
 from ragsift.retrieval.cross_lingual import CrossLingual
+from ragsift.retrieval.follow_up import FollowUp, contextual_query, follow_up
 from ragsift.retrieval.options import Options
-from ragsift.retrieval.stages import RewriteOutcome, rewrite_stage
+from ragsift.retrieval.stages import RewriteOutcome, StandaloneWriter, rewrite_stage
 
 
 def _ms(start: float) -> float:
@@ -59,6 +62,17 @@ class Retrieved:
     timings: tuple[tuple[str, float], ...]  # "rewrite" (when it was on), "channels"
     # the second dense channel's fusion weight for this query (None: it was not searched)
     second_dense_weight: float | None = None
+    history: StageTrace = field(default_factory=StageTrace)
+
+    @property
+    def search_query(self) -> str:
+        """What later stages (rerank) should read as the question: the standalone question
+        or the contextual variant of a follow-up, else the query."""
+        for method in ("standalone", "contextual"):  # the model's question first
+            for variant in self.variants:
+                if variant.method == method:
+                    return variant.text
+        return self.variants[0].text
 
 
 class ChannelStage:
@@ -67,7 +81,7 @@ class ChannelStage:
     def __init__(
         self, channels: ChannelRunner, rewriter: QueryRewriter | None, max_rewrite_chars: int,
         cross_lingual: CrossLingualDecider | None = None, translate: bool = True,
-        second_dense: SecondDensePolicy | None = None,
+        second_dense: SecondDensePolicy | None = None, history_aware: bool = True,
     ) -> None:
         """`cross_lingual`: asked per search whether the query is in the KB's minority script;
         `translate`: then the one rewrite is a translation; `second_dense`: when the second
@@ -80,55 +94,67 @@ class ChannelStage:
         self._cross_lingual = cross_lingual
         self._translate = translate
         self._second_dense = second_dense if channels.has_second_dense else None
+        self._history_aware = history_aware
 
-    async def run(self, query: str, search_filter: SearchFilter, options: Options) -> Retrieved:
-        """RetrievalUnavailable when every channel failed."""
+    async def run(
+        self, query: str, search_filter: SearchFilter, options: Options,
+        history: Sequence[HistoryMessage] = (),
+    ) -> Retrieved:
+        """RetrievalUnavailable when every channel failed. With `history`, a follow-up is
+        also searched as a standalone question (a rewriter that writes one) or with the terms
+        of the question it continues (the contextual variant)."""
         stage = time.perf_counter()
         timings: list[tuple[str, float]] = []
         original = asyncio.create_task(self._channels.run(
             [("original", query)], search_filter, options.mode, options.channel_k
         ))
-        second: asyncio.Task[ChannelOutcome] | None = None
-        weight: float | None = None
+        found = follow_up(query, history) if history and self._history_aware else None
+        # the rewrite switch decides whether the model is asked, as for any rewrite
+        standalone = (found is not None and options.switches.rewrite
+                      and isinstance(self._rewriter, StandaloneWriter))
+        pending: list[asyncio.Task[ChannelOutcome]] = [original]
         try:
             cross = None if self._cross_lingual is None else await self._cross_lingual(
                 search_filter.kb_id, query
             )
-            if self._second_dense is not None and options.mode != "sparse":
-                weight = self._second_dense.weight(cross, options.second_dense)
+            weight = (self._second_dense.weight(cross, options.second_dense)
+                      if self._second_dense is not None and options.mode != "sparse" else None)
             if weight is not None:
-                second = asyncio.create_task(self._channels.run_second_dense(
-                    "original", query, search_filter, options.channel_k))
+                pending.append(asyncio.create_task(self._channels.run_second_dense(
+                    "original", query, search_filter, options.channel_k)))
+            # the contextual variant runs beside a standalone question too: together they
+            # found more than the standalone question alone (docs/quality.md, multi-turn)
+            if found is not None:
+                pending.append(asyncio.create_task(self._channels.run(
+                    [("context", contextual_query(query, found))], search_filter,
+                    options.mode, options.channel_k)))
             rewrite = await rewrite_stage(
                 self._rewriter, options.switches.rewrite, query, self._max_rewrite_chars,
-                cross if self._translate else None,
+                cross if self._translate else None, history if standalone else None,
             )
         except BaseException:
-            original.cancel()
-            if second is not None:
-                second.cancel()
+            for task in pending:
+                task.cancel()
             raise
         if rewrite.trace.status != "off":
             timings.append(("rewrite", _ms(stage)))
-        outcome = await original
-        lists, runs, degradations = outcome.lists, outcome.runs, outcome.degradations
-        if second is not None:
-            extra = await second
-            lists += extra.lists
-            runs += extra.runs
-            degradations += extra.degradations
+        lists: list[RankedList] = []
+        runs: list[ChannelRun] = []
+        degradations: list[Degradation] = []
+        for task in pending:
+            _gather(await task, lists, runs, degradations)
         variants = [QueryVariant(text=query, method="original")]
+        if found is not None:
+            variants.append(QueryVariant(text=contextual_query(query, found),
+                                         method="contextual"))
         if rewrite.degradation is not None:
             degradations.append(rewrite.degradation)
         if rewrite.variant is not None:
             variants.append(rewrite.variant)
-            extra = await self._channels.run(
+            _gather(await self._channels.run(
                 [("rewrite", rewrite.variant.text)], search_filter, options.mode,
                 options.channel_k,
-            )
-            lists += extra.lists
-            runs += extra.runs
-            degradations += extra.degradations
+            ), lists, runs, degradations)
         timings.append(("channels", _ms(stage)))
         if not lists:
             reasons = "; ".join(
@@ -136,4 +162,37 @@ class ChannelStage:
             )
             raise RetrievalUnavailable(f"every retrieval channel failed: {reasons}")
         return Retrieved(tuple(variants), tuple(lists), tuple(runs), tuple(degradations),
-                         rewrite, tuple(timings), weight)
+                         rewrite, tuple(timings), weight,
+                         history_trace(history, found, standalone, rewrite))
+
+
+def _gather(outcome: ChannelOutcome, lists: list[RankedList], runs: list[ChannelRun],
+            degradations: list[Degradation]) -> None:
+    lists += outcome.lists
+    runs += outcome.runs
+    degradations += outcome.degradations
+
+
+def history_trace(
+    history: Sequence[HistoryMessage], found: FollowUp | None, standalone: bool,
+    rewrite: RewriteOutcome,
+) -> StageTrace:
+    """The history stage's record: off without a conversation, skipped for a message that
+    stands alone, applied with the variants that carried the conversation: the contextual
+    one, and the standalone question when the rewriter wrote one."""
+    if not history:
+        return StageTrace(status="off", reason="no conversation history")
+    if found is None:
+        return StageTrace(status="skipped", reason="the message stands alone (or no earlier "
+                          "question to continue)")
+    detail: dict[str, float | int | str] = {"follow_up": found.reason,
+                                            "earlier_terms": found.terms}
+    if not standalone:
+        return StageTrace(status="applied", detail={**detail, "variant": "contextual"})
+    if rewrite.variant is None:
+        why = ("the standalone rewrite failed" if rewrite.degradation is not None
+               else f"no standalone question: {rewrite.trace.reason}")
+        return StageTrace(status="applied", reason=why,
+                          detail={**detail, "variant": "contextual"})
+    return StageTrace(status="applied",
+                      detail={**detail, "variant": "standalone+contextual"})

@@ -12,11 +12,12 @@ from ragsift.domain.errors import InvalidInput
 from ragsift.domain.filters import SearchFilter
 from ragsift.domain.requests import SearchRequest
 from ragsift.domain.results import RetrievalResult
-from ragsift.domain.trace import QueryVariant, RetrievalTrace, StageTrace
+from ragsift.domain.trace import QueryVariant, RetrievalTrace, RouteTrace, StageTrace
 from ragsift.observability.context import current_request_id
 from ragsift.retrieval.faq import FaqOutcome, FaqSearcher
 from ragsift.retrieval.options import Options, resolve_options
 from ragsift.retrieval.query import validate_query
+from ragsift.retrieval.route import decide
 from ragsift.retrieval.scope import compile_filter
 
 DocumentSearch = Callable[[SearchRequest, int | None], Awaitable[RetrievalResult]]
@@ -54,13 +55,17 @@ async def run_plan(
 
     The KB version is read once, before both start, so documents and FAQ entries come from
     the same version; both searches apply the request's scope. A FAQ failure is a
-    degradation; a document failure fails the request as before.
+    degradation; a document failure fails the request as before. A message routed away from
+    the search (a greeting, a request for a person) searches neither, and says so.
     """
     started = time.perf_counter()
     query = validate_query(request.query, settings.max_query_chars)
     plan = resolve_plan(request, settings)
     options = resolve_options(request, settings)
     version = await version_of(request)
+    route = decide(request.route, query, settings.route_rules)
+    if route.route != "search":
+        return _not_searched(request.kb_id, query, options, version, route)
     faq_filter = compile_filter(request, None, version)
     faq_task = asyncio.create_task(_search_faq(faq, plan, faq_filter, query, options))
     try:
@@ -79,7 +84,7 @@ async def run_plan(
     timings["total"] = round((time.perf_counter() - started) * 1000, 3)
     trace = trace.model_copy(update={
         "faq": outcome.trace, "degradations": trace.degradations + outcome.degradations,
-        "timings_ms": timings,
+        "timings_ms": timings, "route": route,
     })
     return result.model_copy(update={"faq_hits": outcome.hits, "trace": trace})
 
@@ -101,11 +106,26 @@ def _no_documents(
     """The empty document side of a FAQ-only plan (the KB is known: version_of checked it),
     with a trace that says so."""
     off = StageTrace(status="off", reason="documents not searched (run_doc=false)")
-    trace = RetrievalTrace(
+    return RetrievalResult(hits=(), trace=_empty_trace(kb_id, query, options, version, off))
+
+
+def _not_searched(
+    kb_id: str, query: str, options: Options, version: int | None, route: RouteTrace
+) -> RetrievalResult:
+    """No documents and no FAQ for a message the plan routed away, with the route's why."""
+    off = StageTrace(status="off", reason=f"not searched: the route is {route.route}")
+    trace = _empty_trace(kb_id, query, options, version, off).model_copy(
+        update={"route": route, "faq": off})
+    return RetrievalResult(hits=(), trace=trace)
+
+
+def _empty_trace(
+    kb_id: str, query: str, options: Options, version: int | None, off: StageTrace
+) -> RetrievalTrace:
+    return RetrievalTrace(
         request_id=current_request_id(), kb_id=kb_id, query=query, mode=options.mode,
         fusion=options.fusion, switches_requested=options.switches,
         variants=(QueryVariant(text=query, method="original"),),
         rewrite=off, auto_merge=off, rerank=off, threshold=off, small2big=off,
         kb_version=version,
     )
-    return RetrievalResult(hits=(), trace=trace)

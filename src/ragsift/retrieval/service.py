@@ -112,6 +112,7 @@ class RetrievalService:
                 second_dense=second is not None,
             ),
             translate=settings.cross_lingual, second_dense=second,
+            history_aware=settings.history_aware,
         )
         self._feedback = FeedbackStage(index, settings)
         self._ready = ReadyStage(repository, versions)
@@ -186,7 +187,8 @@ class RetrievalService:
             timings["total"] = _ms(started)
             return RetrievalResult(hits=(), trace=trace.model_copy(update={"timings_ms": timings}))
 
-        retrieved = await self._retrieve.run(query, scope.search_filter, options)
+        retrieved = await self._retrieve.run(query, scope.search_filter, options,
+                                             request.history)
         timings.update(retrieved.timings)
         if retrieved.second_dense_weight is not None:
             options = replace(options, weights={
@@ -201,9 +203,11 @@ class RetrievalService:
         stage = time.perf_counter()
         ready = await self._ready.run(request.kb_id, fused, version)
         timings["ready_check"] = _ms(stage)
+        # a follow-up is reranked as the question it stands for
+        question, query_tokens = self._question(query, retrieved, options, query_tokens)
         context = StageContext(request.kb_id, options, version, query_tokens)
         candidates, traces, degradations = await self._run_candidate_stages(
-            query, ready.candidates, context, timings
+            question, ready.candidates, context, timings
         )
         threshold = threshold_stage(
             candidates, options.min_score, traces["rerank"].status == "applied"
@@ -223,11 +227,25 @@ class RetrievalService:
             "degradations": failures,
             "switches_applied": _applied(retrieved, traces, expanded, feedback.trace),
             "fused_count": fused_count(feedback.lists), "ready_filtered_count": ready.filtered,
-            "rewrite": retrieved.rewrite.trace, "feedback": feedback.trace, **traces,
+            "rewrite": retrieved.rewrite.trace, "history": retrieved.history,
+            "feedback": feedback.trace, **traces,
             "threshold": threshold.trace, "small2big": expanded.trace,
             "returned_count": len(hits), "timings_ms": timings,
         })
         return RetrievalResult(hits=hits, trace=trace)
+
+    def _question(
+        self, query: str, retrieved: Retrieved, options: Options, query_tokens: int
+    ) -> tuple[str, int]:
+        """The question later stages read, and its rerank tokens: a follow-up's standalone or
+        contextual form when the reranker can take it, else the query."""
+        question = retrieved.search_query
+        if question == query:
+            return query, query_tokens
+        try:
+            return question, self._rerank.query_tokens(question, options)
+        except InvalidInput:  # over the reranker's query limit: the message as it was asked
+            return query, query_tokens
 
     async def _run_feedback(
         self, query: str, kb_id: str, search_filter: SearchFilter, options: Options,

@@ -10,6 +10,7 @@ from typing import Protocol, runtime_checkable
 
 from ragsift.config import Settings
 from ragsift.domain.errors import InvalidInput
+from ragsift.domain.requests import HistoryMessage
 from ragsift.domain.retries import counting_retries
 from ragsift.domain.stages import RewriteProposal
 from ragsift.domain.trace import Degradation, QueryVariant, StageTrace
@@ -26,6 +27,15 @@ class RewriteOutcome:
     variant: QueryVariant | None
     trace: StageTrace
     degradation: Degradation | None = None
+
+
+@runtime_checkable
+class StandaloneWriter(Protocol):
+    """A rewriter that can write a follow-up as a standalone question (OpenAIRewriter can)."""
+
+    def standalone(self, query: str, history: Sequence[HistoryMessage]) -> RewriteProposal:
+        """`query` rewritten to need no `history` (oldest first), method "standalone"."""
+        ...
 
 
 @runtime_checkable
@@ -58,13 +68,18 @@ def kb_scripts(repository: Repository, settings: Settings) -> KbScripts:
 async def rewrite_stage(
     rewriter: QueryRewriter | None, wanted: bool, query: str, max_chars: int,
     cross_lingual: CrossLingual | None = None,
+    history: Sequence[HistoryMessage] | None = None,
 ) -> RewriteOutcome:
     """At most one validated rewrite; a failing rewriter degrades to the original query.
 
-    With a `cross_lingual` decision that names a target language, the one variant is the
-    query translated into it (even when a same-language rewrite was not requested): the
-    original query still runs, so the translation only adds what the other script finds.
+    With `history` (a follow-up, and a rewriter that writes standalone questions), the one
+    variant is the follow-up written as a standalone question. Else, with a `cross_lingual`
+    decision that names a target language, the one variant is the query translated into it
+    (even when a same-language rewrite was not requested): the original query still runs, so
+    the translation only adds what the other script finds.
     """
+    if history is not None and isinstance(rewriter, StandaloneWriter):
+        return await _standalone(rewriter, query, max_chars, history)
     target = cross_lingual.target if cross_lingual is not None else None
     translate = (target is not None and rewriter is not None
                  and isinstance(rewriter, QueryTranslator))
@@ -97,6 +112,27 @@ async def rewrite_stage(
     return RewriteOutcome(variant, StageTrace(
         status="applied", detail={"method": variant.method, **extra}, retries=tally.retries,
     ))
+
+
+async def _standalone(
+    rewriter: StandaloneWriter, query: str, max_chars: int, history: Sequence[HistoryMessage]
+) -> RewriteOutcome:
+    with counting_retries() as tally:
+        try:
+            proposal = await asyncio.to_thread(rewriter.standalone, query, history)
+        except Exception as exc:  # cancellation (BaseException) propagates
+            reason = f"{type(exc).__name__}: {exc}"
+            logger.warning("standalone rewrite failed: %s", reason)
+            return RewriteOutcome(
+                None, StageTrace(status="failed", reason=reason, retries=tally.retries),
+                Degradation(code="rewrite_failed", reason=reason),
+            )
+    variant, why = accept_rewrite(query, proposal, max_chars)
+    if variant is None:
+        return RewriteOutcome(None, StageTrace(status="skipped", reason=why,
+                                               retries=tally.retries))
+    return RewriteOutcome(variant, StageTrace(
+        status="applied", detail={"method": variant.method}, retries=tally.retries))
 
 
 @dataclass(frozen=True, slots=True)
