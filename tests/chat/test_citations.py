@@ -79,3 +79,14 @@ def test_a_marker_split_across_streamed_deltas_is_validated_on_the_joined_text()
 
 def test_strip_citations_removes_every_link() -> None:
     assert strip_citations("A [1](citation://1)[2](citation://2). B [9](citation://9)") == "A . B "
+
+
+def test_an_answer_cut_inside_a_link_keeps_none_of_it() -> None:
+    from ragsift.chat.citations import trim_unfinished_link
+
+    assert trim_unfinished_link("The limit is 150 [来源 1](citati") == "The limit is 150"
+    assert trim_unfinished_link("The limit is 150 [") == "The limit is 150"
+    assert trim_unfinished_link("See ![chart](asset:") == "See"
+    whole = "The limit is 150 [1](citation://1)."
+    assert trim_unfinished_link(whole) == whole
+    assert trim_unfinished_link("a [note] and more") == "a [note] and more"

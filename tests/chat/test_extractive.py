@@ -71,3 +71,30 @@ def test_long_sentences_are_shortened_and_no_evidence_says_so() -> None:
     assert line.endswith("… [Source 1](citation://1)") and len(line) < 330
     assert extractive_answer("hotel?", []) == NO_EVIDENCE_EN
     assert extractive_answer("年假？", []) == NO_EVIDENCE_ZH
+
+
+TABLE = (
+    "| 城市类别 | 代表城市 | 职级 | 住宿上限（元/晚） |\n| --- | --- | --- | --- |\n"
+    "| 一线城市 | 北京、上海 | 普通员工 | 600 |\n| 一线城市 | 北京、上海 | 经理及以上 | 900 |\n"
+    "| 其他城市 | 地级市 | 普通员工 | 300 |\n| 说明 | 超出部分由个人承担 |  |  |"
+)
+
+
+def test_a_table_hit_is_quoted_as_its_matching_rows_under_its_header() -> None:
+    answer = extractive_answer("北京的住宿上限每晚多少", [evidence(1, TABLE, "price.xlsx")])
+
+    assert answer == (
+        f"{EXTRACTIVE_NOTE_ZH}\n\n"
+        "| 城市类别 | 代表城市 | 职级 | 住宿上限（元/晚） |\n| --- | --- | --- | --- |\n"
+        "| 一线城市 | 北京、上海 | 普通员工 | 600 |\n"
+        "| 一线城市 | 北京、上海 | 经理及以上 | 900 |\n\n"
+        "[来源 1](citation://1)"
+    )
+
+
+def test_a_list_item_is_quoted_as_one_bullet_without_its_own_marker() -> None:
+    text = "- 年假：员工每年享有十五天带薪年假。\n- 病假：须提供医院证明。"
+    answer = extractive_answer("年假有几天", [evidence(1, text)])
+
+    assert answer.endswith("\n\n- 年假：员工每年享有十五天带薪年假。 [来源 1](citation://1)")
+    assert "- - " not in answer

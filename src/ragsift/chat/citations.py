@@ -127,6 +127,17 @@ def validate_citations(text: str, evidence: Sequence[Evidence]) -> CitedAnswer:
     return CitedAnswer("".join(parts), tuple(cited.values()), tuple(removed))
 
 
+# a link the stream stopped inside: "[来源 1](citati", "[Source", "![chart](asset:"
+_UNFINISHED_LINK = re.compile(r"!?\[[^\[\]\n]{0,60}(?:\]\([^()\n]{0,200})?$")
+
+
+def trim_unfinished_link(text: str) -> str:
+    """`text` without a Markdown link cut off at its end (an answer that stopped mid-link
+    kept a dangling "["), and without the spaces before it."""
+    cut = _UNFINISHED_LINK.search(text) if "[" in text else None
+    return text if cut is None else text[: cut.start()].rstrip(_SPACE)
+
+
 def strip_citations(text: str) -> str:
     """`text` without any citation link (for earlier answers replayed in a later prompt)."""
     return CITATION.sub("", text)

@@ -42,6 +42,36 @@ def terms(text: str) -> set[str]:
     return found
 
 
+# a list item's marker: the answer's own bullet replaces it ("- - text" rendered an empty bullet)
+_LIST_MARK = re.compile(r"^(?:[-*+•·]|\d{1,3}[.)、])\s+")
+_TABLE_ROW = re.compile(r"^\|.*\|$")
+_TABLE_RULE = re.compile(r"^\|(?:\s*:?-{3,}:?\s*\|)+$")
+MAX_TABLE_ROWS = 3
+
+
+def table_excerpt(question_terms: set[str], text: str) -> tuple[float, str] | None:
+    """The rows of the Markdown table in `text` (a spreadsheet or document table) that share
+    the most question terms, at most MAX_TABLE_ROWS in table order, under the table's header:
+    (share of the question's terms they hold, a small Markdown table); None without a table."""
+    lines = [line.strip() for line in text.splitlines()]
+    for i in range(len(lines) - 1):
+        if _TABLE_ROW.match(lines[i]) and _TABLE_RULE.match(lines[i + 1]):
+            header, rule = lines[i], lines[i + 1]
+            rows = []
+            for line in lines[i + 2:]:
+                if not _TABLE_ROW.match(line):
+                    break
+                rows.append(line)
+            scored = [(len(question_terms & terms(row)), n, row) for n, row in enumerate(rows)]
+            best = sorted((s for s in scored if s[0] > 0), key=lambda s: (-s[0], s[1]))
+            picked = sorted(best[:MAX_TABLE_ROWS], key=lambda s: s[1]) or scored[:1]
+            if not picked:
+                return None
+            held = len(question_terms & terms(" ".join([header, *(p[2] for p in picked)])))
+            return held / len(question_terms), "\n".join([header, rule, *(p[2] for p in picked)])
+    return None
+
+
 def _shorten(sentence: str) -> str:
     if len(sentence) <= MAX_SENTENCE_CHARS:
         return sentence
@@ -58,6 +88,14 @@ def best_sentence(question_terms: set[str], item: Evidence) -> tuple[float, str]
     return max(best_score, 0.0), best
 
 
+def _quote(excerpt: str, link: str) -> str:
+    """A table stays a table (its citation on the line after it, blank lines around it so
+    Markdown renders it); a sentence becomes one bullet without its own list marker."""
+    if _TABLE_ROW.match(excerpt.split("\n", 1)[0]):
+        return f"\n{excerpt}\n\n{link}\n"
+    return f"- {_shorten(_LIST_MARK.sub('', excerpt))} {link}"
+
+
 def extractive_answer(question: str, evidence: Sequence[Evidence], max_sentences: int = 3) -> str:
     """A note saying no model answered, then the best sentences with their citation links
     (`[来源 N](citation://N)` for a Chinese question, `[Source N](...)` else); pure.
@@ -72,7 +110,8 @@ def extractive_answer(question: str, evidence: Sequence[Evidence], max_sentences
     wanted = terms(question) or {question.strip().lower()}
     picked: list[tuple[Evidence, str]] = []
     for item in evidence:
-        score, sentence = best_sentence(wanted, item)
+        table = table_excerpt(wanted, item.text)
+        score, sentence = table if table is not None else best_sentence(wanted, item)
         if score > 0 and sentence:
             picked.append((item, sentence))
         if len(picked) == max_sentences:
@@ -83,8 +122,8 @@ def extractive_answer(question: str, evidence: Sequence[Evidence], max_sentences
     chinese = is_chinese(question)
     note = EXTRACTIVE_NOTE_ZH if chinese else EXTRACTIVE_NOTE_EN
     word = label_word(chinese)
-    lines = [f"- {_shorten(sentence)} {citation_link(item.n, word)}" for item, sentence in picked]
-    answer = note + "\n\n" + "\n".join(lines)
+    blocks = [_quote(excerpt, citation_link(item.n, word)) for item, excerpt in picked]
+    answer = note + "\n\n" + "\n".join(blocks).strip("\n")
     if evidence[0].assets:
         answer += "\n\n" + image_link(evidence[0].assets[0])
     return answer

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from typing import Protocol
 
 from ragsift.chat.assets import validate_answer
-from ragsift.chat.citations import CitedAnswer
+from ragsift.chat.citations import CitedAnswer, trim_unfinished_link
 from ragsift.chat.evidence import evidence_from_hits
 from ragsift.chat.extractive import extractive_answer
 from ragsift.chat.prompt import build_messages
@@ -250,7 +250,8 @@ class ChatService:
         stored = False
 
         def partial() -> CitedAnswer:
-            return validate_answer("".join(parts), turn.evidence)
+            # an answer that stopped (or ended) inside a link keeps none of it
+            return validate_answer(trim_unfinished_link("".join(parts)), turn.evidence)
 
         try:
             yield TurnStarted(turn)
