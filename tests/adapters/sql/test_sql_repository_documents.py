@@ -86,7 +86,7 @@ def test_the_same_sha_may_be_two_documents_of_a_kb_but_a_key_only_one(
     repo.add_document(make_document("d2", sha256="abc").model_copy(update={"key": "t2/a.md"}))
     _, hashed = repo.find_document_by_key_or_sha256("kb1", "none", "abc")
     assert [d.id for d in hashed] == ["d1", "d2"]
-    with pytest.raises(InvalidInput, match="already holds the key 'a.md' as document 'd1'"):
+    with pytest.raises(InvalidInput, match=r"already holds the key 'a\.md' as document 'd1'"):
         repo.add_document(make_document("d3", sha256="def").model_copy(update={"key": "a.md"}))
     assert repo.get_document("d3") is None
 
