@@ -113,6 +113,30 @@ def test_a_killed_sync_is_finished_by_the_next_one(tmp_path: Path) -> None:
     assert all("10 CNY" not in text for text in state["search"])
 
 
+def test_a_resumed_sync_counts_added_and_replaced_as_its_lines_show_them(
+    tmp_path: Path,
+) -> None:
+    # killed while replacing parking.md, after new.md and newer.md were registered (their
+    # keys taken, documents PENDING): the next run replaces one and finishes (adds) two
+    docs, data = _folder(tmp_path), tmp_path / "data"
+    assert run(data, "sync", str(docs), "--kb", "hr").returncode == 0
+    (docs / "parking.md").write_text("# 停车\n\n员工停车每天 15 CNY。\n", "utf-8")
+    (docs / "new.md").write_text("# 新\n\n新的制度。\n", "utf-8")
+    (docs / "newer.md").write_text("# 更新\n\n更新的制度。\n", "utf-8")
+    killed = run(data, "sync", str(docs), "--kb", "hr", crash_at="parsed")
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+
+    again = run(data, "sync", str(docs), "--kb", "hr")
+    assert again.returncode == 0, again.stderr
+    lines = again.stdout.splitlines()
+    assert sum(line.startswith("READY") for line in lines) == 2
+    assert sum(line.startswith("REPLACED") for line in lines) == 1
+    assert "plan: 2 to add, 1 to replace, 0 to delete, 2 unchanged" in again.stdout
+    assert "2 added, 1 replaced, 0 deleted, 2 unchanged" in again.stdout
+    assert set(_state(data)) == {"parking.md", "canteen.md", "sub/leave.md", "new.md",
+                                 "newer.md", "search"}
+
+
 def test_a_missing_folder_is_a_clear_error(tmp_path: Path) -> None:
     done = run(tmp_path / "data", "sync", str(tmp_path / "nope"), "--kb", "hr")
     assert done.returncode == 2 and "not a folder" in done.stderr

@@ -3,7 +3,6 @@ in step with a knowledge base: add, replace, and with --prune delete)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -15,17 +14,11 @@ from ragsift.cli_common import CliFailure, DataDir, KbName, err, open_container,
 
 if TYPE_CHECKING:
     from ragsift.bootstrap import Container
+    from ragsift.cli_ingest_report import Tally
     from ragsift.domain.models import DocumentScope, KnowledgeBase
-    from ragsift.ingestion.files import FileResult, SourceFile, SyncPlan
+    from ragsift.ingestion.files import SourceFile, SyncPlan
 
 Globs = Annotated[list[str] | None, typer.Option(help="Glob on the path inside the folder.")]
-
-
-@dataclass
-class Tally:
-    ready: int = 0
-    failed: int = 0
-    busy: int = 0
 
 
 def ingest(
@@ -51,12 +44,16 @@ def ingest(
     found = find_files(paths, key=key)
     for path, why in found.skipped:
         err.print(f"[yellow]skipped[/] {escape(str(path))}: {why}")
+    given = (source, tenant_id, dataset_id, visibility, role)
+    # none given: a key's document keeps its scope (as in `sync`), a new one gets none
     scope = DocumentScope(source=source, tenant_id=tenant_id, dataset_id=dataset_id,
-                          visibility=visibility, allowed_roles=tuple(role or ()))
+                          visibility=visibility, allowed_roles=tuple(role or ())
+                          ) if any(given) else None
     with open_container(data_dir) as container:
         knowledge_base = container.ingestion.ensure_kb(kb)
         tally = _run(container, knowledge_base, found.files, scope)
-    out.print(f"{tally.ready} of {len(found.files)} documents ingested into {kb!r}")
+    out.print(f"{tally.ingested} of {len(found.files)} documents ingested into {kb!r}"
+              + tally.duplicates_note())
     _finish(container, knowledge_base, tally)
 
 
@@ -72,6 +69,7 @@ def sync(
 ) -> None:
     """Make a KB match a folder: new files added, changed ones replaced (size + mtime, then
     sha256), with --prune deleted ones removed. Idempotent; a re-run resumes a killed one."""
+    from ragsift.cli_ingest_report import Tally
     from ragsift.ingestion.files import find_files, plan_sync
 
     if not folder.is_dir():
@@ -93,9 +91,12 @@ def sync(
             container.ingestion.delete_document(document.id)
             out.print(f"[red]deleted[/] {escape(document.key or document.filename)}")
         tally.failed += sum(len(group) for group in plan.conflicts.values())
-    out.print(f"synced {folder} into {kb!r}: {len(plan.add)} added, {len(plan.replace)} "
-              f"replaced, {len(plan.delete)} deleted, "
-              f"{len(plan.unchanged) + len(plan.touched)} unchanged")
+    # counted from what each file's line says, not from the plan: a resumed run finishes
+    # (adds) documents a killed one registered under their keys
+    unchanged = len(plan.unchanged) + len(plan.touched) + tally.unchanged
+    out.print(f"synced {folder} into {kb!r}: {tally.added} added, {tally.replaced} "
+              f"replaced, {len(plan.delete)} deleted, {unchanged} unchanged"
+              + tally.duplicates_note())
     _finish(container, knowledge_base, tally)
 
 
@@ -120,6 +121,7 @@ def _run(
     container: Container, kb: KnowledgeBase, files: list[SourceFile],
     scope: DocumentScope | None,
 ) -> Tally:
+    from ragsift.cli_ingest_report import report
     from ragsift.ingestion.files import ingest_files
 
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -128,7 +130,7 @@ def _run(
         embedding = bar.add_task("chunks embedded", total=None)
         results, resumed = ingest_files(container.ingestion, kb, files, scope,
                                         lambda n: bar.advance(embedding, n))
-    tally = _report(results)
+    tally = report(results)
     listed = {r.outcome.document.id for r in results if r.outcome is not None}
     if resumed:
         others = len([i for i in resumed if i not in listed])
@@ -137,54 +139,14 @@ def _run(
     return tally
 
 
-def _report(results: list[FileResult]) -> Tally:
-    """One line per file; counts only what is READY now as ingested."""
-    from ragsift.domain.models import DocumentStatus
-
-    tally = Tally()
-    for result in results:
-        path = escape(str(result.source.path))
-        outcome = result.outcome
-        if outcome is None:
-            tally.failed += 1
-            err.print(f"[red]FAILED[/] {path}: {escape(result.error or '')}")
-            continue
-        document = outcome.document
-        if outcome.replace_failed:
-            tally.failed += 1
-            err.print(f"[red]NOT REPLACED[/] {path}: {escape(document.error or '')}")
-        elif document.status == DocumentStatus.FAILED:
-            tally.failed += 1
-            err.print(f"[red]FAILED[/] {path}: {escape(document.error or '')}")
-        elif outcome.busy:
-            tally.busy += 1
-            err.print(f"[yellow]in progress elsewhere[/] {path} (document {document.id} is "
-                      f"{document.status.value} in another live process)")
-        elif document.status != DocumentStatus.READY:
-            tally.failed += 1
-            err.print(f"[red]{document.status.value}[/] {path}: not searchable")
-        elif outcome.duplicate:
-            tally.ready += 1
-            same_key = document.key == result.source.key
-            label = "unchanged" if same_key else "duplicate"
-            out.print(f"[yellow]{label}[/] {path} (same bytes as document {document.id})")
-        else:
-            tally.ready += 1
-            label = "REPLACED" if outcome.replaced else "READY"
-            out.print(f"[green]{label}[/] {path} -> {document.id} ({outcome.chunks} chunks)")
-    return tally
-
-
 def _finish(container: Container, kb: KnowledgeBase, tally: Tally) -> None:
-    from ragsift.ingestion.parsers import SUPPORTED_EXTENSIONS
-
     versions = container.versions.state(kb)
     if versions.mode == "staged":
         out.print(f"{kb.name!r} is staged: the changes wait in draft version "
                   f"{versions.draft_seq} (active: {versions.active_seq}) until `ragsift kb "
                   f"version new --kb {kb.name}` and `ragsift kb version activate`")
     if tally.failed:
-        raise CliFailure(f"{tally.failed} document(s) failed; supported: "
-                         f"{', '.join(sorted(SUPPORTED_EXTENSIONS))}", 2)
+        # each failure's line says why; only an unsupported type's lists the supported ones
+        raise CliFailure(f"{tally.failed} document(s) failed", 2)
     if tally.busy:
         raise CliFailure(f"{tally.busy} document(s) are being ingested by another process", 2)

@@ -248,8 +248,9 @@ class Repository(Protocol):
 
     def find_document_by_key_or_sha256(
         self, kb_id: str, key: str, sha256: str
-    ) -> tuple[Document | None, Document | None]:
-        """(document with this key, document with this content hash) in `kb_id`: one query."""
+    ) -> tuple[Document | None, list[Document]]:
+        """(document with this key, documents with this content hash, oldest first) in
+        `kb_id`: one query."""
         ...
 
     def add_documents(

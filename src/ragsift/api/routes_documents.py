@@ -67,6 +67,8 @@ def _accept_all(
         allowed_roles=tuple(dict.fromkeys(r.strip() for r in roles if r.strip())),
     )
     scope = principal.written_scope(scope)  # a key writes only what it could read back
+    # an administrator giving no scope keeps a key's document's own (as the CLI does)
+    given = None if principal.key is None and scope == DocumentScope() else scope
     key = fields.get("key")
     if key is not None and len(form.files) != 1:
         raise ApiError(400, "invalid_input", "the key field names one file; upload one file")
@@ -74,9 +76,13 @@ def _accept_all(
     accepted: list[UploadedDocument] = []
     for uploaded in form.files:
         data = uploaded.read()
-        outcome = state.worker.accept(kb, uploaded.filename, data, scope, key=key,
+        outcome = state.worker.accept(kb, uploaded.filename, data, given, key=key,
                                       replace=replace)
         document = outcome.document
+        if outcome.other_scope:
+            raise ApiError(409, "key_exists", f"the key {document.key!r} is held by a "
+                           "document of another scope (tenant, dataset, visibility or roles); "
+                           "upload the file under another key")
         if outcome.conflict:
             raise ApiError(409, "key_exists", f"document {document.id!r} already has the key "
                            f"{document.key!r} with other content; send replace=true to "

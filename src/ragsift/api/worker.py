@@ -63,13 +63,14 @@ class IngestionWorker:
                 self._closed = False
 
     def accept(
-        self, kb: KnowledgeBase, filename: str, data: bytes, scope: DocumentScope,
+        self, kb: KnowledgeBase, filename: str, data: bytes, scope: DocumentScope | None,
         key: str | None = None, replace: bool = False,
     ) -> IngestOutcome:
         """Store the original, create the document PENDING and queue it; duplicates are not.
 
         A file whose key exists with other bytes is claimed for a replacement (`replacing`:
-        the caller submits it with `submit_replace`), or a `conflict` without `replace`.
+        the caller submits it with `submit_replace`), or a `conflict` without `replace` or
+        when another access scope holds the key. `scope` None: none given (IngestionService.accept).
         """
         with self._accept_lock:
             outcome = self._ingestion.accept(kb, filename, data, scope, key=key,

@@ -44,6 +44,14 @@ class DocumentScope(Frozen):
     # Roles that may see the document; empty = no role restriction.
     allowed_roles: tuple[str, ...] = ()
 
+    @property
+    def access(self) -> tuple[str | None, str | None, str | None, tuple[str, ...]]:
+        """Who may see it: tenant, dataset, visibility and roles (order-free), not the
+        source label. Documents with the same bytes and access are duplicates (as FAQ
+        entries are: domain/faq.py faq_key)."""
+        return (self.tenant_id, self.dataset_id, self.visibility,
+                tuple(sorted(set(self.allowed_roles))))
+
 
 class Document(Frozen):
     id: str

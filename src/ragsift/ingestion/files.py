@@ -19,7 +19,7 @@ from ragsift.domain.keys import normalize_key
 from ragsift.domain.models import Document, DocumentScope, DocumentStatus, KnowledgeBase
 from ragsift.faults import crash_point
 from ragsift.ingestion.embedding import Progress
-from ragsift.ingestion.outcomes import IngestOutcome
+from ragsift.ingestion.outcomes import UNFINISHED, IngestOutcome
 from ragsift.ingestion.parsers import SUPPORTED_EXTENSIONS
 from ragsift.ingestion.pipeline import IngestionService, NewFile
 
@@ -177,7 +177,8 @@ def _accept(
     except (InvalidInput, OSError) as exc:
         return FileResult(source, error=str(exc)), None
     waiting = (outcome.document.status == DocumentStatus.PENDING
-               and not (outcome.duplicate or outcome.busy or outcome.replace_failed))
+               and not (outcome.duplicate or outcome.busy or outcome.replace_failed
+                        or outcome.conflict))
     return FileResult(source, outcome), outcome.document.id if waiting else None
 
 
@@ -207,7 +208,7 @@ def plan_sync(
         if key in plan.conflicts:
             continue
         document = documents.get(key)
-        if document is None:
+        if document is None or _never_searchable(document, source.path):
             plan.add.append(source)
             continue
         stat = source.path.stat()
@@ -222,6 +223,13 @@ def plan_sync(
         plan.delete = [document for key, document in sorted(documents.items())
                        if key not in seen and _selected(key, include, exclude)]
     return plan
+
+
+def _never_searchable(document: Document, path: Path) -> bool:
+    """A document a killed run left unfinished, or one that FAILED with these bytes: the
+    sync finishes or retries it as a new one (never a replacement of searchable content)."""
+    return document.status in UNFINISHED or (
+        document.status == DocumentStatus.FAILED and document.sha256 == _sha256(path))
 
 
 def _sha256(path: Path) -> str:

@@ -23,6 +23,9 @@ class IngestOutcome:
     # `replacing` accepted for a replacement (the caller runs it), `replaced` done,
     # `replace_failed` the new content was refused (the old one is kept)
     conflict: bool = False
+    # with `conflict`: the key is held by a document of another access scope, which this
+    # file must neither change nor be reported as (its caller might not find it)
+    other_scope: bool = False
     replacing: bool = False
     replaced: bool = False
     replace_failed: bool = False

@@ -188,7 +188,9 @@ class IngestionService:
         the same key change nothing (`duplicate`); other bytes under an existing key are
         claimed for a replacement (`replacing`: the caller then runs `replace`), or refused
         as a `conflict` without `replace`. A duplicate of a live document under another key
-        (same sha256 in the KB) is returned as it is.
+        (same sha256 and access scope in the KB) is returned as it is. A key held by a
+        document of another access scope is a `conflict` (`other_scope`); `scope` None
+        (none given) keeps the key's document's scope, and new documents get none.
         """
         return self._registrar.accept(kb, filename, data, scope, key, source_mtime, replace)
 

@@ -2,7 +2,11 @@
 
 A file's key names it in the KB; the same bytes under the same key change nothing, other
 bytes under a taken key are a replacement (ingestion/revisions.py), and a document whose
-process died is resumed (ingestion/recovery.py).
+process died is resumed (ingestion/recovery.py). A key held by a document of another access
+scope (tenant, dataset, visibility, roles) is a conflict: the file is never written into a
+document its caller could not find. The same bytes under another key are a duplicate only
+of a document of the same access scope (as FAQ entries are); another scope's copy becomes a
+document of its own.
 """
 
 from __future__ import annotations
@@ -29,6 +33,9 @@ from ragsift.ports import ObjectStore, Repository
 from ragsift.processes import is_dead, this_process
 
 logger = logging.getLogger(__name__)
+
+# deleted (from the draft, kept only for older versions): never the twin of a new file
+_GONE = (DocumentStatus.DELETING, DocumentStatus.RETIRED)
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +88,8 @@ class Registrar:
             return IngestOutcome(self.failed(kb, filename, None, len(data), reason, scope, key))
         sha = hashlib.sha256(data).hexdigest()
         keyed, hashed = self._repository.find_document_by_key_or_sha256(kb.id, key, sha)
+        if keyed is not None and scope is not None and keyed.scope.access != scope.access:
+            return IngestOutcome(keyed, conflict=True, other_scope=True)
         if keyed is not None and keyed.sha256 != sha and keyed.status not in UNFINISHED:
             if not replace:
                 return IngestOutcome(keyed, conflict=True)
@@ -92,7 +101,7 @@ class Registrar:
                                    "replace it once it is READY or FAILED")
             self._delete(keyed.id)  # abandoned, never searchable: start over
             keyed = None
-        existing = keyed or hashed
+        existing = keyed or _twin(hashed, scope or DocumentScope())
         if existing is not None and existing.status in UNFINISHED:
             return self._recovery.resume_or_busy(existing)
         if existing is not None and existing.status != DocumentStatus.FAILED:
@@ -220,6 +229,14 @@ class Registrar:
         if key is None or self._repository.find_document_by_key(kb.id, key) is not None:
             return None
         return key
+
+
+def _twin(hashed: Sequence[Document], scope: DocumentScope) -> Document | None:
+    """The document of the same bytes that a file of `scope` duplicates: one the same
+    callers see (access scope; not the source label), live, not FAILED if one is not."""
+    same = [d for d in hashed if d.scope.access == scope.access and d.status not in _GONE]
+    return next((d for d in same if d.status != DocumentStatus.FAILED), None) or next(
+        iter(same), None)
 
 
 def _sha(data: bytes) -> str:

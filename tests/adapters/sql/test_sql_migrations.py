@@ -179,13 +179,63 @@ def test_opening_a_database_at_head_does_not_import_alembic(tmp_path: Path) -> N
 
 
 def test_a_database_behind_head_is_still_upgraded(tmp_path: Path) -> None:
+    from alembic import command
+
+    from ragsift.adapters.sql.migrate import alembic_config
+
     url = f"sqlite:///{tmp_path / 'facts.sqlite'}"
-    upgrade_to_head(url)
     engine = make_engine(url)
-    with engine.begin() as connection:  # as a database of revision 0011 looks
-        connection.execute(sa.text("ALTER TABLE conversation_turns DROP COLUMN assets"))
-        connection.execute(sa.text("UPDATE alembic_version SET version_num = '0011'"))
+    with engine.connect() as connection:  # a database of revision 0011
+        command.upgrade(alembic_config(url, connection), "0011")
+        connection.commit()
     engine.dispose()
     upgrade_to_head(url)
-    columns = {c["name"] for c in sa.inspect(make_engine(url)).get_columns("conversation_turns")}
-    assert "assets" in columns
+    inspector = sa.inspect(make_engine(url))
+    assert "assets" in {c["name"] for c in inspector.get_columns("conversation_turns")}
+    assert "ix_documents_kb_id_sha256" in {i["name"] for i in inspector.get_indexes("documents")}
+
+
+def test_0013_keeps_every_document_and_chunk_and_lets_two_scopes_share_bytes(
+    db_url: str,
+) -> None:
+    # a database of revision 0012 with a document and its chunk: on SQLite the documents
+    # table is rebuilt, which with foreign keys on would cascade to the chunk
+    from alembic import command
+
+    from ragsift.adapters.sql.migrate import alembic_config
+
+    engine = make_engine(db_url)
+    moment = datetime(2024, 1, 1, tzinfo=UTC)
+    try:
+        with engine.connect() as connection:
+            command.upgrade(alembic_config(db_url, connection), "0012")
+            connection.commit()
+        with engine.begin() as connection:
+            connection.execute(sa.text(
+                "INSERT INTO knowledge_bases (id, name, embedding_model, embedding_dim, "
+                "analyzer, created_at) VALUES ('k', 'k', 'm', 3, '{}', :t)"), {"t": moment})
+            connection.execute(sa.text(
+                "INSERT INTO documents (id, kb_id, filename, media_type, sha256, size, status, "
+                "tenant_id, metadata, created_at, updated_at, doc_key) VALUES ('d1', 'k', "
+                "'hr.md', 'text/markdown', 'abc', 1, 'READY', 't1', '{}', :t, :t, 'hr.md')"),
+                {"t": moment})
+            connection.execute(sa.text(
+                "INSERT INTO chunks (id, document_id, kb_id, level, ordinal, heading_path, "
+                "locator, text, token_count) VALUES ('c1', 'd1', 'k', 0, 0, '[]', '{}', "
+                "'leave', 1)"))
+        upgrade_to_head(db_url, engine)
+        with engine.begin() as connection:
+            connection.execute(sa.text(
+                "INSERT INTO documents (id, kb_id, filename, media_type, sha256, size, status, "
+                "tenant_id, metadata, created_at, updated_at, doc_key) VALUES ('d2', 'k', "
+                "'hr.md', 'text/markdown', 'abc', 1, 'READY', 't2', '{}', :t, :t, 't2/hr.md')"),
+                {"t": moment})
+            assert connection.execute(sa.text("SELECT id FROM chunks")).all() == [("c1",)]
+            connection.execute(sa.text("DELETE FROM documents WHERE id = 'd1'"))
+            # the chunk still belongs to its document: deleting that takes it along
+            assert connection.execute(sa.text("SELECT id FROM chunks")).all() == []
+            if connection.dialect.name == "sqlite":
+                assert connection.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
+    finally:
+        engine.dispose()
+    assert _diff(db_url, Base.metadata) == []

@@ -77,12 +77,18 @@ def test_unknown_document_and_sha_read_as_none(repo: SqlRepository) -> None:
     assert repo.find_document_by_sha256("kb2", "abc") is None
 
 
-def test_duplicate_sha_in_the_same_kb_is_rejected(repo: SqlRepository) -> None:
+def test_the_same_sha_may_be_two_documents_of_a_kb_but_a_key_only_one(
+    repo: SqlRepository,
+) -> None:
+    # one copy per access scope (0013): the ingestion, not the schema, keeps one per scope
     repo.create_kb(make_kb())
-    repo.add_document(make_document("d1", sha256="abc"))
-    with pytest.raises(InvalidInput, match="already holds this file as document 'd1'"):
-        repo.add_document(make_document("d2", sha256="abc"))
-    assert repo.get_document("d2") is None
+    repo.add_document(make_document("d1", sha256="abc").model_copy(update={"key": "a.md"}))
+    repo.add_document(make_document("d2", sha256="abc").model_copy(update={"key": "t2/a.md"}))
+    _, hashed = repo.find_document_by_key_or_sha256("kb1", "none", "abc")
+    assert [d.id for d in hashed] == ["d1", "d2"]
+    with pytest.raises(InvalidInput, match=r"already holds the key 'a\.md' as document 'd1'"):
+        repo.add_document(make_document("d3", sha256="def").model_copy(update={"key": "a.md"}))
+    assert repo.get_document("d3") is None
 
 
 def test_same_sha_in_another_kb_is_accepted(repo: SqlRepository) -> None:

@@ -84,30 +84,30 @@ class IngestBatchMixin:
 
     def find_document_by_key_or_sha256(
         self, kb_id: str, key: str, sha256: str
-    ) -> tuple[Document | None, Document | None]:
-        """(the document of `kb_id` with this key, the one with this content hash): one query."""
+    ) -> tuple[Document | None, list[Document]]:
+        """(the document of `kb_id` with this key, those with this content hash, oldest
+        first: one per access scope or more): one query."""
         query = DOCUMENT_SELECT.where(
             DocumentRow.kb_id == kb_id,
             or_(DocumentRow.doc_key == key, DocumentRow.sha256 == sha256),
-        )
+        ).order_by(DocumentRow.created_at, DocumentRow.id)
         keyed: Document | None = None
-        hashed: Document | None = None
+        hashed: list[Document] = []
         with self._sessions.begin() as session:
             for row in session.execute(query):
                 document = document_from_row(row)
                 if row.doc_key == key:
                     keyed = document
                 if row.sha256 == sha256:
-                    hashed = document
+                    hashed.append(document)
         return keyed, hashed
-
 
     def add_documents(self, documents: Sequence[Document], owner: str | None = None
                       ) -> list[Document]:
         """add_document() of several new documents in one transaction: all or none.
 
-        InvalidInput when one of them clashes with a stored document (its sha256 or key is
-        taken in its KB) or its KB is gone.
+        InvalidInput when one of them clashes with a stored document (its key is taken in
+        its KB) or its KB is gone.
         """
         now = datetime.now(UTC)
         rows, added = [], []
@@ -124,7 +124,7 @@ class IngestBatchMixin:
                 session.execute(insert(DocumentRow), rows)
         except IntegrityError as exc:
             raise InvalidInput(f"{len(rows)} new documents clash with stored ones "
-                               "(content, key or knowledge base)") from exc
+                               "(key or knowledge base)") from exc
         return added
 
     def documents_by_keys_or_sha256(

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -79,6 +81,30 @@ def _lock_for_migrations(connection: Connection) -> None:
         )
 
 
+@contextmanager
+def _foreign_keys_off(connection: Connection) -> Iterator[None]:
+    """On SQLite, foreign keys unenforced while migrating (outside any transaction: the
+    pragma is a no-op inside one), as SQLite's procedure for rebuilding a table asks: a
+    rebuild drops the old table, which would cascade to its children (0013)."""
+    sqlite = connection.dialect.name == "sqlite"
+    if sqlite:
+        connection.exec_driver_sql("PRAGMA foreign_keys=OFF")
+    try:
+        yield
+    finally:
+        if sqlite:
+            connection.rollback()  # nothing uncommitted is left by then; the pragma needs it
+            connection.exec_driver_sql("PRAGMA foreign_keys=ON")
+
+
+def _check_foreign_keys(connection: Connection) -> None:
+    """Before the commit: a migration run with foreign keys off left none dangling."""
+    if connection.dialect.name == "sqlite":
+        broken = connection.exec_driver_sql("PRAGMA foreign_key_check").all()
+        if broken:
+            raise RuntimeError(f"migrating left rows without their parent: {broken[:5]}")
+
+
 def upgrade_to_head(url: str, engine: Engine | None = None) -> None:
     """Apply every pending migration to the database at `url` (through `engine` when given)."""
     own_engine = engine is None
@@ -92,9 +118,11 @@ def upgrade_to_head(url: str, engine: Engine | None = None) -> None:
                 return
             from alembic import command
 
-            _lock_for_migrations(connection)
-            command.upgrade(alembic_config(url, connection), "head")
-            connection.commit()
+            with _foreign_keys_off(connection):
+                _lock_for_migrations(connection)
+                command.upgrade(alembic_config(url, connection), "head")
+                _check_foreign_keys(connection)
+                connection.commit()
     finally:
         if own_engine:
             active.dispose()

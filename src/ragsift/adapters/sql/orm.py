@@ -79,8 +79,8 @@ class KnowledgeBaseRow(Base):
 class DocumentRow(Base):
     __tablename__ = "documents"
     __table_args__ = (
-        # NULL sha256 (rejected before being read) never collides: NULLs are distinct in both DBs.
-        UniqueConstraint("kb_id", "sha256", name="uq_documents_kb_id_sha256"),
+        # not unique: the same bytes may be documents of several access scopes (0013)
+        Index("ix_documents_kb_id_sha256", "kb_id", "sha256"),
         # NULL keys (documents from before 0009) never collide, as with sha256
         Index("uq_documents_kb_id_doc_key", "kb_id", "doc_key", unique=True),
         Index("ix_documents_kb_id_status", "kb_id", "status"),

@@ -153,7 +153,7 @@ class SqlRepository(
     # documents
 
     def add_document(self, document: Document, owner: str | None = None) -> Document:
-        """Store a new document; its sha256 must be new to its knowledge base.
+        """Store a new document; its key must be new to its knowledge base.
 
         `owner`: the process that will work on it (see ragsift.processes).
         """
@@ -171,12 +171,12 @@ class SqlRepository(
     def _explain_document_conflict(self, document: Document) -> InvalidInput:
         if self.get_kb(document.kb_id) is None:
             return NotFound(f"knowledge base {document.kb_id!r} does not exist")
-        if document.sha256 is not None:
-            existing = self.find_document_by_sha256(document.kb_id, document.sha256)
+        if document.key is not None:
+            existing = self.find_document_by_key(document.kb_id, document.key)
             if existing is not None:
                 return InvalidInput(
-                    f"knowledge base {document.kb_id!r} already holds this file "
-                    f"as document {existing.id!r} ({existing.filename!r})"
+                    f"knowledge base {document.kb_id!r} already holds the key "
+                    f"{document.key!r} as document {existing.id!r}"
                 )
         return InvalidInput(f"a document with id {document.id!r} already exists")
 

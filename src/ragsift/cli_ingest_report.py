@@ -1,0 +1,101 @@
+"""The lines `ragsift ingest` and `ragsift sync` print per file, and the counts they sum to.
+
+Each line says what the caller can now find: a file is counted ingested only when a
+document of its key is READY with its bytes; a duplicate (its bytes already a document of
+the same scope under another key) and a key held by another scope's document are not.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from rich.markup import escape
+
+from ragsift.cli_common import err, out
+from ragsift.domain.models import DocumentScope, DocumentStatus
+
+if TYPE_CHECKING:
+    from ragsift.ingestion.files import FileResult
+    from ragsift.ingestion.outcomes import IngestOutcome
+
+
+@dataclass
+class Tally:
+    """What became of the files, counted the way their lines say."""
+
+    added: int = 0  # a new document, READY now
+    replaced: int = 0  # the key's document, READY with the new bytes
+    unchanged: int = 0  # the key's document held these bytes already
+    duplicate: int = 0  # these bytes are a document of this scope under another key
+    failed: int = 0
+    busy: int = 0
+
+    @property
+    def ingested(self) -> int:
+        """Files whose key names a READY document with their bytes."""
+        return self.added + self.replaced + self.unchanged
+
+    def duplicates_note(self) -> str:
+        return (f", {self.duplicate} duplicate(s) of documents already in it (not added)"
+                if self.duplicate else "")
+
+
+def report(results: list[FileResult]) -> Tally:
+    """One line per file (see the module docstring), and their counts."""
+    tally = Tally()
+    for result in results:
+        path = escape(str(result.source.path))
+        if result.outcome is None:
+            tally.failed += 1
+            err.print(f"[red]FAILED[/] {path}: {escape(result.error or '')}")
+        else:
+            _line(tally, path, result.source.key, result.outcome)
+    return tally
+
+
+def _line(tally: Tally, path: str, key: str, outcome: IngestOutcome) -> None:
+    document = outcome.document
+    if outcome.conflict:
+        tally.failed += 1
+        why = (f"of another scope ({describe_scope(document.scope)})" if outcome.other_scope
+               else "with other content")
+        err.print(f"[red]NOT INGESTED[/] {path}: key {escape(repr(document.key))} is held by "
+                  f"document {document.id} {why}; give the file another key (--key) or "
+                  "delete that document first")
+    elif outcome.replace_failed:
+        tally.failed += 1
+        err.print(f"[red]NOT REPLACED[/] {path}: {escape(document.error or '')}")
+    elif document.status == DocumentStatus.FAILED:
+        tally.failed += 1
+        err.print(f"[red]FAILED[/] {path}: {escape(document.error or '')}")
+    elif outcome.busy:
+        tally.busy += 1
+        err.print(f"[yellow]in progress elsewhere[/] {path} (document {document.id} is "
+                  f"{document.status.value} in another live process)")
+    elif document.status != DocumentStatus.READY:
+        tally.failed += 1
+        err.print(f"[red]{document.status.value}[/] {path}: not searchable")
+    elif outcome.duplicate and document.key == key:
+        tally.unchanged += 1
+        out.print(f"[yellow]unchanged[/] {path} (document {document.id} holds these bytes)")
+    elif outcome.duplicate:
+        tally.duplicate += 1
+        out.print(f"[yellow]duplicate[/] {path}: not added, already in this KB for this scope "
+                  f"(document {document.id}, key {escape(repr(document.key))})")
+    elif outcome.replaced:
+        tally.replaced += 1
+        out.print(f"[green]REPLACED[/] {path} -> {document.id} ({outcome.chunks} chunks)")
+    else:
+        tally.added += 1
+        out.print(f"[green]READY[/] {path} -> {document.id} ({outcome.chunks} chunks)")
+
+
+def describe_scope(scope: DocumentScope) -> str:
+    """The access fields of a scope that are set, as `tenant 't1', roles 'hr'`."""
+    tenant, dataset, visibility, roles = scope.access
+    parts = [f"{name} {value!r}" for name, value in (
+        ("tenant", tenant), ("dataset", dataset), ("visibility", visibility)) if value]
+    if roles:
+        parts.append("roles " + ", ".join(map(repr, roles)))
+    return escape(", ".join(parts) or "no tenant, dataset, visibility or roles")
