@@ -17,7 +17,7 @@ from ragsift.domain.models import Document, DocumentStatus
 from ragsift.ingestion.cleanup import discard_unstored
 from ragsift.ingestion.recovery import load_document
 from ragsift.ports import Repository, SearchIndex
-from ragsift.storage_full import StorageSpace, is_storage_full
+from ragsift.storage_full import StorageSpace, describe, is_storage_full, log_failure
 from ragsift.versions.writer import DraftWriter
 
 logger = logging.getLogger(__name__)
@@ -52,8 +52,9 @@ class DocumentStates:
                 self._index.delete_document(document.id)
             else:  # versions keep what they hold; what no version holds goes
                 discard_unstored(self._repository, self._index, document)
-        except Exception:  # the FAILED status matters more than index cleanup
-            logger.exception("could not remove chunks of failed document %s", document.id)
+        except Exception as exc:  # the FAILED status matters more than index cleanup
+            log_failure(logger, exc, "could not remove chunks of failed document %s",
+                        document.id)
         self._repository.set_status(document.id, DocumentStatus.FAILED, reason)
         return self.reload(document.id)
 
@@ -73,7 +74,7 @@ class DocumentStates:
             if not (is_storage_full(exc) or is_storage_full(second)):
                 raise
             logger.warning("document %s could not be marked FAILED (%s); the next run "
-                           "resumes it", document.id, second)
+                           "resumes it", document.id, describe(second))
             full = self.space.error(exc, needed)
             raise StorageFull(f"{full}; {document.filename} could not be marked FAILED and "
                               "is resumed by the next run", full.needed_bytes,
