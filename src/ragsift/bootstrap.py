@@ -389,6 +389,7 @@ def build_ingestion(container: Container) -> IngestionService:
         batch_size=settings.embedding_batch_size,
         batch_documents=settings.ingest_batch_documents,
         versions=container.drafts,
+        data_dir=settings.data_dir,
         workers=settings.prepare_workers,
         isolate=settings.prepare_isolation,
         limits=WorkerLimits(

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from rich.markup import escape
 
 from ragsift.cli_common import (
     CliFailure,
@@ -18,6 +19,7 @@ from ragsift.cli_common import (
     err,
     kb_named,
     open_container,
+    opened_data_dir,
     out,
 )
 from ragsift.cli_eval import eval_command
@@ -39,7 +41,8 @@ from ragsift.cli_versions import (
     version_app,
 )
 from ragsift.cli_worker import worker
-from ragsift.domain.errors import InvalidInput, RagsiftError
+from ragsift.domain.errors import InvalidInput, RagsiftError, StorageFull
+from ragsift.storage_full import StorageSpace, describe, is_storage_full
 
 if TYPE_CHECKING:
     from pydantic import ValidationError
@@ -295,7 +298,7 @@ def docs_delete(
 
 
 def main() -> None:
-    """Entry point: exit 0 ok, 2 bad usage or input, 1 internal error."""
+    """Entry point: exit 0 ok, 2 bad usage or input or a full disk, 1 internal error."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
         app()  # standalone: typer itself reports usage errors with exit code 2
@@ -305,13 +308,24 @@ def main() -> None:
     except InvalidInput as exc:
         err.print(f"[red]error:[/] {exc}")
         sys.exit(2)
+    except StorageFull as exc:
+        err.print(f"[red]error:[/] {escape(str(exc))}")
+        sys.exit(2)
     except RagsiftError as exc:
         err.print(f"[red]error ({exc.code}):[/] {exc}")
         sys.exit(1)
     except Exception as exc:
+        if is_storage_full(exc):  # a full disk is the user's to fix, not a defect
+            err.print(f"[red]error:[/] {escape(str(_storage().error(exc)))}")
+            sys.exit(2)
         logging.getLogger("ragsift").debug("internal error", exc_info=True)
-        err.print(f"[red]internal error:[/] {type(exc).__name__}: {exc}")
+        err.print(f"[red]internal error:[/] {escape(describe(exc))}")
         sys.exit(1)
+
+
+def _storage() -> StorageSpace:
+    """The data directory the command opened, to name it (and its free space) when full."""
+    return StorageSpace(opened_data_dir())
 
 
 if __name__ == "__main__":

@@ -51,6 +51,14 @@ def load_settings(data_dir: Path | None, **overrides: Any) -> Settings:
         raise CliFailure(f"invalid settings: {exc}", 2) from exc
 
 
+_opened: list[Path] = []  # the data directories this command opened, newest last
+
+
+def opened_data_dir() -> Path | None:
+    """The data directory this command last opened (named when its disk is full)."""
+    return _opened[-1] if _opened else None
+
+
 @contextmanager
 def open_container(
     data_dir: Path | None, follow: bool = False, **overrides: Any
@@ -64,6 +72,7 @@ def open_container(
     from ragsift.observability.logs import configure_logging
 
     settings = load_settings(data_dir, **overrides)
+    _opened.append(settings.data_dir)
     configure_logging(settings.log_format)
     container = build(settings, follow=follow)
     try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
+import shutil
 import sqlite3
 import threading
 from collections import OrderedDict
@@ -18,6 +19,7 @@ from ragsift.ports import Embedder, Vectors
 logger = logging.getLogger(__name__)
 
 _LOOKUP_BATCH = 500  # stays under SQLite's bound-variable limit
+RESERVE_BYTES = 64 * 1024 * 1024  # free disk the cache never takes (see _room_for)
 
 
 def _digest(text: str) -> str:
@@ -35,6 +37,8 @@ class CachedEmbedder:
         if query_cache_size < 0:
             raise ValueError("query_cache_size must be >= 0")
         self._inner = inner
+        self._path = path
+        self._full_warned = False
         path.parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
@@ -120,6 +124,8 @@ class CachedEmbedder:
             (model, digest, np.asarray(vector, dtype=np.float32).tobytes())
             for digest, vector in rows.items()
         ]
+        if not self._room_for(sum(len(blob) for _, _, blob in payload)):
+            return
         with self._db_lock:
             try:
                 self._db.execute("BEGIN")
@@ -133,6 +139,23 @@ class CachedEmbedder:
                 logger.warning("embedding cache not updated (%s)", exc)
                 with contextlib.suppress(sqlite3.Error):
                     self._db.execute("ROLLBACK")
+
+    def _room_for(self, size: int) -> bool:
+        """Whether the cache may grow by about `size` bytes: it leaves the last RESERVE_BYTES
+        of its disk to the facts and the index (a cache that took them would fail the very
+        documents it serves, and then their FAILED status: seen on a nearly full disk)."""
+        try:
+            free = shutil.disk_usage(self._path.parent).free
+        except OSError:
+            return True  # unknown: SQLite itself will say when it is full
+        if free - 2 * size >= RESERVE_BYTES:  # twice: the WAL, then the checkpoint
+            self._full_warned = False
+            return True
+        if not self._full_warned:
+            logger.warning("embedding cache not updated: %d bytes free on its disk, under "
+                           "the %d kept for the facts and the index", free, RESERVE_BYTES)
+            self._full_warned = True
+        return False
 
     def close(self) -> None:
         with self._db_lock:

@@ -25,7 +25,7 @@ from ragsift.domain.errors import (
 logger = logging.getLogger(__name__)
 
 # Errors that name their cause by code only (adapters raise them; the API imports no adapter).
-_STATUS_BY_CODE = {"index_in_use": 503, "upstream_error": 502}
+_STATUS_BY_CODE = {"index_in_use": 503, "upstream_error": 502, "storage_full": 507}
 _HTTP_CODES = {
     400: "invalid_request", 404: "not_found", 405: "method_not_allowed", 413: "request_too_large",
 }

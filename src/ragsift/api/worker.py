@@ -18,6 +18,7 @@ from ragsift.domain.models import Document, DocumentScope, DocumentStatus, Knowl
 from ragsift.ingestion.job_worker import pause_once
 from ragsift.ingestion.pipeline import IngestionService, IngestOutcome
 from ragsift.ports import JobQueue, Repository
+from ragsift.storage_full import describe, log_failure
 
 logger = logging.getLogger(__name__)
 
@@ -163,8 +164,8 @@ class IngestionWorker:
             self._fail_if_present(document_id, str(exc))
             return
         except Exception as exc:
-            logger.exception("background ingestion of %s failed", document_id)
-            self._fail_if_present(document_id, f"{type(exc).__name__}: {exc}")
+            log_failure(logger, exc, "background ingestion of %s failed", document_id)
+            self._fail_if_present(document_id, describe(exc))
             return
         logger.info("document %s is %s", document_id, outcome.document.status.value)
         if self._on_finished is not None:

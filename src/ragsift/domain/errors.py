@@ -65,3 +65,20 @@ class UpstreamError(RagsiftError):
     """A model server or other dependency answered badly or not at all."""
 
     code = "upstream_error"
+
+
+class StorageFull(RagsiftError):
+    """No space left where ragsift writes (the data directory, the database server's disk).
+
+    The documents it stopped end FAILED with this message or are resumed by the next run
+    (CLI exit 2, HTTP 507); recognised by ragsift/storage_full.py.
+    """
+
+    code = "storage_full"
+
+    def __init__(
+        self, message: str, needed_bytes: int | None = None, free_bytes: int | None = None
+    ) -> None:
+        super().__init__(message)
+        self.needed_bytes = needed_bytes
+        self.free_bytes = free_bytes

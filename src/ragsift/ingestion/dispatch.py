@@ -42,6 +42,7 @@ from ragsift.ports import (
     Vectors,
 )
 from ragsift.processes import this_process
+from ragsift.storage_full import log_failure
 from ragsift.versions.writer import DraftWriter
 
 logger = logging.getLogger(__name__)
@@ -125,8 +126,8 @@ class Dispatcher:
         except DocumentRejected as exc:
             return IngestOutcome(self._states.fail(document, str(exc)))
         except Exception as exc:
-            logger.exception("ingesting %s failed", document.filename)
-            return IngestOutcome(self._states.fail(document, f"{type(exc).__name__}: {exc}"))
+            log_failure(logger, exc, "ingesting %s failed", document.filename)
+            return IngestOutcome(self._states.fail_on(document, exc))
 
     def prepare_pooled(
         self, pool: PreparationPool, document_ids: Sequence[str], progress: Progress | None
@@ -174,8 +175,7 @@ class Dispatcher:
                 try:
                     data = self._objects.get(object_key(document))
                 except Exception as exc:
-                    reason = f"{type(exc).__name__}: {exc}"
-                    yield IngestOutcome(self._states.fail(document, reason))
+                    yield IngestOutcome(self._states.fail_on(document, exc))
                     continue
                 if document.kb_id not in analyzers:
                     analyzers[document.kb_id] = self.sparse_analyzer(document.kb_id)
@@ -202,8 +202,8 @@ class Dispatcher:
             self._repository.set_status(document.id, DocumentStatus.INDEXING)
             return _Staged(document, chunked, self._needing_vectors(document, chunked))
         except Exception as exc:
-            logger.exception("ingesting %s failed", document.filename)
-            return IngestOutcome(self._states.fail(document, f"{type(exc).__name__}: {exc}"))
+            log_failure(logger, exc, "ingesting %s failed", document.filename)
+            return IngestOutcome(self._states.fail_on(document, exc))
 
     def _to_embed(self, document: Document, chunked: Chunked, mark: bool) -> list[Chunk]:
         """The document INDEXING (before any embedding) and its children that need a vector."""
@@ -245,18 +245,16 @@ class Dispatcher:
             vectors = embed_in_batches(self._embedder, [c.text for c in staged.children],
                                        self._batch, progress)
         except Exception as exc:
-            logger.exception("ingesting %s failed", staged.document.filename)
-            reason = f"{type(exc).__name__}: {exc}"
-            return IngestOutcome(self._states.fail(staged.document, reason))
+            log_failure(logger, exc, "ingesting %s failed", staged.document.filename)
+            return IngestOutcome(self._states.fail_on(staged.document, exc))
         return self._finish(staged, vectors)
 
     def _finish(self, staged: _Staged, vectors: Vectors) -> Prepared | IngestOutcome:
         try:
             return self._prepared(staged.document, staged.chunked, staged.children, vectors)
         except Exception as exc:
-            logger.exception("ingesting %s failed", staged.document.filename)
-            reason = f"{type(exc).__name__}: {exc}"
-            return IngestOutcome(self._states.fail(staged.document, reason))
+            log_failure(logger, exc, "ingesting %s failed", staged.document.filename)
+            return IngestOutcome(self._states.fail_on(staged.document, exc))
 
     def _prepared(
         self, document: Document, chunked: Chunked, children: list[Chunk], vectors: Vectors

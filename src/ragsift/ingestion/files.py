@@ -22,6 +22,7 @@ from ragsift.ingestion.embedding import Progress
 from ragsift.ingestion.outcomes import UNFINISHED, IngestOutcome
 from ragsift.ingestion.parsers import SUPPORTED_EXTENSIONS
 from ragsift.ingestion.pipeline import IngestionService, NewFile
+from ragsift.storage_full import is_storage_full
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,7 +176,13 @@ def _accept(
             outcome = service.replace(outcome.document.id, source.path.name,
                                       source.path.read_bytes(), mtime)
     except (InvalidInput, OSError) as exc:
+        if is_storage_full(exc):  # the original could not be stored
+            return FileResult(source, error=service.storage.reason(exc)), None
         return FileResult(source, error=str(exc)), None
+    except Exception as exc:  # the facts could not take the document: its file alone fails
+        if not is_storage_full(exc):
+            raise
+        return FileResult(source, error=service.storage.reason(exc)), None
     waiting = (outcome.document.status == DocumentStatus.PENDING
                and not (outcome.duplicate or outcome.busy or outcome.replace_failed
                         or outcome.conflict))

@@ -26,6 +26,7 @@ from ragsift.domain.jobs import IngestJob, JobKind
 from ragsift.ingestion.embedding import Progress
 from ragsift.ingestion.pipeline import IngestionService
 from ragsift.ports import JobQueue
+from ragsift.storage_full import describe, log_failure
 
 logger = logging.getLogger(__name__)
 
@@ -175,8 +176,8 @@ class JobWorker:
             self._queue.fail(job.id, self.worker_id, str(exc), retry=False)
             return
         except Exception as exc:
-            logger.exception("job of document %s failed", job.document_id)
-            self._queue.fail(job.id, self.worker_id, f"{type(exc).__name__}: {exc}", retry=True)
+            log_failure(logger, exc, "job of document %s failed", job.document_id)
+            self._queue.fail(job.id, self.worker_id, describe(exc), retry=True)
             return
         # A document that FAILED (bad file) is a finished job: retrying cannot help.
         self._queue.complete(job.id, self.worker_id)

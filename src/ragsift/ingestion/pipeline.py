@@ -25,7 +25,7 @@ from ragsift.domain.assets import Asset, asset_object_key
 from ragsift.domain.errors import DocumentBusy, DocumentRejected, InvalidInput
 from ragsift.domain.models import Document, DocumentScope, DocumentStatus, KnowledgeBase
 from ragsift.ingestion.assets import AssetKeeper
-from ragsift.ingestion.batch_write import BatchWriter
+from ragsift.ingestion.batch_write import BatchWriter, bytes_needed
 from ragsift.ingestion.chunking import Chunker
 from ragsift.ingestion.cleanup import discard_unstored
 from ragsift.ingestion.dispatch import Dispatcher, Staging
@@ -38,6 +38,7 @@ from ragsift.ingestion.revisions import Replacer
 from ragsift.ingestion.states import DocumentStates, object_key
 from ragsift.ports import Embedder, ObjectStore, Repository, SearchIndex
 from ragsift.processes import this_process
+from ragsift.storage_full import StorageSpace, log_failure
 from ragsift.versions.writer import DraftWriter
 
 __all__ = ["IngestOutcome", "IngestionService", "NewFile"]
@@ -62,9 +63,11 @@ class IngestionService:
         isolate: bool = False,
         limits: WorkerLimits | None = None,
         batch_documents: int | None = None,
+        data_dir: Path | None = None,
     ) -> None:
         """`batch_size`: texts per embedder call; `batch_documents` (default: batch_size):
-        documents registered, claimed and staged together."""
+        documents registered, claimed and staged together; `data_dir`: where the local stores
+        write, named (with its free space) when the disk is full."""
         batch_documents = batch_size if batch_documents is None else batch_documents
         if max_file_bytes < 1 or batch_size < 1 or workers < 1 or batch_documents < 1:
             raise ValueError(
@@ -93,18 +96,24 @@ class IngestionService:
         self._pool: PreparationPool | None = None
         self._pool_lock = threading.Lock()
         self._assets = AssetKeeper(repository, object_store)
-        self._states = DocumentStates(repository, index, versions)
+        self._states = DocumentStates(repository, index, versions, StorageSpace(data_dir))
         self._recovery = Recovery(repository, index, object_store, self._assets)
         self._dispatch = Dispatcher(
             repository, index, embedder, object_store, versions, self._states, self._assets,
             Staging(chunker, self._limits, batch_size, self._preparer, batch_documents),
         )
         self._replacer = Replacer(repository, index, object_store, versions,
-                                  self._dispatch.prepare, object_key, self._written)
+                                  self._dispatch.prepare, object_key, self._written,
+                                  self._states.space)
         self._registrar = Registrar(repository, object_store, max_file_bytes, self._states,
                                     self._replacer, self._recovery, self.delete_document)
-        self._writer = BatchWriter(repository, index, versions, self._states.fail,
+        self._writer = BatchWriter(repository, index, versions, self._states.fail_on,
                                    self._states.reload_many, self._written)
+
+    @property
+    def storage(self) -> StorageSpace:
+        """The data directory, for the message of a full disk."""
+        return self._states.space
 
     def close(self) -> None:
         """Stop the preparation workers (started again on next use)."""
@@ -235,7 +244,7 @@ class IngestionService:
         try:
             data = self._objects.get(object_key(document))
         except Exception as exc:
-            return IngestOutcome(self._states.fail(document, f"{type(exc).__name__}: {exc}"))
+            return IngestOutcome(self._states.fail_on(document, exc))
         return self._process(document, data, progress)
 
     def reindex(self, document_id: str, progress: Progress | None = None) -> IngestOutcome:
@@ -254,21 +263,23 @@ class IngestionService:
     def _process(
         self, document: Document, data: bytes, progress: Progress | None
     ) -> IngestOutcome:
+        prepared: Prepared | None = None
         try:
-            count = self._index_document(document, data, progress)
+            prepared = self._dispatch.prepare(document, data, progress)
+            count = self._index_document(document, prepared, progress)
             if self._versions is None:  # a version commit sets READY with the chunks
                 self._repository.set_status(document.id, DocumentStatus.READY)
         except DocumentRejected as exc:
             return IngestOutcome(self._states.fail(document, str(exc)))
         except Exception as exc:  # one document's failure must not stop the batch
-            logger.exception("ingesting %s failed", document.filename)
-            return IngestOutcome(self._states.fail(document, f"{type(exc).__name__}: {exc}"))
+            log_failure(logger, exc, "ingesting %s failed", document.filename)
+            needed = None if prepared is None else bytes_needed([prepared])
+            return IngestOutcome(self._states.fail_on(document, exc, needed))
         return IngestOutcome(self._states.reload(document.id), chunks=count)
 
     def _index_document(
-        self, document: Document, data: bytes, progress: Progress | None
+        self, document: Document, prepared: Prepared, progress: Progress | None
     ) -> int:
-        prepared = self._dispatch.prepare(document, data, progress)
         if self._versions is not None:
             count = self._versions.write(
                 document, prepared.chunks, prepared.vectors_by_text(), progress

@@ -48,6 +48,7 @@ from ragsift.ingestion.parsers import parse_document
 from ragsift.ingestion.parsers.limits import ParseLimits
 from ragsift.ports import Vectors
 from ragsift.processes import die_with_parent
+from ragsift.storage_full import describe
 
 logger = logging.getLogger(__name__)
 
@@ -197,7 +198,7 @@ def _prepare_in_worker(
         return Failed("parsing needed more memory than RAGSIFT_PREPARE_MEMORY_MB allows",
                       rejected=True)
     except Exception as exc:  # reported to the parent as data: it fails this document alone
-        return Failed(f"{type(exc).__name__}: {exc}", rejected=False,
+        return Failed(describe(exc), rejected=False,
                       detail=traceback.format_exc())
     return Chunked(chunked.chunks, analyzed, chunked.assets, chunked.warnings)
 

@@ -31,6 +31,7 @@ from ragsift.ingestion.revisions import Replacer
 from ragsift.ingestion.states import DocumentStates, object_key
 from ragsift.ports import ObjectStore, Repository
 from ragsift.processes import is_dead, this_process
+from ragsift.storage_full import describe, log_failure
 
 logger = logging.getLogger(__name__)
 
@@ -175,9 +176,9 @@ class Registrar:
         for i, document in fresh.items():
             try:
                 self._objects.put(object_key(document), files[i].data)
-            except Exception:
-                logger.warning("storing the original of %s failed; registering it alone",
-                               document.filename, exc_info=True)
+            except Exception as exc:
+                logger.warning("storing the original of %s failed (%s); registering it alone",
+                               document.filename, describe(exc))
                 continue
             stored[i] = document
         return stored
@@ -203,8 +204,8 @@ class Registrar:
         try:
             self._objects.put(object_key(document), data)
         except Exception as exc:
-            logger.exception("storing the original of %s failed", filename)
-            return IngestOutcome(self._states.fail(document, f"{type(exc).__name__}: {exc}"))
+            log_failure(logger, exc, "storing the original of %s failed", filename)
+            return IngestOutcome(self._states.fail_on(document, exc, len(data)))
         return IngestOutcome(document)
 
     def failed(

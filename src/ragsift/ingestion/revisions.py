@@ -27,6 +27,7 @@ from ragsift.ingestion.preparation import Prepared
 from ragsift.ingestion.recovery import load_document
 from ragsift.ports import ObjectStore, Repository, SearchIndex
 from ragsift.processes import is_dead, this_process
+from ragsift.storage_full import StorageSpace, describe, log_failure
 from ragsift.versions.writer import DraftWriter
 
 logger = logging.getLogger(__name__)
@@ -45,8 +46,10 @@ class Replacer:
         self, repository: Repository, index: SearchIndex, objects: ObjectStore,
         versions: DraftWriter | None, prepare: Prepare, object_key: ObjectKey,
         written: Callable[[Prepared], None] = lambda prepared: None,
+        space: StorageSpace | None = None,
     ) -> None:
         self._repository = repository
+        self._space = space or StorageSpace()
         self._index = index
         self._objects = objects
         self._versions = versions
@@ -84,8 +87,7 @@ class Replacer:
         try:
             prepared = self._prepare(new, data, progress, False)
         except Exception as exc:
-            reason = str(exc) if isinstance(exc, DocumentRejected) else (
-                f"{type(exc).__name__}: {exc}")
+            reason = str(exc) if isinstance(exc, DocumentRejected) else describe(exc)
             logger.info("replacing %s failed: %s", document.filename, reason)
             self._repository.finish_replace(
                 document.id, None, f"replacement failed, the previous content is kept: {reason}")
@@ -99,10 +101,10 @@ class Replacer:
             chunks = self._versions.write(new, prepared.chunks, prepared.vectors_by_text(),
                                           progress)
         except Exception as exc:
-            logger.exception("replacing %s failed", document.filename)
+            log_failure(logger, exc, "replacing %s failed", document.filename)
             self._repository.finish_replace(
                 document.id, None, f"replacement failed, the previous content is kept: "
-                f"{type(exc).__name__}: {exc}")
+                f"{self._space.reason(exc, len(data))}")
             return self._outcome(document.id, replace_failed=True)
         self._repository.finish_replace(document.id, revision)
         self._written(prepared)

@@ -12,11 +12,12 @@ import re
 from collections.abc import Sequence
 from pathlib import PurePath
 
-from ragsift.domain.errors import NotFound
+from ragsift.domain.errors import NotFound, StorageFull
 from ragsift.domain.models import Document, DocumentStatus
 from ragsift.ingestion.cleanup import discard_unstored
 from ragsift.ingestion.recovery import load_document
 from ragsift.ports import Repository, SearchIndex
+from ragsift.storage_full import StorageSpace, describe, is_storage_full, log_failure
 from ragsift.versions.writer import DraftWriter
 
 logger = logging.getLogger(__name__)
@@ -26,11 +27,13 @@ class DocumentStates:
     """Reads documents again and records their failures."""
 
     def __init__(
-        self, repository: Repository, index: SearchIndex, versions: DraftWriter | None
+        self, repository: Repository, index: SearchIndex, versions: DraftWriter | None,
+        space: StorageSpace | None = None,
     ) -> None:
         self._repository = repository
         self._index = index
         self._versions = versions
+        self.space = space or StorageSpace()
 
     def reload(self, document_id: str) -> Document:
         """The document as stored now; NotFound when it is gone."""
@@ -49,10 +52,33 @@ class DocumentStates:
                 self._index.delete_document(document.id)
             else:  # versions keep what they hold; what no version holds goes
                 discard_unstored(self._repository, self._index, document)
-        except Exception:  # the FAILED status matters more than index cleanup
-            logger.exception("could not remove chunks of failed document %s", document.id)
+        except Exception as exc:  # the FAILED status matters more than index cleanup
+            log_failure(logger, exc, "could not remove chunks of failed document %s",
+                        document.id)
         self._repository.set_status(document.id, DocumentStatus.FAILED, reason)
         return self.reload(document.id)
+
+    def fail_on(
+        self, document: Document, exc: BaseException, needed: int | None = None
+    ) -> Document:
+        """fail() with the reason `exc` gives: on a full disk, where and how much space.
+
+        A full disk may refuse even the FAILED status (SQLite mostly still takes it: the
+        rolled-back write freed its pages). Then StorageFull stops the run and the document
+        stays unfinished and owned by this process: the next run's recovery resumes it.
+        """
+        reason = self.space.reason(exc, needed)
+        try:
+            return self.fail(document, reason)
+        except Exception as second:
+            if not (is_storage_full(exc) or is_storage_full(second)):
+                raise
+            logger.warning("document %s could not be marked FAILED (%s); the next run "
+                           "resumes it", document.id, describe(second))
+            full = self.space.error(exc, needed)
+            raise StorageFull(f"{full}; {document.filename} could not be marked FAILED and "
+                              "is resumed by the next run", full.needed_bytes,
+                              full.free_bytes) from second
 
 
 def missing(document_ids: Sequence[str], found: dict[str, Document]) -> None:

@@ -21,6 +21,7 @@ from ragsift.domain.versions import DraftCommit, DraftMoved, KbVersion, PublishM
 from ragsift.faults import crash_point
 from ragsift.ingestion.embedding import Progress, embed_in_batches
 from ragsift.ports import Embedder, RecordUpdatable, SearchIndex, Vectors, VersionStore
+from ragsift.storage_full import log_failure, without_library_links
 from ragsift.versions.builder import DocumentPlan, children, index_record, plan_document
 
 logger = logging.getLogger(__name__)
@@ -126,7 +127,7 @@ class DraftWriter:
                     results[group[0].document.id] = exc
                     continue
                 logger.warning("writing %d documents together failed (%s); one by one",
-                               len(group), exc)
+                               len(group), without_library_links(str(exc)))
                 for item in group:
                     results.update(self.write_many([item], progress))
                 continue
@@ -210,8 +211,8 @@ class DraftWriter:
         process's recovery removes what is left, see ingestion/cleanup.py)."""
         try:
             self._index.delete_chunks([r.chunk_id for r in records])
-        except Exception:
-            logger.exception("could not remove %d uncommitted index rows", len(records))
+        except Exception as exc:
+            log_failure(logger, exc, "could not remove %d uncommitted index rows", len(records))
 
     def _embed_missing(
         self, added: Sequence[Chunk], vectors: dict[str, Vectors], progress: Progress | None

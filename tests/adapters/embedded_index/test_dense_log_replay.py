@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import errno
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import pytest
 
 from ragsift.adapters.embedded_index.dense_log import DenseFiles
 
@@ -36,3 +39,25 @@ def test_an_entry_with_a_mistyped_row_is_dropped_with_what_follows(tmp_path: Pat
     # the log is cut at the bad entry and the vectors to the rows it commits
     assert files.vectors_path.stat().st_size == DIM * 4
     assert files.log_path.read_bytes().count(b"\n") == 1
+
+
+def test_an_append_the_full_disk_stops_gives_back_the_room_it_took(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The vectors were written, the committing log line was not: both files go back to
+    their size before, so the failed write leaves room for the FAILED status after it."""
+    row = ["c1", "d", "kb", None, None, None, None, None, 0, 0]
+    files = write(tmp_path, [{"add": [row]}], rows=1)
+    before = (files.vectors_path.stat().st_size, files.log_path.stat().st_size)
+    real_open = Path.open
+
+    def full_log(self: Path, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
+        if self == files.log_path and "a" in mode:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_open(self, mode, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "open", full_log)
+    with pytest.raises(OSError):
+        files.append(np.ones((50, DIM), np.float32), [row] * 50, [])
+    monkeypatch.undo()
+    assert (files.vectors_path.stat().st_size, files.log_path.stat().st_size) == before

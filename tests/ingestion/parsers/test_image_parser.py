@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 import struct
 import sys
 import time
@@ -163,6 +164,20 @@ def test_a_decompression_bomb_is_rejected_from_its_header_without_decoding(
     with pytest.raises(DocumentRejected, match="RAGSIFT_MAX_IMAGE_PIXELS"):
         parse_document("bomb.png", bomb)
     assert ParseLimits().max_image_pixels == Image.MAX_IMAGE_PIXELS
+
+
+def test_a_decompression_bomb_reason_quotes_only_our_pixel_limit() -> None:
+    """Pillow refuses from twice our limit and names its own threshold; the reason must quote
+    one limit, the setting's, and the size the header declares."""
+    bomb = declared_png(100_000, 100_000)
+    with pytest.raises(DocumentRejected) as caught:
+        parse_image(bomb, ParseLimits(max_image_pixels=1_000_000))
+    reason = str(caught.value)
+    assert "over the limit of 1,000,000 pixels" in reason
+    assert "10,000,000,000" in reason  # what the header declares
+    numbers = {n.replace(",", "") for n in re.findall(r"\d[\d,]*\d", reason)}
+    assert "2000000" not in numbers  # Pillow's threshold, twice ours
+    assert numbers <= {"1000000", "10000000000"}
 
 
 def test_an_image_just_over_the_pixel_limit_is_rejected() -> None:

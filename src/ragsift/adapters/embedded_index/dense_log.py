@@ -191,18 +191,32 @@ class DenseFiles:
         return rows, deleted
 
     def append(self, matrix: NDArray[np.float32], rows: list[Row], dead: list[int]) -> None:
-        """Persist one write batch: vectors first, then one log line that commits it."""
-        if matrix.size:
-            with self.vectors_path.open("ab") as vectors:
-                vectors.write(np.ascontiguousarray(matrix, dtype=np.float32).tobytes())
+        """Persist one write batch: vectors first, then one log line that commits it.
+
+        A failed write (a full disk) is cut off again, so it gives back the room it took.
+        """
+        sizes = [(path, path.stat().st_size if path.exists() else 0)
+                 for path in (self.vectors_path, self.log_path)]
         entry: dict[str, object] = {}
         if rows:
             entry["add"] = rows
         if dead:
             entry["del"] = dead
         line = orjson.dumps(entry) + b"\n"
-        with self.log_path.open("ab") as log:
-            log.write(line)
+        try:
+            if matrix.size:
+                with self.vectors_path.open("ab") as vectors:
+                    vectors.write(np.ascontiguousarray(matrix, dtype=np.float32).tobytes())
+            with self.log_path.open("ab") as log:
+                log.write(line)
+        except BaseException:
+            for path, size in sizes:
+                try:
+                    if path.exists():
+                        os.truncate(path, size)
+                except OSError:  # replay() cuts an unfinished batch off at the next open
+                    logger.warning("could not cut a failed write off %s", path)
+            raise
         self._log_bytes += len(line)
 
     def reader(self) -> RowReader | None:
