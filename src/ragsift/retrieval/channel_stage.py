@@ -4,9 +4,10 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from ragsift.domain.errors import RetrievalUnavailable
@@ -14,8 +15,9 @@ from ragsift.domain.filters import SearchFilter
 from ragsift.domain.results import RankedList
 from ragsift.domain.trace import ChannelRun, Degradation, QueryVariant
 from ragsift.ports import QueryRewriter
-from ragsift.retrieval.channels import ChannelOutcome, ChannelRunner
-from ragsift.retrieval.cross_lingual import CrossLingual
+from ragsift.retrieval.channels import ChannelOutcome, ChannelRunner, HitFilter
+from ragsift.retrieval.chunk_languages import ChunkLanguages
+from ragsift.retrieval.cross_lingual import CrossLingual, Language
 from ragsift.retrieval.options import Options
 from ragsift.retrieval.stages import RewriteOutcome, rewrite_stage
 
@@ -24,17 +26,21 @@ def _ms(start: float) -> float:
     return round((time.perf_counter() - start) * 1000, 3)
 
 
-# (kb_id, query) -> the cross-lingual decision for the rewrite stage (None: not consulted)
-CrossLingualDecider = Callable[[str, str], Awaitable[CrossLingual | None]]
+# (kb_id, query, KB version) -> the cross-lingual decision (None: not consulted)
+CrossLingualDecider = Callable[[str, str, int | None], Awaitable[CrossLingual | None]]
 
 
 @dataclass(frozen=True, slots=True)
 class SecondDensePolicy:
-    """Which queries search the second dense channel, and its fusion weight for them."""
+    """Which queries search the second dense channel, and its fusion weight for them.
+
+    `mixed_weight`: its weight for a query over a mixed KB, whose list then holds the
+    other language's chunks only (None: a mixed KB is searched as any other)."""
 
     queries: Literal["cross-lingual", "all"]
     cross_lingual_weight: float
     other_weight: float
+    mixed_weight: float | None = None
 
     def weight(self, cross: CrossLingual | None, requested: bool | None = None) -> float | None:
         """The channel's weight for a query with this decision; None: not searched.
@@ -44,7 +50,15 @@ class SecondDensePolicy:
             return None
         if cross is not None and cross.target is not None:
             return self.cross_lingual_weight
+        if self.language(cross) is not None:
+            return self.mixed_weight
         return self.other_weight if requested or self.queries == "all" else None
+
+    def language(self, cross: CrossLingual | None) -> Language | None:
+        """The one language the channel's list keeps for this query (None: every chunk)."""
+        if self.mixed_weight is None or cross is None or cross.target is not None:
+            return None
+        return cross.mixed
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,10 +82,13 @@ class ChannelStage:
         self, channels: ChannelRunner, rewriter: QueryRewriter | None, max_rewrite_chars: int,
         cross_lingual: CrossLingualDecider | None = None, translate: bool = True,
         second_dense: SecondDensePolicy | None = None,
+        chunk_languages: ChunkLanguages | None = None,
     ) -> None:
         """`cross_lingual`: asked per search whether the query is in the KB's minority script;
         `translate`: then the one rewrite is a translation; `second_dense`: when the second
-        dense channel runs (the runner's index must have one)."""
+        dense channel runs (the runner's index must have one); `chunk_languages`: to keep
+        the other language's chunks of its list in a mixed KB (without: the policy's mixed
+        weight is not used)."""
         if max_rewrite_chars <= 0:
             raise ValueError(f"max_rewrite_chars must be positive, got {max_rewrite_chars}")
         self._channels = channels
@@ -79,7 +96,10 @@ class ChannelStage:
         self._max_rewrite_chars = max_rewrite_chars
         self._cross_lingual = cross_lingual
         self._translate = translate
+        if second_dense is not None and chunk_languages is None:
+            second_dense = replace(second_dense, mixed_weight=None)
         self._second_dense = second_dense if channels.has_second_dense else None
+        self._chunk_languages = chunk_languages
 
     async def run(self, query: str, search_filter: SearchFilter, options: Options) -> Retrieved:
         """RetrievalUnavailable when every channel failed."""
@@ -92,13 +112,17 @@ class ChannelStage:
         weight: float | None = None
         try:
             cross = None if self._cross_lingual is None else await self._cross_lingual(
-                search_filter.kb_id, query
+                search_filter.kb_id, query, search_filter.version_seq
             )
+            keep: HitFilter | None = None
             if self._second_dense is not None and options.mode != "sparse":
                 weight = self._second_dense.weight(cross, options.second_dense)
+                language = self._second_dense.language(cross)
+                if language is not None and self._chunk_languages is not None:
+                    keep = functools.partial(self._chunk_languages.keep, language=language)
             if weight is not None:
                 second = asyncio.create_task(self._channels.run_second_dense(
-                    "original", query, search_filter, options.channel_k))
+                    "original", query, search_filter, options.channel_k, keep))
             rewrite = await rewrite_stage(
                 self._rewriter, options.switches.rewrite, query, self._max_rewrite_chars,
                 cross if self._translate else None,
