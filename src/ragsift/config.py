@@ -449,6 +449,11 @@ class Settings(BaseSettings):
         default=0.5, ge=0, le=1, description="the least share of the KB's text (CJK characters "
         "vs Latin words) in the query's script that needs no translation",
     )
+    cross_lingual_mixed_share: float = Field(
+        default=0.1, gt=0, le=1, description="a KB holding at least this share of its "
+        "sampled documents in the other language than a query's is mixed: the second dense "
+        "channel searches that language's chunks for the query (1: only a KB wholly in it)",
+    )
     cross_lingual_sample_documents: int = Field(
         default=20, ge=1, le=1000, description="documents sampled for a KB's script share"
     )
@@ -472,6 +477,10 @@ class Settings(BaseSettings):
     # pushed a same-language answer down (docs/quality.md, scripts/second_dense_weights.py)
     second_dense_weight: float = Field(
         default=2.0, ge=0, description="its fusion weight for a cross-lingual query"
+    )
+    second_dense_mixed_weight: float = Field(
+        default=1.0, ge=0, description="its fusion weight for a query over a mixed KB "
+        "(RAGSIFT_CROSS_LINGUAL_MIXED_SHARE), its list holding the other language's chunks",
     )
     second_dense_all_weight: float = Field(
         default=0.2, ge=0, description="its fusion weight for other queries (with `all`)"

@@ -110,6 +110,9 @@ def test_every_channel_failing_is_503_and_one_failing_is_a_counted_degradation(
     assert explained["results"]
 
     monkeypatch.setattr(api.container.index, "search_sparse", broken)
+    # the KB is mixed (Chinese leave rules beside English hotel rules): the second dense
+    # channel searches its Chinese chunks for this English query, so it must fail too
+    monkeypatch.setattr(api.container.index, "search_second_dense", broken)
     response = api.client.post("/api/retrieval/search",
                                json={"kb_id": kb_id, "query": "hotel limit"})
     assert_error(response, 503, "retrieval_unavailable")

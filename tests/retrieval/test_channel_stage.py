@@ -57,3 +57,22 @@ def test_a_request_can_force_the_second_channel_on_or_off_whatever_the_policy() 
     assert policy.weight(CROSS, requested=True) == 1.0
     assert policy.weight(CROSS, requested=False) is None
     assert policy.weight(SAME, requested=None) is None
+
+
+MIXED = CrossLingual(target=None, query_share=1.0, kb_share=0.8, mixed="en", zh_documents=0.5)
+
+
+def test_a_mixed_kb_searches_the_other_languages_chunks_at_the_mixed_weight() -> None:
+    policy = SecondDensePolicy("cross-lingual", cross_lingual_weight=2.0, other_weight=0.2,
+                               mixed_weight=1.0)
+    assert (policy.weight(MIXED), policy.language(MIXED)) == (1.0, "en")
+    assert (policy.weight(CROSS), policy.language(CROSS)) == (2.0, None)  # the whole list
+    assert (policy.weight(SAME), policy.language(SAME)) == (None, None)
+    assert policy.weight(MIXED, requested=False) is None
+
+
+def test_without_a_mixed_weight_a_mixed_kb_is_searched_as_any_other() -> None:
+    policy = SecondDensePolicy("cross-lingual", cross_lingual_weight=2.0, other_weight=0.2)
+    assert (policy.weight(MIXED), policy.language(MIXED)) == (None, None)
+    every = SecondDensePolicy("all", cross_lingual_weight=2.0, other_weight=0.2)
+    assert (every.weight(MIXED), every.language(MIXED)) == (0.2, None)

@@ -277,15 +277,22 @@ def test_a_chinese_question_over_english_documents_finds_its_answer_through_the_
     assert _second_runs(result) == ["second_dense:original"]
 
 
-def test_a_question_in_the_kbs_main_script_does_not_search_the_second_channel_unless_all_do(
+def test_a_question_in_the_kbs_main_script_searches_the_second_channel_for_the_other_language(
     samples: tuple[Container, KnowledgeBase, KnowledgeBase],
 ) -> None:
     container, bilingual, _ = samples
     no_rewriter = container.settings.model_copy(update={"llm_base_url": None})
     query = "年假可以结转到什么时候？"
 
-    assert _second_runs(_service_search(container, bilingual, query, no_rewriter)) == []
-    every = no_rewriter.model_copy(update={"second_dense_queries": "all"})
+    # the samples KB is mixed (English documents beside the Chinese ones): the channel's list
+    # holds the English chunks only, and the Chinese answer stays first
+    mixed = _service_search(container, bilingual, query, no_rewriter)
+    assert _second_runs(mixed) == ["second_dense:original"]
+    assert mixed.hits and "结转" in mixed.hits[0].text
+    assert mixed.hits[0].second_dense_rank is None
+    unmixed = no_rewriter.model_copy(update={"cross_lingual_mixed_share": 1.0})
+    assert _second_runs(_service_search(container, bilingual, query, unmixed)) == []
+    every = unmixed.model_copy(update={"second_dense_queries": "all"})
     result = _service_search(container, bilingual, query, every)
     assert _second_runs(result) == ["second_dense:original"]
     assert result.hits and "结转" in result.hits[0].text

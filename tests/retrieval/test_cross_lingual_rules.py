@@ -3,12 +3,18 @@ cross_lingual), without models: the samples KB test is test_cross_lingual.py."""
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 
 import pytest
 
 from ragsift.domain.models import CHILD_LEVEL, Chunk, Document, DocumentStatus
-from ragsift.retrieval.cross_lingual import KbScripts, cjk_share, translation_target
+from ragsift.retrieval.cross_lingual import (
+    KbScripts,
+    cjk_share,
+    mixed_language,
+    translation_target,
+)
 
 
 def test_cjk_share_counts_a_cjk_character_and_a_latin_word_as_one_unit_each() -> None:
@@ -83,3 +89,64 @@ def test_the_sample_spreads_over_the_kb_and_reads_at_most_sample_chars_per_docum
                         ttl_s=60)
     # every other document: d0, d2, ... are all English, 5 characters each ("word ")
     assert scripts.share("kb") == 0.0
+
+
+def test_a_kb_whose_older_documents_are_english_still_samples_its_chinese_third() -> None:
+    # 26 English documents ingested first, then 13 Chinese ones: a third of the KB. The old
+    # sample (a slice step of 39 // 20 = 1, the first 20) read only English: kb_cjk_share=0.0
+    texts = {f"en{i:02}": "the travel policy sets a meal allowance " * 5 for i in range(26)}
+    texts.update({f"zh{i:02}": "员工手册规定了年假和病假的天数" * 3 for i in range(13)})
+    scripts = KbScripts(_Repository(texts), sample_documents=20, sample_chars=2000,  # type: ignore[arg-type]
+                        ttl_s=60)
+
+    share = scripts.share("kb")
+
+    assert share is not None and share > 0.3
+    languages = scripts.languages("kb")
+    assert languages.documents == 20
+    assert languages.zh_documents == pytest.approx(6 / 20)  # every 39/20th document
+
+
+def test_the_kb_sample_is_read_again_when_the_kb_version_changes() -> None:
+    repository = _Repository({"a": "annual leave"})
+    now = [0.0]
+    scripts = KbScripts(repository, sample_documents=20, sample_chars=2000,  # type: ignore[arg-type]
+                        ttl_s=600, clock=lambda: now[0])
+
+    assert scripts.share("kb", version=3) == 0.0
+    repository.texts["b"] = "年假 病假 事假 婚假 产假"  # ingested: the KB's version moves on
+    assert scripts.share("kb", version=3) == 0.0  # same version: the cached sample
+    assert scripts.share("kb", version=4) == pytest.approx(10 / 12)
+    assert repository.reads == ["kb", "kb"]
+
+
+@pytest.mark.parametrize(("query_share", "zh_documents", "expected"), [
+    (1.0, 0.5, "en"),   # a Chinese question, half the documents English
+    (0.0, 0.5, "zh"),   # an English question, half the documents Chinese
+    (1.0, 0.95, None),  # 5% English: below the share
+    (0.0, 0.0, None),   # an English question over English documents only
+    (1.0, 1.0, None),   # a Chinese question over Chinese documents only
+    (None, 0.5, None),  # a query of digits only
+    (1.0, None, None),  # a KB without text yet
+])
+def test_a_kb_is_mixed_for_a_query_when_enough_of_its_documents_are_in_the_other_language(
+    query_share: float | None, zh_documents: float | None, expected: str | None,
+) -> None:
+    assert mixed_language(query_share, zh_documents, 0.1) == expected
+
+
+def test_the_decision_names_the_mixed_kbs_other_language_only_when_no_translation_is_due(
+) -> None:
+    half = {"en": "the travel policy sets a meal allowance " * 5, "zh": "员工手册规定年假" * 5}
+    scripts = KbScripts(_Repository(half), sample_documents=20, sample_chars=2000,  # type: ignore[arg-type]
+                        ttl_s=60)
+
+    decided = asyncio.run(scripts.decide("kb", "出差的餐补标准是多少？", 0.5, 0.1))
+    assert (decided.target, decided.mixed, decided.zh_documents) == (None, "en", 0.5)
+    assert decided.detail()["mixed_kb_other"] == "en"
+    without = asyncio.run(scripts.decide("kb", "出差的餐补标准是多少？", 0.5))
+    assert without.mixed is None  # no mixed share asked (no second dense channel)
+    english = KbScripts(_Repository({"en": half["en"]}), sample_documents=20,  # type: ignore[arg-type]
+                        sample_chars=2000, ttl_s=60)
+    minority = asyncio.run(english.decide("kb", "出差的餐补标准是多少？", 0.5, 0.1))
+    assert (minority.target, minority.mixed) == ("en", None)  # the minority rule wins

@@ -5,9 +5,10 @@ contextual variant, and the second dense channel when it is wanted."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from ragsift.domain.errors import RetrievalUnavailable
@@ -16,8 +17,9 @@ from ragsift.domain.requests import HistoryMessage
 from ragsift.domain.results import RankedList
 from ragsift.domain.trace import ChannelRun, Degradation, QueryVariant, StageTrace
 from ragsift.ports import QueryRewriter
-from ragsift.retrieval.channels import ChannelOutcome, ChannelRunner
-from ragsift.retrieval.cross_lingual import CrossLingual
+from ragsift.retrieval.channels import ChannelOutcome, ChannelRunner, HitFilter
+from ragsift.retrieval.chunk_languages import ChunkLanguages
+from ragsift.retrieval.cross_lingual import CrossLingual, Language
 from ragsift.retrieval.follow_up import FollowUp, contextual_query, follow_up
 from ragsift.retrieval.options import Options
 from ragsift.retrieval.stages import RewriteOutcome, StandaloneWriter, rewrite_stage
@@ -27,17 +29,21 @@ def _ms(start: float) -> float:
     return round((time.perf_counter() - start) * 1000, 3)
 
 
-# (kb_id, query) -> the cross-lingual decision for the rewrite stage (None: not consulted)
-CrossLingualDecider = Callable[[str, str], Awaitable[CrossLingual | None]]
+# (kb_id, query, KB version) -> the cross-lingual decision (None: not consulted)
+CrossLingualDecider = Callable[[str, str, int | None], Awaitable[CrossLingual | None]]
 
 
 @dataclass(frozen=True, slots=True)
 class SecondDensePolicy:
-    """Which queries search the second dense channel, and its fusion weight for them."""
+    """Which queries search the second dense channel, and its fusion weight for them.
+
+    `mixed_weight`: its weight for a query over a mixed KB, whose list then holds the
+    other language's chunks only (None: a mixed KB is searched as any other)."""
 
     queries: Literal["cross-lingual", "all"]
     cross_lingual_weight: float
     other_weight: float
+    mixed_weight: float | None = None
 
     def weight(self, cross: CrossLingual | None, requested: bool | None = None) -> float | None:
         """The channel's weight for a query with this decision; None: not searched.
@@ -47,7 +53,15 @@ class SecondDensePolicy:
             return None
         if cross is not None and cross.target is not None:
             return self.cross_lingual_weight
+        if self.language(cross) is not None:
+            return self.mixed_weight
         return self.other_weight if requested or self.queries == "all" else None
+
+    def language(self, cross: CrossLingual | None) -> Language | None:
+        """The one language the channel's list keeps for this query (None: every chunk)."""
+        if self.mixed_weight is None or cross is None or cross.target is not None:
+            return None
+        return cross.mixed
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,11 +95,14 @@ class ChannelStage:
     def __init__(
         self, channels: ChannelRunner, rewriter: QueryRewriter | None, max_rewrite_chars: int,
         cross_lingual: CrossLingualDecider | None = None, translate: bool = True,
-        second_dense: SecondDensePolicy | None = None, history_aware: bool = True,
+        second_dense: SecondDensePolicy | None = None,
+        chunk_languages: ChunkLanguages | None = None, history_aware: bool = True,
     ) -> None:
         """`cross_lingual`: asked per search whether the query is in the KB's minority script;
         `translate`: then the one rewrite is a translation; `second_dense`: when the second
-        dense channel runs (the runner's index must have one)."""
+        dense channel runs (the runner's index must have one); `chunk_languages`: to keep
+        the other language's chunks of its list in a mixed KB (without: the policy's mixed
+        weight is not used)."""
         if max_rewrite_chars <= 0:
             raise ValueError(f"max_rewrite_chars must be positive, got {max_rewrite_chars}")
         self._channels = channels
@@ -93,8 +110,30 @@ class ChannelStage:
         self._max_rewrite_chars = max_rewrite_chars
         self._cross_lingual = cross_lingual
         self._translate = translate
+        if second_dense is not None and chunk_languages is None:
+            second_dense = replace(second_dense, mixed_weight=None)
         self._second_dense = second_dense if channels.has_second_dense else None
+        self._chunk_languages = chunk_languages
         self._history_aware = history_aware
+
+    def _start_second_dense(
+        self, query: str, search_filter: SearchFilter, options: Options,
+        cross: CrossLingual | None, pending: list[asyncio.Task[ChannelOutcome]],
+    ) -> float | None:
+        """Start the second dense channel when the policy wants it (its list kept to the other
+        language's chunks in a mixed KB); its fusion weight, None when not searched."""
+        if self._second_dense is None or options.mode == "sparse":
+            return None
+        weight = self._second_dense.weight(cross, options.second_dense)
+        if weight is None:
+            return None
+        keep: HitFilter | None = None
+        language = self._second_dense.language(cross)
+        if language is not None and self._chunk_languages is not None:
+            keep = functools.partial(self._chunk_languages.keep, language=language)
+        pending.append(asyncio.create_task(self._channels.run_second_dense(
+            "original", query, search_filter, options.channel_k, keep)))
+        return weight
 
     async def run(
         self, query: str, search_filter: SearchFilter, options: Options,
@@ -115,13 +154,9 @@ class ChannelStage:
         pending: list[asyncio.Task[ChannelOutcome]] = [original]
         try:
             cross = None if self._cross_lingual is None else await self._cross_lingual(
-                search_filter.kb_id, query
+                search_filter.kb_id, query, search_filter.version_seq
             )
-            weight = (self._second_dense.weight(cross, options.second_dense)
-                      if self._second_dense is not None and options.mode != "sparse" else None)
-            if weight is not None:
-                pending.append(asyncio.create_task(self._channels.run_second_dense(
-                    "original", query, search_filter, options.channel_k)))
+            weight = self._start_second_dense(query, search_filter, options, cross, pending)
             # the contextual variant runs beside a standalone question too: together they
             # found more than the standalone question alone (docs/quality.md, multi-turn)
             if found is not None:

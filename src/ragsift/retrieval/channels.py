@@ -32,6 +32,8 @@ def _ms(start: float) -> float:
 
 # one channel search of one variant, run as its own task
 Job = Callable[[], Awaitable[list[ChannelHit]]]
+# a list's hits -> those it keeps (the second dense channel's, to one language in a mixed KB)
+HitFilter = Callable[[list[ChannelHit]], list[ChannelHit]]
 
 
 async def _timed(run: Job) -> tuple[list[ChannelHit], float]:
@@ -90,13 +92,16 @@ class ChannelRunner:
         return await self._gather(jobs)
 
     async def run_second_dense(
-        self, label: str, text: str, search_filter: SearchFilter, limit: int
+        self, label: str, text: str, search_filter: SearchFilter, limit: int,
+        keep: HitFilter | None = None,
     ) -> ChannelOutcome:
-        """The second dense channel for one variant (`second_dense:label`); none without one."""
+        """The second dense channel for one variant (`second_dense:label`); none without one.
+
+        `keep`: which of its hits the list holds (in the same worker thread as the search)."""
         if self._second is None:
             return ChannelOutcome([], [], [])
-        return await self._gather([("second_dense", label, RetryTally(),
-                                    self._second_job(self._second, text, search_filter, limit))])
+        return await self._gather([("second_dense", label, RetryTally(), self._second_job(
+            self._second, text, search_filter, limit, keep))])
 
     async def _gather(self, jobs: list[tuple[str, str, RetryTally, Job]]) -> ChannelOutcome:
         outcomes = await asyncio.gather(*(_timed(job) for *_, job in jobs), return_exceptions=True)
@@ -143,10 +148,15 @@ class ChannelRunner:
 
     @staticmethod
     def _second_job(
-        index: SecondDenseIndex, text: str, search_filter: SearchFilter, limit: int
+        index: SecondDenseIndex, text: str, search_filter: SearchFilter, limit: int,
+        keep: HitFilter | None = None,
     ) -> Job:
+        def search() -> list[ChannelHit]:
+            hits = index.search_second_dense(text, search_filter, limit)
+            return hits if keep is None else keep(hits)
+
         def job() -> Awaitable[list[ChannelHit]]:
-            return asyncio.to_thread(index.search_second_dense, text, search_filter, limit)
+            return asyncio.to_thread(search)
 
         return job
 

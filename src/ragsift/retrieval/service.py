@@ -42,6 +42,7 @@ from ragsift.ports import (
 from ragsift.retrieval.candidates import Candidate, CandidateStage, StageContext
 from ragsift.retrieval.channel_stage import ChannelStage, Retrieved, SecondDensePolicy
 from ragsift.retrieval.channels import ChannelRunner
+from ragsift.retrieval.chunk_languages import ChunkLanguages
 from ragsift.retrieval.document_stages import (
     AutoMergeStage,
     ExpandOutcome,
@@ -103,7 +104,7 @@ class RetrievalService:
         runner = ChannelRunner(index, embedder)
         second = SecondDensePolicy(
             settings.second_dense_queries, settings.second_dense_weight,
-            settings.second_dense_all_weight,
+            settings.second_dense_all_weight, settings.second_dense_mixed_weight,
         ) if runner.has_second_dense and settings.second_dense != "off" else None
         self._retrieve = ChannelStage(
             runner, rewriter, settings.max_query_chars * 4,
@@ -113,6 +114,7 @@ class RetrievalService:
             ),
             translate=settings.cross_lingual, second_dense=second,
             history_aware=settings.history_aware,
+            chunk_languages=ChunkLanguages(repository) if second is not None else None,
         )
         self._feedback = FeedbackStage(index, settings)
         self._ready = ReadyStage(repository, versions)

@@ -49,14 +49,16 @@ class QueryTranslator(Protocol):
 
 async def cross_lingual_decision(
     scripts: KbScripts, settings: Settings, rewriter: QueryRewriter | None, kb_id: str,
-    query: str, second_dense: bool = False,
+    query: str, version: int | None = None, *, second_dense: bool = False,
 ) -> CrossLingual | None:
     """The cross-lingual decision, when it can matter: a translation (the setting is on and a
     rewriter is configured) or a second dense channel that searches cross-lingual queries
-    (`second_dense`); None otherwise, and no KB sample is read."""
+    (`second_dense`, which also searches a mixed KB's other language); None otherwise, and no
+    KB sample is read. `version`: the KB version searched (a new one: a new sample)."""
     if not (settings.cross_lingual and rewriter is not None) and not second_dense:
         return None
-    return await scripts.decide(kb_id, query, settings.cross_lingual_min_share)
+    mixed = settings.cross_lingual_mixed_share if second_dense else None
+    return await scripts.decide(kb_id, query, settings.cross_lingual_min_share, mixed, version)
 
 
 def kb_scripts(repository: Repository, settings: Settings) -> KbScripts:
