@@ -187,6 +187,8 @@ def test_every_retrieval_channel_failing_is_a_503_and_stores_nothing(
     before = extractive_api.client.get("/api/conversations").json()
     monkeypatch.setattr(extractive_api.container.index, "search_dense", broken)
     monkeypatch.setattr(extractive_api.container.index, "search_sparse", broken)
+    # the chat KB mixes Chinese and English: the second dense channel is searched too
+    monkeypatch.setattr(extractive_api.container.index, "search_second_dense", broken)
     for route in ("/api/chat", "/api/chat/stream"):
         response = extractive_api.client.post(route, json={"kb": "docs", "message": QUESTION})
         assert_error(response, 503, "retrieval_unavailable")

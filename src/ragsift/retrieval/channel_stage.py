@@ -117,11 +117,12 @@ class ChannelStage:
         self._history_aware = history_aware
 
     def _start_second_dense(
-        self, query: str, search_filter: SearchFilter, options: Options,
+        self, variants: list[tuple[str, str]], search_filter: SearchFilter, options: Options,
         cross: CrossLingual | None, pending: list[asyncio.Task[ChannelOutcome]],
     ) -> float | None:
-        """Start the second dense channel when the policy wants it (its list kept to the other
-        language's chunks in a mixed KB); its fusion weight, None when not searched."""
+        """Start the second dense channel for each (name, text) variant when the policy wants
+        it (its lists kept to the other language's chunks in a mixed KB); its fusion weight,
+        None when not searched."""
         if self._second_dense is None or options.mode == "sparse":
             return None
         weight = self._second_dense.weight(cross, options.second_dense)
@@ -131,8 +132,9 @@ class ChannelStage:
         language = self._second_dense.language(cross)
         if language is not None and self._chunk_languages is not None:
             keep = functools.partial(self._chunk_languages.keep, language=language)
-        pending.append(asyncio.create_task(self._channels.run_second_dense(
-            "original", query, search_filter, options.channel_k, keep)))
+        for name, text in variants:
+            pending.append(asyncio.create_task(self._channels.run_second_dense(
+                name, text, search_filter, options.channel_k, keep)))
         return weight
 
     async def run(
@@ -156,13 +158,16 @@ class ChannelStage:
             cross = None if self._cross_lingual is None else await self._cross_lingual(
                 search_filter.kb_id, query, search_filter.version_seq
             )
-            weight = self._start_second_dense(query, search_filter, options, cross, pending)
             # the contextual variant runs beside a standalone question too: together they
-            # found more than the standalone question alone (docs/quality.md, multi-turn)
+            # found more than the standalone question alone; and through the second dense
+            # channel as the query does, or a follow-up in one language about a document in
+            # the other loses what the query alone found (docs/quality.md, multi-turn)
+            searched = [("original", query)]
             if found is not None:
+                searched.append(("context", contextual_query(query, found)))
                 pending.append(asyncio.create_task(self._channels.run(
-                    [("context", contextual_query(query, found))], search_filter,
-                    options.mode, options.channel_k)))
+                    searched[1:], search_filter, options.mode, options.channel_k)))
+            weight = self._start_second_dense(searched, search_filter, options, cross, pending)
             rewrite = await rewrite_stage(
                 self._rewriter, options.switches.rewrite, query, self._max_rewrite_chars,
                 cross if self._translate else None, history if standalone else None,
