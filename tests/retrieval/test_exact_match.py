@@ -3,7 +3,14 @@
 import asyncio
 
 from ragsift.domain.filters import SearchFilter
-from ragsift.retrieval.exact_match import ExactMatchStage, promote, rare_terms, specific
+from ragsift.retrieval.exact_match import (
+    ExactMatchStage,
+    Lookup,
+    effective_max_df,
+    promote,
+    rare_terms,
+    specific,
+)
 from ragsift.retrieval.fusion import zscore_fusion
 from retrieval.test_fusion import ranked
 
@@ -13,11 +20,11 @@ FUSED = zscore_fusion([
 ])
 
 
-def test_codes_numbers_long_words_and_chinese_names_are_specific() -> None:
-    for term in ("e-1042", "inc0012345", "v2.14.3", "202311050047", "okonkwo", "张建国"):
+def test_codes_numbers_and_latin_names_are_specific() -> None:
+    for term in ("e-1042", "inc0012345", "v2.14.3", "202311050047", "okonkwo", "v2版"):
         assert specific(term), term
-    # a short word or a two-character Chinese token (often a bigram across words) is not
-    for term in ("rna", "么还", "的"):
+    # a short word, or a Chinese word (rare ones are often everyday words: 公积金) is not
+    for term in ("rna", "公积金", "张建国", "的"):
         assert not specific(term), term
 
 
@@ -48,3 +55,18 @@ def test_max_df_zero_turns_the_lane_off() -> None:
     outcome = asyncio.run(ExactMatchStage(object(), max_df=0).run(
         "E-1042", SearchFilter(kb_id="k"), FUSED, "hybrid"))
     assert outcome.trace.status == "off"
+
+
+def test_in_a_small_kb_only_a_term_one_chunk_holds_is_rare() -> None:
+    assert effective_max_df(3, 20) == 1
+    assert effective_max_df(3, 250) == 2
+    assert effective_max_df(3, 7000) == 3
+
+
+def test_without_a_bm25_list_the_lane_stands_down_without_a_second_degradation() -> None:
+    stage = ExactMatchStage(object(), max_df=3)
+    found = Lookup(terms=("e-1042",), held={"d": 1})
+    outcome = stage.apply(FUSED, found, bm25_answered=False)
+    assert outcome.fused == FUSED and outcome.degradation is None
+    assert outcome.trace.status == "skipped"
+    assert stage.apply(FUSED, found).fused[0].chunk_id == "d"

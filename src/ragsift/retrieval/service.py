@@ -52,7 +52,7 @@ from ragsift.retrieval.document_stages import (
     Small2BigStage,
     threshold_stage,
 )
-from ragsift.retrieval.exact_match import ExactMatchOutcome, ExactMatchStage
+from ragsift.retrieval.exact_match import ExactMatchOutcome, ExactMatchStage, Lookup
 from ragsift.retrieval.faq import FaqSearcher
 from ragsift.retrieval.feedback_stage import FeedbackOutcome, FeedbackStage
 from ragsift.retrieval.fusion import Padding, fuse, fused_count, padded_lists
@@ -188,16 +188,26 @@ class RetrievalService:
             timings["total"] = _ms(started)
             return RetrievalResult(hits=(), trace=trace.model_copy(update={"timings_ms": timings}))
 
-        retrieved = await self._retrieve.run(query, scope.search_filter, options)
+        # the exact-match lane's term look-up needs only the query: it runs beside the channels
+        lookup = asyncio.create_task(
+            self._exact.lookup(query, scope.search_filter, options.mode))
+        try:
+            retrieved = await self._retrieve.run(query, scope.search_filter, options)
+        except BaseException:
+            lookup.cancel()
+            raise
         timings.update(retrieved.timings)
         if retrieved.second_dense_weight is not None:
             options = replace(options, weights={
                 **options.weights, "second_dense": retrieved.second_dense_weight})
-        feedback = await self._run_feedback(query, request.kb_id, scope.search_filter, options,
-                                            retrieved, version, timings)
+        try:
+            feedback = await self._run_feedback(query, request.kb_id, scope.search_filter,
+                                                options, retrieved, version, timings)
+        except BaseException:
+            lookup.cancel()
+            raise
         stage = time.perf_counter()
-        fused, padded, exact = await self._fuse(query, scope.search_filter, options,
-                                                feedback.lists)
+        fused, padded, exact = self._fuse(options, feedback.lists, await lookup)
         timings["fusion"] = _ms(stage)
 
         stage = time.perf_counter()
@@ -232,16 +242,16 @@ class RetrievalService:
         })
         return RetrievalResult(hits=hits, trace=trace)
 
-    async def _fuse(
-        self, query: str, search_filter: SearchFilter, options: Options,
-        lists: Sequence[RankedList],
+    def _fuse(
+        self, options: Options, lists: Sequence[RankedList], lookup: Lookup,
     ) -> tuple[list[FusedHit], StageTrace, ExactMatchOutcome]:
         """Fusion (short BM25 lists padded), then the exact-match lane, then candidate_k."""
         padding = (Padding(options.channel_k, {"sparse": 0.0})
                    if self._settings.fusion_pad_short_lists else None)
         fused = fuse(options.fusion, list(lists), k=options.rrf_k, weights=options.weights,
                      padding=padding)
-        exact = await self._exact.run(query, search_filter, fused, options.mode)
+        bm25 = any(ranked.name.startswith("sparse:") for ranked in lists)
+        exact = self._exact.apply(fused, lookup, bm25_answered=bm25)
         return exact.fused[: options.candidate_k], _padding_trace(padding, options, lists), exact
 
     async def _run_feedback(
