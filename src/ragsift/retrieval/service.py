@@ -192,17 +192,8 @@ class RetrievalService:
         lookup = asyncio.create_task(
             self._exact.lookup(query, scope.search_filter, options.mode))
         try:
-            retrieved = await self._retrieve.run(query, scope.search_filter, options)
-        except BaseException:
-            lookup.cancel()
-            raise
-        timings.update(retrieved.timings)
-        if retrieved.second_dense_weight is not None:
-            options = replace(options, weights={
-                **options.weights, "second_dense": retrieved.second_dense_weight})
-        try:
-            feedback = await self._run_feedback(query, request.kb_id, scope.search_filter,
-                                                options, retrieved, version, timings)
+            retrieved, feedback, options = await self._lists(
+                query, request.kb_id, scope.search_filter, options, version, timings)
         except BaseException:
             lookup.cancel()
             raise
@@ -241,6 +232,20 @@ class RetrievalService:
             "returned_count": len(hits), "timings_ms": timings,
         })
         return RetrievalResult(hits=hits, trace=trace)
+
+    async def _lists(
+        self, query: str, kb_id: str, search_filter: SearchFilter, options: Options,
+        version: int | None, timings: dict[str, float],
+    ) -> tuple[Retrieved, FeedbackOutcome, Options]:
+        """The channels' lists, after RM3 feedback; options with the second dense weight."""
+        retrieved = await self._retrieve.run(query, search_filter, options)
+        timings.update(retrieved.timings)
+        if retrieved.second_dense_weight is not None:
+            options = replace(options, weights={
+                **options.weights, "second_dense": retrieved.second_dense_weight})
+        feedback = await self._run_feedback(query, kb_id, search_filter, options, retrieved,
+                                            version, timings)
+        return retrieved, feedback, options
 
     def _fuse(
         self, options: Options, lists: Sequence[RankedList], lookup: Lookup,
