@@ -154,8 +154,8 @@ def render_trace(console: Console, trace: RetrievalTrace,
                     f"{_switches(trace.switches_applied)}")
     summary.add_row("fused candidates", str(trace.fused_count))
     summary.add_row("dropped by READY check", str(trace.ready_filtered_count))
-    for name in ("rewrite", "feedback", "auto_merge", "consistency", "rerank", "threshold",
-                 "small2big", "faq"):
+    for name in ("rewrite", "feedback", "fusion_padding", "exact_match", "auto_merge",
+                 "consistency", "rerank", "threshold", "small2big", "faq"):
         stage: StageTrace = getattr(trace, name)
         text = stage.status + (f": {stage.reason}" if stage.reason else "")
         if stage.detail:

@@ -363,6 +363,15 @@ class Settings(BaseSettings):
         description="use the fusion `ragsift tune` fitted to a KB (where one is stored) instead of "
         "the fusion settings above; a request may opt in or out itself",
     )
+    # Rare exact matches (issue 34, docs/quality.md "Exact identifiers"): a short BM25 list is
+    # normalised as if channel_k long with score 0 for the rest, and a candidate holding a
+    # query term the KB holds in few chunks is kept on top, whatever the fusion method.
+    fusion_pad_short_lists: bool = Field(
+        default=True, description="z-score and min-max fusion normalise a BM25 list shorter "
+        "than channel_k as if padded with score-0 hits (its only hit keeps its meaning)")
+    exact_match_max_df: int = Field(
+        default=3, ge=0, le=1000, description="a query term (a code, number or name) held by "
+        "at most this many chunks of the KB puts the candidates holding it first; 0 = off")
     max_query_chars: int = Field(default=1000, ge=1)
     # Re-scoring of the fused top-k and pseudo-relevance feedback (issue 18; measured in
     # docs/quality.md "Quality levers"): off unless switched on.

@@ -15,6 +15,7 @@ DegradationCode = Literal[
     "expansion_failed",
     "faq_retrieval_failed",
     "feedback_failed",
+    "exact_match_failed",
 ]
 
 
@@ -119,6 +120,10 @@ class RetrievalTrace(BaseModel):
     channels: tuple[ChannelRun, ...] = ()
     scope: ScopeTrace = Field(default_factory=ScopeTrace)
     tuned_fusion: StageTrace = Field(default_factory=StageTrace)
+    # a short BM25 list normalised as if channel_k long (fusion.Padding), and the exact-match
+    # lane: the rare query terms and the candidates it put first (retrieval/exact_match.py)
+    fusion_padding: StageTrace = Field(default_factory=StageTrace)
+    exact_match: StageTrace = Field(default_factory=StageTrace)
     fused_count: int = 0
     ready_filtered_count: int = 0
     rewrite: StageTrace = Field(default_factory=StageTrace)

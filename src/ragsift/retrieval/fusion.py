@@ -3,12 +3,19 @@
 All are pure: they deduplicate by chunk id, order by fused score, then by the best single
 rank, then by chunk id, and record which lists found each chunk. Raw cosine and BM25 scores
 are never added together: convex fusion normalises each list first (min-max or z-score).
+
+A list shorter than the depth its channel was asked for (`depth`) ran out of matches: BM25
+scores every chunk it does not return 0. Normalised on its few hits alone, such a list loses
+its meaning (one hit, or equal scores, has no spread), so a channel named in `floors` is
+normalised as if padded to `depth` with its floor score: the only exact match of a rare term
+then stands far above the chunks BM25 scores 0 instead of at a fixed 1 (issue 34).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from operator import itemgetter
 
 from ragsift.domain.results import FusedHit, RankedList
@@ -109,6 +116,8 @@ def weighted_fusion(
     lists: Sequence[RankedList],
     weights: Mapping[str, float] | None = None,
     limit: int | None = None,
+    depth: int | None = None,
+    floors: Mapping[str, float] | None = None,
 ) -> list[FusedHit]:
     """Convex fusion of min-max normalised scores: sum of w_i * (s - min_i) / (max_i - min_i).
 
@@ -124,6 +133,9 @@ def weighted_fusion(
         weight = _weight(weights, ranked.name)
         scores = [hit.score for hit in ranked.hits]
         low, high = min(scores), max(scores)
+        padded = _floor(ranked, depth, floors)
+        if padded is not None:
+            low = min(low, padded[0])
         seen: set[str] = set()
         for hit in ranked.hits:
             if hit.chunk_id in seen:
@@ -134,10 +146,33 @@ def weighted_fusion(
     return _ordered(live, fused, limit)
 
 
+def _floor(
+    ranked: RankedList, depth: int | None, floors: Mapping[str, float] | None
+) -> tuple[float, int] | None:
+    """(floor score, padding hits) for a list shorter than `depth` whose channel has a floor
+    (by full name or channel, as weights); None when its statistics stand as they are."""
+    if depth is None or floors is None:
+        return None
+    floor = floors.get(ranked.name, floors.get(ranked.name.split(":", 1)[0]))
+    if floor is None:
+        return None
+    padding = depth - len({hit.chunk_id for hit in ranked.hits})
+    return (floor, padding) if padding > 0 else None
+
+
+def _first_scores(ranked: RankedList) -> dict[str, float]:
+    first: dict[str, float] = {}
+    for hit in ranked.hits:
+        first.setdefault(hit.chunk_id, hit.score)
+    return first
+
+
 def zscore_fusion(
     lists: Sequence[RankedList],
     weights: Mapping[str, float] | None = None,
     limit: int | None = None,
+    depth: int | None = None,
+    floors: Mapping[str, float] | None = None,
 ) -> list[FusedHit]:
     """Convex fusion of z-score normalised scores: sum of w_i * (s - mean_i) / std_i.
 
@@ -147,23 +182,30 @@ def zscore_fusion(
     that list's lowest z-score (as if last). A list whose scores are all equal (one hit, say)
     has no spread to scale by: its hits get 1 and the chunks it misses 0, as in min-max, so
     finding a chunk still counts. With one non-empty list the raw score is kept, as in `rrf`.
+
+    A list of a channel in `floors` with fewer than `depth` hits takes its mean and spread over
+    its hits and `depth - n` hits at the floor score, and the chunks it misses score the
+    floor's z: one hit of n = depth gets sqrt(depth - 1), whatever its raw score.
     """
     live = [ranked for ranked in lists if ranked.hits]
     if len(live) == 1:
         return rrf(live, limit=limit)
     per_list: list[tuple[float, dict[str, float], float]] = []  # weight, z, missing
     for ranked in live:
-        first: dict[str, float] = {}
-        for hit in ranked.hits:
-            first.setdefault(hit.chunk_id, hit.score)
+        first = _first_scores(ranked)
         values = list(first.values())
-        mean = math.fsum(values) / len(values)
-        spread = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / len(values))
+        floor, padding = _floor(ranked, depth, floors) or (0.0, 0)
+        count = len(values) + padding
+        mean = (math.fsum(values) + padding * floor) / count
+        spread = math.sqrt(
+            (math.fsum((v - mean) ** 2 for v in values) + padding * (floor - mean) ** 2) / count
+        )
         if spread == 0:
             per_list.append((_weight(weights, ranked.name), dict.fromkeys(first, 1.0), 0.0))
             continue
         z = {chunk: (v - mean) / spread for chunk, v in first.items()}
-        per_list.append((_weight(weights, ranked.name), z, min(z.values())))
+        missing = (floor - mean) / spread if padding else min(z.values())
+        per_list.append((_weight(weights, ranked.name), z, missing))
     chunks = {chunk for _, z, _ in per_list for chunk in z}
     fused = {
         chunk: math.fsum(w * z.get(chunk, missing) for w, z, missing in per_list)
@@ -172,24 +214,56 @@ def zscore_fusion(
     return _ordered(live, fused, limit)
 
 
+@dataclass(frozen=True, slots=True)
+class Padding:
+    """Short lists of the channels in `floors` are normalised as if `depth` long (see the
+    module docstring); RRF, which fuses ranks, ignores it."""
+
+    depth: int
+    floors: Mapping[str, float]
+
+
+def padded_lists(lists: Sequence[RankedList], padding: Padding) -> dict[str, int]:
+    """List name -> its hits, for each list `padding` pads (for the trace)."""
+    return {ranked.name: len(ranked.hits) for ranked in lists
+            if ranked.hits and _floor(ranked, padding.depth, padding.floors) is not None}
+
+
 Fusion = Callable[
-    [Sequence[RankedList], int, Mapping[str, float] | None, int | None], list[FusedHit]]
+    [Sequence[RankedList], int, Mapping[str, float] | None, int | None, Padding | None],
+    list[FusedHit],
+]
+
+
+def _padded(
+    method: Callable[..., list[FusedHit]],
+) -> Fusion:
+    def run(lists: Sequence[RankedList], _k: int, weights: Mapping[str, float] | None,
+            limit: int | None, padding: Padding | None) -> list[FusedHit]:
+        if padding is None:
+            return method(lists, weights, limit)
+        return method(lists, weights, limit, padding.depth, padding.floors)
+    return run
+
 
 FUSIONS: dict[str, Fusion] = {
-    "rrf": lambda lists, k, weights, limit: rrf(lists, k=k, weights=weights, limit=limit),
-    "weighted": lambda lists, _k, weights, limit: weighted_fusion(lists, weights, limit),
-    "zscore": lambda lists, _k, weights, limit: zscore_fusion(lists, weights, limit),
+    "rrf": lambda lists, k, weights, limit, _padding: rrf(
+        lists, k=k, weights=weights, limit=limit),
+    "weighted": _padded(weighted_fusion),
+    "zscore": _padded(zscore_fusion),
 }
 
 
 def fuse(
     method: str, lists: Sequence[RankedList], k: int = 60,
     weights: Mapping[str, float] | None = None, limit: int | None = None,
+    padding: Padding | None = None,
 ) -> list[FusedHit]:
-    """Fuse `lists` with `method` (rrf | weighted | zscore); k only matters to rrf. With
-    `limit`, only the first `limit` hits of the fused order (`fused_count` counts them all)."""
+    """Fuse `lists` with `method` (rrf | weighted | zscore); k only matters to rrf, `padding`
+    to the score fusions. With `limit`, only the first `limit` hits of the fused order
+    (`fused_count` counts them all)."""
     try:
         fusion = FUSIONS[method]
     except KeyError:
         raise ValueError(f"unknown fusion {method!r}; use one of {', '.join(FUSIONS)}") from None
-    return fusion(lists, k, weights, limit)
+    return fusion(lists, k, weights, limit, padding)

@@ -21,7 +21,7 @@ from ragsift.domain.errors import EmbeddingModelMismatch, InvalidInput, NotFound
 from ragsift.domain.filters import SearchFilter
 from ragsift.domain.models import KnowledgeBase
 from ragsift.domain.requests import SearchRequest
-from ragsift.domain.results import FusedHit, RetrievalResult
+from ragsift.domain.results import FusedHit, RankedList, RetrievalResult
 from ragsift.domain.trace import (
     Degradation,
     QueryVariant,
@@ -53,9 +53,10 @@ from ragsift.retrieval.document_stages import (
     Small2BigStage,
     threshold_stage,
 )
+from ragsift.retrieval.exact_match import ExactMatchOutcome, ExactMatchStage, Lookup
 from ragsift.retrieval.faq import FaqSearcher
 from ragsift.retrieval.feedback_stage import FeedbackOutcome, FeedbackStage
-from ragsift.retrieval.fusion import fuse, fused_count
+from ragsift.retrieval.fusion import Padding, fuse, fused_count, padded_lists
 from ragsift.retrieval.options import Options, resolve_options, wants_tuned_fusion
 from ragsift.retrieval.plan import run_plan
 from ragsift.retrieval.query import validate_query
@@ -117,6 +118,7 @@ class RetrievalService:
             chunk_languages=ChunkLanguages(repository) if second is not None else None,
         )
         self._feedback = FeedbackStage(index, settings)
+        self._exact = ExactMatchStage(index, settings.exact_match_max_df)
         self._ready = ReadyStage(repository, versions)
         self._rerank = RerankCandidates(reranker, embedder, RerankLimits(
             budget_tokens=settings.rerank_budget_tokens,
@@ -189,17 +191,17 @@ class RetrievalService:
             timings["total"] = _ms(started)
             return RetrievalResult(hits=(), trace=trace.model_copy(update={"timings_ms": timings}))
 
-        retrieved = await self._retrieve.run(query, scope.search_filter, options,
-                                             request.history)
-        timings.update(retrieved.timings)
-        if retrieved.second_dense_weight is not None:
-            options = replace(options, weights={
-                **options.weights, "second_dense": retrieved.second_dense_weight})
-        feedback = await self._run_feedback(query, request.kb_id, scope.search_filter, options,
-                                            retrieved, version, timings)
+        # the exact-match lane's term look-up needs only the query: it runs beside the channels
+        lookup = asyncio.create_task(
+            self._exact.lookup(query, scope.search_filter, options.mode))
+        try:
+            retrieved, feedback, options = await self._lists(
+                query, request, scope.search_filter, options, version, timings)
+        except BaseException:
+            lookup.cancel()
+            raise
         stage = time.perf_counter()
-        fused = fuse(options.fusion, list(feedback.lists), k=options.rrf_k,
-                     weights=options.weights, limit=options.candidate_k)
+        fused, padded, exact = self._fuse(options, feedback.lists, await lookup)
         timings["fusion"] = _ms(stage)
 
         stage = time.perf_counter()
@@ -222,15 +224,16 @@ class RetrievalService:
             timings["small2big"] = _ms(stage)
         hits = await self._hits.run(final, expanded.expansions)
         timings["total"] = _ms(started)
-        failures = (*retrieved.degradations, *_some(feedback.degradation), *degradations,
-                    *_some(expanded.degradation))
+        failures = (*retrieved.degradations, *_some(feedback.degradation),
+                    *_some(exact.degradation), *degradations, *_some(expanded.degradation))
         trace = trace.model_copy(update={
             "variants": retrieved.variants, "channels": retrieved.runs,
             "degradations": failures,
             "switches_applied": _applied(retrieved, traces, expanded, feedback.trace),
             "fused_count": fused_count(feedback.lists), "ready_filtered_count": ready.filtered,
             "rewrite": retrieved.rewrite.trace, "history": retrieved.history,
-            "feedback": feedback.trace, **traces,
+            "feedback": feedback.trace, "fusion_padding": padded, "exact_match": exact.trace,
+            **traces,
             "threshold": threshold.trace, "small2big": expanded.trace,
             "returned_count": len(hits), "timings_ms": timings,
         })
@@ -248,6 +251,34 @@ class RetrievalService:
             return question, self._rerank.query_tokens(question, options)
         except InvalidInput:  # over the reranker's query limit: the message as it was asked
             return query, query_tokens
+
+    async def _lists(
+        self, query: str, request: SearchRequest, search_filter: SearchFilter,
+        options: Options, version: int | None, timings: dict[str, float],
+    ) -> tuple[Retrieved, FeedbackOutcome, Options]:
+        """The channels' lists (a follow-up's with its history), after RM3 feedback; options
+        with the second dense weight."""
+        kb_id = request.kb_id
+        retrieved = await self._retrieve.run(query, search_filter, options, request.history)
+        timings.update(retrieved.timings)
+        if retrieved.second_dense_weight is not None:
+            options = replace(options, weights={
+                **options.weights, "second_dense": retrieved.second_dense_weight})
+        feedback = await self._run_feedback(query, kb_id, search_filter, options, retrieved,
+                                            version, timings)
+        return retrieved, feedback, options
+
+    def _fuse(
+        self, options: Options, lists: Sequence[RankedList], lookup: Lookup,
+    ) -> tuple[list[FusedHit], StageTrace, ExactMatchOutcome]:
+        """Fusion (short BM25 lists padded), then the exact-match lane, then candidate_k."""
+        padding = (Padding(options.channel_k, {"sparse": 0.0})
+                   if self._settings.fusion_pad_short_lists else None)
+        fused = fuse(options.fusion, list(lists), k=options.rrf_k, weights=options.weights,
+                     padding=padding)
+        bm25 = any(ranked.name.startswith("sparse:") for ranked in lists)
+        exact = self._exact.apply(fused, lookup, bm25_answered=bm25)
+        return exact.fused[: options.candidate_k], _padding_trace(padding, options, lists), exact
 
     async def _run_feedback(
         self, query: str, kb_id: str, search_filter: SearchFilter, options: Options,
@@ -347,6 +378,21 @@ _RESERVED = frozenset({"scope", "rewrite", "channels", "feedback", "fusion", "re
 
 
 _NOT_RUN = StageTrace()
+
+
+def _padding_trace(
+    padding: Padding | None, options: Options, lists: Sequence[RankedList]
+) -> StageTrace:
+    """Whether fusion normalised a short BM25 list as if channel_k long, and which."""
+    if padding is None:
+        return StageTrace(status="off", reason="RAGSIFT_FUSION_PAD_SHORT_LISTS=false")
+    if options.fusion == "rrf" or sum(1 for ranked in lists if ranked.hits) < 2:
+        return StageTrace(status="skipped", reason="nothing is score-fused")
+    padded = padded_lists(lists, padding)
+    if not padded:
+        return StageTrace(status="skipped", reason="no BM25 list shorter than channel_k")
+    return StageTrace(status="applied", detail={
+        "depth": padding.depth, **{name: hits for name, hits in padded.items()}})
 
 
 def _some(degradation: Degradation | None) -> tuple[Degradation, ...]:
