@@ -372,6 +372,10 @@ class Settings(BaseSettings):
     exact_match_max_df: int = Field(
         default=3, ge=0, le=1000, description="a query term (a code, number or name) held by "
         "at most this many chunks of the KB puts the candidates holding it first; 0 = off")
+    exact_match_words: bool = Field(
+        default=False, description="the exact-match lane counts rare Latin words of 4+ letters "
+        "(names) too, not only terms with a digit; off: on English prose (scifact) rare words "
+        "were not the answer's (docs/quality.md)")
     max_query_chars: int = Field(default=1000, ge=1)
     # Re-scoring of the fused top-k and pseudo-relevance feedback (issue 18; measured in
     # docs/quality.md "Quality levers"): off unless switched on.

@@ -20,18 +20,21 @@ FUSED = zscore_fusion([
 ])
 
 
-def test_codes_numbers_and_latin_names_are_specific() -> None:
-    for term in ("e-1042", "inc0012345", "v2.14.3", "202311050047", "okonkwo", "v2版"):
+def test_codes_and_numbers_are_specific_and_latin_names_only_with_words_on() -> None:
+    for term in ("e-1042", "inc0012345", "v2.14.3", "202311050047", "v2版"):
         assert specific(term), term
+    # a Latin word counts only when asked for: on English prose rare words mislead
+    assert not specific("okonkwo") and specific("okonkwo", words=True)
     # a short word, or a Chinese word (rare ones are often everyday words: 公积金) is not
     for term in ("rna", "公积金", "张建国", "的"):
-        assert not specific(term), term
+        assert not specific(term, words=True), term
 
 
 def test_rare_terms_keep_document_frequencies_from_one_to_max_df() -> None:
     doc_freq = {"e-1042": 1, "错误码": 40, "okonkwo": 3, "zqxmissing": 0, "rosalind": 4}
     tokens = ["错误码", "e-1042", "e-1042", "okonkwo", "zqxmissing", "rosalind"]
-    assert rare_terms(tokens, doc_freq, 3) == ["e-1042", "okonkwo"]
+    assert rare_terms(tokens, doc_freq, 3, words=True) == ["e-1042", "okonkwo"]
+    assert rare_terms(tokens, doc_freq, 3) == ["e-1042"]
     assert rare_terms(tokens, doc_freq, 0) == []
 
 

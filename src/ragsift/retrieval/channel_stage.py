@@ -191,10 +191,17 @@ class ChannelStage:
             degradations.append(rewrite.degradation)
         if rewrite.variant is not None:
             variants.append(rewrite.variant)
-            _gather(await self._channels.run(
+            rewritten: list[Awaitable[ChannelOutcome]] = [self._channels.run(
                 [("rewrite", rewrite.variant.text)], search_filter, options.mode,
-                options.channel_k,
-            ), lists, runs, degradations)
+                options.channel_k)]
+            if rewrite.variant.method == "standalone" and weight is not None:
+                # a standalone question reaches the other language's chunks as its follow-up did
+                extra: list[asyncio.Task[ChannelOutcome]] = []
+                self._start_second_dense([("rewrite", rewrite.variant.text)], search_filter,
+                                         options, cross, extra)
+                rewritten += extra
+            for outcome in await asyncio.gather(*rewritten):
+                _gather(outcome, lists, runs, degradations)
         timings.append(("channels", _ms(stage)))
         if not lists:
             reasons = "; ".join(

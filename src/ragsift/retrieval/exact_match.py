@@ -7,8 +7,13 @@ its score. After fusion, the candidates holding such a term move to the top, tho
 more rare terms first, each group in fused order; the rest keep their order.
 
 Rare terms are the KB analyzer's tokens of the query with a document frequency from 1 to
-`max_df` that look specific: a token with a digit, or a Latin-script word of at least 4
-letters. Chinese words are left to fusion: on afqmc-faq the rare ones were everyday words
+`max_df` that look specific: a token with a digit (a code, a number, a version), and with
+`words` on, a Latin-script word of at least 4 letters too. Words are off by default: on
+scifact's claims (English prose) rare words are ordinary domain words (clpc, gluten-free,
+triacylglycerol) whose holders are often not the answer, and the word rule cost nDCG@10
+-0.024 [-0.051, -0.001] in a BM25 proxy, while the digit rule was +0.006 [0, +0.015]
+(scripts/exact_match_scifact_proxy.py, docs/quality.md). Chinese words are left to fusion:
+on afqmc-faq the rare ones were everyday words
 (公积金, 保证金, 看不到); counting them cost nDCG@10 there and significantly on cmrc2018
 (docs/quality.md); a Chinese name's own short BM25 list is kept high by fusion.py's
 padding. The chunks holding a term come from a BM25 term search in the request's scope, so
@@ -34,17 +39,18 @@ logger = logging.getLogger(__name__)
 _MIN_WORD = 4  # letters of a rare Latin-script word without digits
 
 
-def specific(term: str) -> bool:
+def specific(term: str, words: bool = False) -> bool:
     """Whether a rare `term` is specific enough to outrank fusion (see the module doc)."""
     if any("0" <= c <= "9" for c in term):
         return True
-    return sum("a" <= c.lower() <= "z" for c in term) >= _MIN_WORD
+    return words and sum("a" <= c.lower() <= "z" for c in term) >= _MIN_WORD
 
 
-def rare_terms(tokens: Sequence[str], doc_freq: Mapping[str, int], max_df: int) -> list[str]:
+def rare_terms(tokens: Sequence[str], doc_freq: Mapping[str, int], max_df: int,
+               words: bool = False) -> list[str]:
     """The distinct specific `tokens` with a document frequency from 1 to `max_df`."""
     return [t for t in dict.fromkeys(tokens)
-            if 1 <= doc_freq.get(t, 0) <= max_df and specific(t)]
+            if 1 <= doc_freq.get(t, 0) <= max_df and specific(t, words)]
 
 
 def effective_max_df(max_df: int, chunks: int) -> int:
@@ -85,10 +91,13 @@ def _ms(start: float) -> float:
 class ExactMatchStage:
     """Finds the query's rare terms and the chunks in scope that hold them; promotes those."""
 
-    def __init__(self, index: object, max_df: int) -> None:
-        """`max_df` 0 turns the lane off; an index without term statistics skips it."""
+    def __init__(self, index: object, max_df: int, words: bool = False) -> None:
+        """`max_df` 0 turns the lane off; an index without term statistics skips it;
+        `words`: Latin words of 4+ letters count as specific too (not only terms with a
+        digit)."""
         self._index = index if isinstance(index, WeightedSparseIndex) else None
         self._max_df = max_df
+        self._words = words
 
     async def run(
         self, query: str, search_filter: SearchFilter, fused: list[FusedHit], mode: str,
@@ -149,7 +158,8 @@ class ExactMatchStage:
         _, analyze = index.sparse_analyzer(kb_id)
         tokens = analyze(query)
         chunks, doc_freq = index.sparse_term_stats(kb_id, sorted(set(tokens)))
-        terms = rare_terms(tokens, doc_freq, effective_max_df(self._max_df, chunks))
+        terms = rare_terms(tokens, doc_freq, effective_max_df(self._max_df, chunks),
+                           self._words)
         held: dict[str, int] = {}
         for term in terms:
             for hit in index.search_sparse_weighted([(term, 1.0)], search_filter, self._max_df):

@@ -118,7 +118,8 @@ class RetrievalService:
             chunk_languages=ChunkLanguages(repository) if second is not None else None,
         )
         self._feedback = FeedbackStage(index, settings)
-        self._exact = ExactMatchStage(index, settings.exact_match_max_df)
+        self._exact = ExactMatchStage(index, settings.exact_match_max_df,
+                                      settings.exact_match_words)
         self._ready = ReadyStage(repository, versions)
         self._rerank = RerankCandidates(reranker, embedder, RerankLimits(
             budget_tokens=settings.rerank_budget_tokens,
