@@ -29,10 +29,12 @@ EVERYTHING = ({"salary.md", "payday.md"},
               {"When are salary bands reviewed?", "When is salary paid?"})
 
 
-def _fill(api: Api, headers: dict[str, str] | None = None) -> str:
-    """A KB of tenant t2: an hr-only document and FAQ entry, and an unrestricted pair."""
+def _fill(api: Api, headers: dict[str, str] | None = None) -> tuple[str, dict[str, str]]:
+    """A KB of tenant t2: an hr-only document and FAQ entry, and an unrestricted pair; its id
+    and the document ids by filename."""
     client = api.client
     kb_id: str = client.post("/api/kbs", json={"name": "docs"}, headers=headers).json()["id"]
+    ids: dict[str, str] = {}
     for name, body, roles in (("salary.md", SALARY, "hr"), ("payday.md", PAYDAY, "")):
         response = client.post(f"/api/kbs/{kb_id}/documents", headers=headers,
                                files=[("files", (name, body, "text/markdown"))],
@@ -40,10 +42,11 @@ def _fill(api: Api, headers: dict[str, str] | None = None) -> str:
         assert response.status_code == 202, response.text
         for document in response.json()["documents"]:
             assert _settled(api, document["id"], headers) == "READY"
+            ids[name] = document["id"]
     imported = client.post(f"/api/kbs/{kb_id}/faq", files={"file": ("faq.jsonl", FAQ)},
                            data={"tenant_id": "t2"}, headers=headers)
     assert imported.json()["added"] == 2, imported.text
-    return kb_id
+    return kb_id, ids
 
 
 def _settled(api: Api, document_id: str, headers: dict[str, str] | None) -> str:
@@ -69,7 +72,7 @@ def test_a_search_naming_no_role_finds_no_role_restricted_chunk_or_faq_entry(
     make_api: ApiFactory, tmp_path: Path, backend: str
 ) -> None:
     api = make_api(index_uri=index_uri(backend, tmp_path / "milvus"))
-    kb_id = _fill(api)
+    kb_id, _ = _fill(api)
 
     def found(**scope: Any) -> tuple[set[str], set[str]]:
         return _found(api.client.post("/api/retrieval/explain",
@@ -91,7 +94,7 @@ def test_under_a_key_a_search_naming_no_role_gets_the_keys_roles_or_none(
 ) -> None:
     api = make_api(auth=True, index_uri=index_uri(backend, tmp_path / "milvus"))
     admin = make_keys(api).admin
-    kb_id = _fill(api, {"Authorization": f"Bearer {admin}"})
+    kb_id, ids = _fill(api, {"Authorization": f"Bearer {admin}"})
     roleless = new_key(api, "t2-bot", tenant_ids=("t2",))
     hr = new_key(api, "hr-bot", tenant_ids=("t2",), data_roles=("hr",))
     sales = new_key(api, "sales-bot", data_roles=("sales",))
@@ -111,3 +114,9 @@ def test_under_a_key_a_search_naming_no_role_gets_the_keys_roles_or_none(
     assert_error(as_key(api, sales, "POST", "/api/retrieval/explain",
                         json={"kb_id": kb_id, "query": QUERY, "roles": ["hr"]}),
                  403, "forbidden")
+    # a key with data roles reads only the documents it could find: others are not there
+    salary = f"/api/documents/{ids['salary.md']}"
+    assert as_key(api, hr, "GET", salary).status_code == 200
+    assert_error(as_key(api, sales, "GET", salary), 404, "not_found")
+    listed = as_key(api, sales, "GET", f"/api/kbs/{kb_id}/documents").json()
+    assert [d["filename"] for d in listed] == ["payday.md"]
