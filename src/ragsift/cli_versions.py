@@ -34,7 +34,7 @@ KbVersionOpt = Annotated[int | None, typer.Option(
     "--kb-version", min=0, help="Search this retained KB version instead of the active one.")]
 RoleOpt = Annotated[list[str] | None, typer.Option(
     "--role", help="A role of the caller (repeatable); chunks restricted to other roles are "
-                   "not searched.")]
+                   "not searched, and without --role only unrestricted chunks are.")]
 TenantOpt = Annotated[list[str] | None, typer.Option(
     "--tenant-id", help="Only chunks of this tenant (repeatable).")]
 DatasetOpt = Annotated[list[str] | None, typer.Option(

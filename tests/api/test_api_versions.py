@@ -51,11 +51,12 @@ def test_versions_over_http(api: Api) -> None:
     diff = api.client.get(f"{base}/diff", params={"from_seq": 1, "to_seq": 2}).json()
     assert [(d["filename"], d["added"], d["removed"]) for d in diff["documents"]] == [
         ("firmware.txt", diff["added_chunks"], 0)]
-    pinned = explain(api, kb_id, "error E-104 firmware", kb_version=2)
+    pinned = explain(api, kb_id, "error E-104 firmware", kb_version=2, roles=["support"])
     assert pinned["trace"]["kb_version"] == 2
     assert pinned["results"][0]["filename"] == "firmware.txt"
     assert "firmware.txt" not in filenames(api, kb_id, "error E-104", kb_version=2,
                                            roles=["sales"])
+    assert "firmware.txt" not in filenames(api, kb_id, "error E-104", kb_version=2)
     assert filenames(api, kb_id, "error E-104", kb_version=2, roles=["eng"])[0] == "firmware.txt"
     assert explain(api, kb_id, "error E-104")["trace"]["kb_version"] == 1
 

@@ -297,10 +297,12 @@ def test_the_requests_scope_restricts_the_faq_too(faq_stack: Container) -> None:
         return {hit.answer for hit in search(faq_stack.retrieval, kb, LEAVE_QUESTION,
                                              **scope).faq_hits}
 
-    assert answers() == {"Fifteen days.", "Twenty days.", "Ask HR."}
+    # naming no role is having none: the hr-only entry is left out (roles fail closed)
+    assert answers() == {"Twenty days.", "Ask HR."}
     assert answers(tenant_ids=["t2"], roles=[]) == set()
-    assert answers(tenant_ids=["acme"]) == {"Fifteen days."}
+    assert answers(tenant_ids=["acme"]) == set()
     assert answers(tenant_ids=["acme"], roles=[]) == set()
+    assert answers(tenant_ids=["acme"], roles=["hr"]) == {"Fifteen days."}
     assert answers(roles=["eng"]) == {"Twenty days.", "Ask HR."}
     assert answers(dataset_ids=["handbook"]) == {"Ask HR."}
     # the document whitelist still does not apply to FAQ entries

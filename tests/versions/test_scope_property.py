@@ -5,7 +5,9 @@ A property over generated knowledge bases (documents across tenants, datasets, v
 levels, allowed roles and two versions) and generated requests (scope, roles, pinned version,
 mode, query): every hit is in scope, and a dense search deep enough returns exactly the
 chunks in scope. The same for FAQ entries (imported, deleted and moved to another scope
-across two versions). Then once end to end with the real pipeline (e5, bootstrap).
+across two versions). Roles fail closed: a request naming no role (None or []) is a caller
+without roles, who sees only unrestricted chunks and entries. Then once end to end with the
+real pipeline (e5, bootstrap).
 """
 
 from __future__ import annotations
@@ -70,6 +72,7 @@ def _some(values: tuple[str, ...]) -> st.SearchStrategy[list[str] | None]:
 requests = st.lists(
     st.fixed_dictionaries({
         "tenant_ids": _some(TENANTS), "dataset_ids": _some(DATASETS),
+        # roles None (about half the requests) and []: requests naming no role
         "visibilities": _some(LEVELS), "roles": _some(ROLES),
         "kb_version": st.sampled_from((1, 2)),
         "mode": st.sampled_from(("dense", "sparse", "hybrid")),
@@ -95,8 +98,9 @@ def in_scope(document: Document | FaqEntry, request: dict[str, Any]) -> bool:
              (request["visibilities"], scope.visibility))
     if any(wanted is not None and value not in wanted for wanted, value in pairs):
         return False
-    roles = request["roles"]
-    return roles is None or not scope.allowed_roles or bool(set(roles) & set(scope.allowed_roles))
+    # naming no role is having none (fail closed), never "every role"
+    roles = request["roles"] or ()
+    return not scope.allowed_roles or bool(set(roles) & set(scope.allowed_roles))
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -212,9 +216,11 @@ def test_scope_is_enforced_end_to_end_with_the_real_pipeline(tmp_path: Path) -> 
             hits = asyncio.run(container.retrieval.search(request)).hits
             return {hit.filename for hit in hits}
 
-        assert found() == set(texts)
-        assert found(tenant_ids=("acme",)) == {"acme-hr.txt", "acme-public.txt"}
+        # naming no role is having none: the hr-only files are left out
+        assert found() == {"acme-public.txt"}
+        assert found(tenant_ids=("acme",)) == {"acme-public.txt"}
         assert found(tenant_ids=("acme",), roles=()) == {"acme-public.txt"}
+        assert found(roles=("hr",)) == set(texts)
         assert found(tenant_ids=("acme",), roles=("hr",)) == {"acme-hr.txt", "acme-public.txt"}
         assert found(roles=("eng",), visibilities=("internal",)) == set()
         assert found(tenant_ids=("globex",), roles=("hr", "eng")) == {"globex-hr.txt"}
@@ -245,12 +251,16 @@ def test_faq_scope_is_enforced_end_to_end_with_the_real_pipeline(tmp_path: Path)
             hits = asyncio.run(container.retrieval.search(request)).faq_hits
             return {hit.source or "" for hit in hits}
 
-        assert found() == set(scopes)
+        assert found() == {"acme-public"}  # naming no role is having none
+        assert found(roles=("hr",)) == set(scopes)
         assert found(tenant_ids=("t2",), roles=()) == set()  # once: every entry
-        assert found(tenant_ids=("acme",)) == {"acme-hr", "acme-public"}
+        assert found(tenant_ids=("t2",)) == set()  # once: the hr-only entries
+        assert found(tenant_ids=("acme",)) == {"acme-public"}
+        assert found(tenant_ids=("acme",), roles=("hr",)) == {"acme-hr", "acme-public"}
         assert found(tenant_ids=("acme",), roles=()) == {"acme-public"}
         assert found(roles=("hr",), visibilities=("internal",)) == {"acme-hr", "globex-hr"}
-        assert found(sources=("globex-hr",)) == {"globex-hr"}
+        assert found(sources=("globex-hr",)) == set()
+        assert found(sources=("globex-hr",), roles=("hr",)) == {"globex-hr"}
         assert found(tenant_ids=("globex",), roles=("eng",)) == set()
     finally:
         container.close()

@@ -30,6 +30,7 @@ from ragsift.auth.keys import ApiKey, Role
 from ragsift.auth.records import AuditEntry
 from ragsift.auth.service import KeyService
 from ragsift.bootstrap import Container
+from ragsift.domain.filters import roles_allow
 from ragsift.domain.models import DocumentScope
 
 logger = logging.getLogger(__name__)
@@ -73,10 +74,14 @@ class Principal:
         return self.key is None or not self.key.scope.kb_ids or kb_id in self.key.scope.kb_ids
 
     def sees(self, scope: DocumentScope) -> bool:
-        """Whether a document of `scope` lies within the key's tenants, datasets and levels."""
+        """Whether a document of `scope` lies within the key's tenants, datasets, levels and
+        data roles (a key without data roles may name any role, so roles do not bound it)."""
         if self.key is None:
             return True
         ceiling = self.key.scope
+        if ceiling.data_roles and not roles_allow(scope.allowed_roles,
+                                                  frozenset(ceiling.data_roles)):
+            return False
         return all(not allowed or value in allowed for value, allowed in (
             (scope.tenant_id, ceiling.tenant_ids), (scope.dataset_id, ceiling.dataset_ids),
             (scope.visibility, ceiling.visibilities)))

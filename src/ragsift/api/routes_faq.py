@@ -68,6 +68,7 @@ def key_filter(principal: Principal, kb_id: str) -> SearchFilter | None:
         kb_id=kb_id, tenant_ids=frozenset(scope.tenant_ids) or None,
         dataset_ids=frozenset(scope.dataset_ids) or None,
         visibilities=frozenset(scope.visibilities) or None,
+        # a key without data roles is not bounded by role (it may name any in a search)
         roles=frozenset(scope.data_roles) or None,
     )
 

@@ -158,8 +158,9 @@ class SearchBody(Body):
     visibilities: list[Text] | None = Field(default=None, max_length=100)
     roles: list[Text] | None = Field(
         default=None, max_length=100,
-        description="the caller's roles: chunks restricted to other roles are not searched "
-                    "(scoping, not authentication: the deployment decides what to pass)",
+        description="the caller's roles: chunks and FAQ entries restricted to other roles are "
+                    "not searched; none given: only unrestricted ones (scoping, not "
+                    "authentication: the deployment decides what to pass)",
     )
     kb_version: int | None = Field(
         default=None, ge=0, le=2**31 - 1,

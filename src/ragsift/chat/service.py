@@ -80,7 +80,8 @@ class ChatRequest:
     rerank: bool | None = None
     small2big: bool | None = None
     route: RouteChoice | None = None  # None: the plan's rules decide
-    # the data scope of the search (an API key's ceiling) and the key the conversation is for
+    # the data scope of the search (an API key's ceiling; roles None: none, so unrestricted
+    # content only) and the key the conversation is for
     tenant_ids: tuple[str, ...] | None = None
     dataset_ids: tuple[str, ...] | None = None
     visibilities: tuple[str, ...] | None = None

@@ -12,9 +12,10 @@ class SearchFilter(BaseModel):
     `document_ids=None` means no whitelist; an empty frozenset means "nothing allowed".
     Each other set field, when set, is a set of accepted values (OR within a field, AND across).
 
-    `roles`: None = no role constraint. A set = the caller's roles: a chunk passes when its
-    `allowed_roles` is empty (unrestricted) or shares a role with the set; an empty set is a
-    caller without roles, who sees only unrestricted chunks.
+    `roles`: the caller's roles. A chunk passes when its `allowed_roles` is empty (unrestricted)
+    or shares a role with the set. Fails closed: the default, an empty set, is a caller without
+    roles, who sees only unrestricted chunks. None (every role) must be asked for explicitly and
+    only by paths that are not a caller's search (a key's own reach, maintenance).
 
     `version_seq`: None = no version constraint. An int v keeps the chunks valid in version v:
     `valid_from_seq <= v and (valid_to_seq == 0 or valid_to_seq > v)`.
@@ -28,7 +29,7 @@ class SearchFilter(BaseModel):
     tenant_ids: frozenset[str] | None = None
     dataset_ids: frozenset[str] | None = None
     visibilities: frozenset[str] | None = None
-    roles: frozenset[str] | None = None
+    roles: frozenset[str] | None = frozenset()
     version_seq: int | None = Field(default=None, ge=0)
 
     @field_validator("kb_id")
@@ -56,5 +57,6 @@ def valid_at(valid_from_seq: int, valid_to_seq: int, version_seq: int) -> bool:
 
 def roles_allow(allowed_roles: tuple[str, ...] | frozenset[str], roles: frozenset[str] | None
                 ) -> bool:
-    """Whether a caller with `roles` may see a chunk restricted to `allowed_roles`."""
+    """Whether a caller with `roles` (None: every role) may see a chunk restricted to
+    `allowed_roles` (empty: unrestricted)."""
     return roles is None or not allowed_roles or not roles.isdisjoint(allowed_roles)

@@ -57,7 +57,7 @@ class SearchRequest(BaseModel):
     tenant_ids: tuple[str, ...] | None = None
     dataset_ids: tuple[str, ...] | None = None
     visibilities: tuple[str, ...] | None = None
-    # the caller's roles (None = no role constraint), and a retained KB version to search
-    # instead of the active one (for debugging or A/B)
+    # the caller's roles (None or () = none: only unrestricted content, fail closed), and a
+    # retained KB version to search instead of the active one (for debugging or A/B)
     roles: tuple[str, ...] | None = None
     kb_version: int | None = Field(default=None, ge=0)

@@ -150,7 +150,7 @@ FaqArg = Annotated[bool | None, Field(description="Also search the FAQ entries [
 Values = Annotated[list[str] | None, Field(max_length=100)]
 Roles = Annotated[list[str] | None, Field(
     max_length=100, description="The caller's roles: documents restricted to other roles are "
-                                "left out.")]
+                                "left out; none given: only unrestricted documents.")]
 KbVersion = Annotated[int | None, Field(
     ge=0, le=2**31 - 1, description="Search this retained version instead of the active one.")]
 ChunkId = Annotated[str, Field(min_length=1, max_length=200,

@@ -60,10 +60,13 @@ def compile_filter(
     request: SearchRequest, allowed_documents: frozenset[str] | None, version_seq: int | None
 ) -> SearchFilter:
     """The request's scope (tenant, dataset, visibility, roles, source), the resolved document
-    whitelist and the version read at the start of the request, as the one typed filter."""
+    whitelist and the version read at the start of the request, as the one typed filter.
+
+    Roles fail closed: a request that names none is a caller without roles, who sees only
+    unrestricted chunks and FAQ entries (never None, "every role", from a request)."""
     return SearchFilter(
         kb_id=request.kb_id, document_ids=allowed_documents,
         sources=_frozen(request.sources), tenant_ids=_frozen(request.tenant_ids),
         dataset_ids=_frozen(request.dataset_ids), visibilities=_frozen(request.visibilities),
-        roles=_frozen(request.roles), version_seq=version_seq,
+        roles=frozenset(request.roles or ()), version_seq=version_seq,
     )

@@ -56,11 +56,11 @@ def index(tmp_path: Path) -> EmbeddedIndex:
 def test_the_version_window_is_a_filter_in_both_stores(
     index: EmbeddedIndex, version: int | None, expected: list[str]
 ) -> None:
-    assert found(index, version_seq=version) == (expected, expected)
+    assert found(index, version_seq=version, roles=None) == (expected, expected)
 
 
 @pytest.mark.parametrize(("roles", "expected"), [
-    (None, ["always", "from2", "one-two"]),
+    (None, ["always", "from2", "one-two"]),  # every role: asked for explicitly only
     (frozenset(), ["always"]),  # a caller without roles sees unrestricted chunks only
     (frozenset({"eng"}), ["always", "one-two"]),
     (frozenset({"hr", "ops"}), ["always", "from2", "one-two"]),
@@ -70,6 +70,11 @@ def test_roles_restrict_chunks_with_allowed_roles_in_both_stores(
     index: EmbeddedIndex, roles: frozenset[str] | None, expected: list[str]
 ) -> None:
     assert found(index, roles=roles) == (expected, expected)
+
+
+def test_a_filter_naming_no_role_keeps_unrestricted_chunks_only(index: EmbeddedIndex) -> None:
+    assert found(index) == (["always"], ["always"])
+    assert found(index, version_seq=2) == (["always"], ["always"])
 
 
 def test_roles_and_versions_combine_with_the_other_filters(index: EmbeddedIndex) -> None:
@@ -84,15 +89,18 @@ def test_update_records_rewrites_the_window_and_keeps_the_vector(
     before = {h.chunk_id: h.score for h in index.search_dense(QUERY, SearchFilter(kb_id="kb"), 10)}
     index.update_records([IndexRecord("always", "d1", "kb", "alpha one", valid_to_seq=2),
                           IndexRecord("unknown", "d9", "kb", "ignored", valid_to_seq=2)])
-    assert found(index, version_seq=1) == (["always", "one-two"], ["always", "one-two"])
-    assert found(index, version_seq=2) == (["from2", "one-two"], ["from2", "one-two"])
+    assert found(index, version_seq=1, roles=None) == (["always", "one-two"],
+                                                       ["always", "one-two"])
+    assert found(index, version_seq=2, roles=None) == (["from2", "one-two"],
+                                                       ["from2", "one-two"])
     after = {h.chunk_id: h.score for h in index.search_dense(QUERY, SearchFilter(kb_id="kb"), 10)}
     assert after["always"] == pytest.approx(before["always"])
     assert index.count() == len(RECORDS)
     index.close()
     reopened = EmbeddedIndex(tmp_path / "index", DIM)
     try:
-        assert found(reopened, version_seq=2) == (["from2", "one-two"], ["from2", "one-two"])
+        assert found(reopened, version_seq=2, roles=None) == (["from2", "one-two"],
+                                                              ["from2", "one-two"])
     finally:
         reopened.close()
 

@@ -27,7 +27,14 @@ HOSTILE = [
 
 
 def test_a_kb_only_filter_compiles_to_one_comparison() -> None:
-    assert compile_filter(SearchFilter(kb_id="kb-1")) == 'kb_id == "kb-1"'
+    assert compile_filter(SearchFilter(kb_id="kb-1", roles=None)) == 'kb_id == "kb-1"'
+
+
+def test_a_filter_naming_no_role_keeps_unrestricted_chunks_only() -> None:
+    # roles fail closed: every role (None) must be asked for explicitly
+    assert compile_filter(SearchFilter(kb_id="kb-1")) == (
+        'kb_id == "kb-1" and array_length(allowed_roles) == 0'
+    )
 
 
 def test_every_field_compiles_to_its_clause_kb_first_values_sorted() -> None:
@@ -38,6 +45,7 @@ def test_every_field_compiles_to_its_clause_kb_first_values_sorted() -> None:
         tenant_ids=frozenset({"t"}),
         dataset_ids=frozenset({"b", "a", "c"}),
         visibilities=frozenset({"public", ""}),
+        roles=None,
     )
     assert compile_filter(search_filter) == (
         'kb_id == "kb" and document_id in ["d1", "d2"] and source == "wiki" '
@@ -58,7 +66,7 @@ def test_roles_admit_unrestricted_chunks_and_chunks_sharing_a_role() -> None:
 
 
 def test_a_version_keeps_the_chunks_whose_window_contains_it() -> None:
-    assert compile_filter(SearchFilter(kb_id="kb", version_seq=3)) == (
+    assert compile_filter(SearchFilter(kb_id="kb", version_seq=3, roles=None)) == (
         'kb_id == "kb" and valid_from_seq <= 3 and (valid_to_seq == 0 or valid_to_seq > 3)'
     )
 
@@ -74,7 +82,7 @@ def test_quotes_backslashes_and_line_breaks_are_escaped() -> None:
     assert quote('\\"') == '"\\\\\\""'
     assert quote("x\ny\r\tz") == '"x\\ny\\r\\tz"'
     assert quote("知识库 'x'") == "\"知识库 'x'\""
-    assert compile_filter(SearchFilter(kb_id='" or kb_id != "')) == (
+    assert compile_filter(SearchFilter(kb_id='" or kb_id != "', roles=None)) == (
         'kb_id == "\\" or kb_id != \\""'
     )
 
@@ -116,6 +124,6 @@ class _FilterWithRegions(SearchFilter):
 
 
 def test_a_set_field_without_a_clause_is_refused_rather_than_ignored() -> None:
-    assert compile_filter(_FilterWithRegions(kb_id="kb")) == 'kb_id == "kb"'
+    assert compile_filter(_FilterWithRegions(kb_id="kb", roles=None)) == 'kb_id == "kb"'
     with pytest.raises(UnsupportedFilter, match="regions"):
-        compile_filter(_FilterWithRegions(kb_id="kb", regions=frozenset({"eu"})))
+        compile_filter(_FilterWithRegions(kb_id="kb", roles=None, regions=frozenset({"eu"})))

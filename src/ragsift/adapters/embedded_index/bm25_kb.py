@@ -347,11 +347,13 @@ def document(
 
 def roles_clause(schema_: tantivy.Schema, roles: frozenset[str]) -> Query:
     """Chunks without a role restriction, or allowed to one of `roles` (term queries only)."""
-    options = [(Occur.Should, Query.term_query(schema_, ROLES_OPEN, 1))]
-    if roles:
-        options.append((Occur.Should, Query.term_set_query(schema_, "allowed_roles",
-                                                           sorted(roles))))
-    return Query.boolean_query(options)
+    unrestricted = Query.term_query(schema_, ROLES_OPEN, 1)
+    if not roles:  # a caller without roles, every search that names none: one term query
+        return unrestricted
+    return Query.boolean_query([
+        (Occur.Should, unrestricted),
+        (Occur.Should, Query.term_set_query(schema_, "allowed_roles", sorted(roles))),
+    ])
 
 
 def version_clause(schema_: tantivy.Schema, version_seq: int) -> Query:

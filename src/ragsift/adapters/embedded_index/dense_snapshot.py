@@ -152,7 +152,9 @@ class Snapshot:
             in_range = field_codes < lookup.size
             rows = rows[in_range][lookup[field_codes[in_range]]]
         if search_filter.roles is not None and rows.size:
-            rows = rows[self._roles_lookup(search_filter.roles)[self.codes["allowed_roles"][rows]]]
+            allowed = self._roles_lookup(search_filter.roles)
+            if not allowed.all():  # every role set allowed (or none stored): no gather needed
+                rows = rows[allowed[self.codes["allowed_roles"][rows]]]
         if search_filter.version_seq is not None and rows.size:
             seq = search_filter.version_seq
             valid_to = self.codes["valid_to_seq"][rows]
