@@ -16,10 +16,8 @@ import pytest
 SYSTEM_BACKENDS = ("embedded", "milvus-lite")
 
 
-def index_uri(name: str, directory: Path) -> str | None:
-    """RAGSIFT_INDEX_URI for backend `name` with its data under `directory`."""
-    if name == "embedded":
-        return None
+def require_milvus_lite() -> None:
+    """Skip (or, when required, fail) unless pymilvus, milvus-lite and jieba import."""
     for module in ("pymilvus", "milvus_lite", "jieba"):
         try:
             importlib.import_module(module)
@@ -28,5 +26,12 @@ def index_uri(name: str, directory: Path) -> str | None:
             if os.environ.get("RAGSIFT_TEST_MILVUS") == "require":
                 pytest.fail(f"RAGSIFT_TEST_MILVUS=require, but {reason}")
             pytest.skip(f"milvus-lite unavailable: {reason}")
+
+
+def index_uri(name: str, directory: Path) -> str | None:
+    """RAGSIFT_INDEX_URI for backend `name` with its data under `directory`."""
+    if name == "embedded":
+        return None
+    require_milvus_lite()
     directory.mkdir(parents=True, exist_ok=True)
     return str(directory / "milvus.db")

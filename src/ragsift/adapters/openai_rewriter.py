@@ -103,17 +103,7 @@ class OpenAIRewriter:
 
     def rewrite(self, query: str) -> RewriteProposal:
         """One proposal for `query`; raises UpstreamError when the answer is unusable."""
-        body: dict[str, Any] = {
-            "model": self._model,
-            "messages": [
-                {"role": "system", "content": SYSTEM_PROMPT},
-                {"role": "user", "content": query},
-            ],
-            "temperature": 0,
-            "max_tokens": self._max_tokens,
-            "response_format": {"type": "json_object"},
-            "stream": False,
-        }
+        body = self._json_body(SYSTEM_PROMPT, query)
         started = time.perf_counter()
         content = self._complete(body)
         proposal = parse_proposal(content)
@@ -131,14 +121,7 @@ class OpenAIRewriter:
         if language not in _LANGUAGES:
             raise ValueError(f"cannot translate into {language!r}; use one of {sorted(_LANGUAGES)}")
         prompt = TRANSLATE_PROMPT.format(language=_LANGUAGES[language])
-        body: dict[str, Any] = {
-            "model": self._model,
-            "messages": [{"role": "system", "content": prompt},
-                         {"role": "user", "content": query}],
-            "temperature": 0, "max_tokens": self._max_tokens,
-            "response_format": {"type": "json_object"}, "stream": False,
-        }
-        proposal = parse_proposal(self._complete(body))
+        proposal = parse_proposal(self._complete(self._json_body(prompt, query)))
         if proposal.method not in ("translation", "none"):  # asked to translate, not to rewrite
             proposal = proposal.model_copy(update={"method": "translation"})
         return proposal
@@ -149,17 +132,20 @@ class OpenAIRewriter:
         lines = [f"{turn.role}: {' '.join(turn.content.split())[:HISTORY_CHARS]}"
                  for turn in history]
         prompt = "Conversation:\n" + "\n".join(lines) + f"\n{FOLLOW_UP_LABEL}{query}"
-        body: dict[str, Any] = {
-            "model": self._model,
-            "messages": [{"role": "system", "content": STANDALONE_PROMPT},
-                         {"role": "user", "content": prompt}],
-            "temperature": 0, "max_tokens": self._max_tokens,
-            "response_format": {"type": "json_object"}, "stream": False,
-        }
-        proposal = parse_proposal(self._complete(body))
+        proposal = parse_proposal(self._complete(self._json_body(STANDALONE_PROMPT, prompt)))
         if proposal.method != "standalone":  # asked for a standalone question, not a rewrite
             proposal = proposal.model_copy(update={"method": "standalone"})
         return proposal
+
+    def _json_body(self, system: str, user: str) -> dict[str, Any]:
+        """A non-streamed, deterministic chat request that must answer one JSON object."""
+        return {
+            "model": self._model,
+            "messages": [{"role": "system", "content": system},
+                         {"role": "user", "content": user}],
+            "temperature": 0, "max_tokens": self._max_tokens,
+            "response_format": {"type": "json_object"}, "stream": False,
+        }
 
     def _complete(self, body: dict[str, Any]) -> str:
         response = post_json(self._client, self._url, body, "rewriter", self._retry)
