@@ -74,7 +74,8 @@ def test_a_tuned_fit_in_effect_is_run_as_its_own_configuration() -> None:
     assert configs_for("hybrid", "rrf", ablation=False, tuned=True)[0].fusion_source == "request"
     ablation = configs_for("hybrid", None, ablation=True, tuned=True)
     assert ablation[-1] == TUNED and len(ablation) == 6
-    assert configs_for("dense", None, ablation=False, tuned=True) == (RunConfig("dense", "dense"),)
+    assert configs_for("dense", None, ablation=False, tuned=True) == (
+        RunConfig("dense", "dense", second_dense=False),)
 
 
 def test_requests_ask_for_the_tuned_fusion_explicitly_on_or_off() -> None:
@@ -165,10 +166,11 @@ def test_the_ablation_searches_the_second_dense_channel_for_every_query_where_th
                                StageSwitches(False, False, False, second_dense=True),
                                ablation=True)
     assert configs[-1].name == "hybrid-zscore-second-dense" and configs[-1].second_dense
-    assert all(c.second_dense is None for c in configs[:-1])  # the settings' policy
+    assert configs[0].name == "dense" and configs[0].second_dense is False  # e5 alone
+    assert all(c.second_dense is None for c in configs[1:-1])  # the settings' policy
     without = ablation_configs(configs_for("hybrid", None, ablation=True),
                                StageSwitches(False, False, False), ablation=True)
     assert "hybrid-zscore-second-dense" not in [c.name for c in without]
     runner = EvalRunner(cast(RetrievalService, None), "kb", {}, ks=(10,), channel_k=100)
     assert runner.request(configs[-1], "q").second_dense is True
-    assert runner.request(configs[0], "q").second_dense is None
+    assert runner.request(configs[1], "q").second_dense is None

@@ -49,7 +49,9 @@ class RunConfig:
 
 
 ABLATION: tuple[RunConfig, ...] = (
-    RunConfig("dense", "dense"),
+    # e5 alone: the second dense channel (USE) has its own row, hybrid-*-second-dense, and a
+    # mixed KB's rule would otherwise add it to "dense"
+    RunConfig("dense", "dense", second_dense=False),
     RunConfig("sparse", "sparse"),
     RunConfig("hybrid-rrf", "hybrid", "rrf"),
     RunConfig("hybrid-weighted", "hybrid", "weighted"),
@@ -84,7 +86,8 @@ def configs_for(
             return (TUNED,)
         method = fusion or default_fusion
         return (_sourced(RunConfig(f"hybrid-{method}", "hybrid", method), default_fusion),)
-    return (RunConfig(mode, mode),)
+    # a single channel alone: "dense" is e5 without the second dense channel, as in ABLATION
+    return (RunConfig(mode, mode, second_dense=False if mode == "dense" else None),)
 
 
 @dataclass(frozen=True, slots=True)
