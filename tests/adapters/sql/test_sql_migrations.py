@@ -117,6 +117,12 @@ upgrade_to_head(url, engine)
 """
 
 
+def _died(starter: subprocess.Popen[str]) -> str:
+    starter.kill()
+    _, err = starter.communicate(timeout=30)
+    return f"starter exited {starter.returncode} before connecting: {err[-2000:]}"
+
+
 def test_concurrent_upgrades_of_an_empty_database_all_succeed(
     db_url: str, tmp_path: Path
 ) -> None:
@@ -133,7 +139,10 @@ def test_concurrent_upgrades_of_an_empty_database_all_succeed(
     ]
     try:
         for starter in starters:
-            assert starter.stdout is not None and starter.stdout.readline() == "ready\n"
+            assert starter.stdout is not None
+            line = starter.stdout.readline()
+            # A starter that died before connecting says why (its stderr), not just "".
+            assert line == "ready\n", _died(starter)
         go.touch()
         results = [starter.communicate(timeout=60) for starter in starters]
     finally:
