@@ -84,9 +84,22 @@ async def run_plan(
     timings["total"] = round((time.perf_counter() - started) * 1000, 3)
     trace = trace.model_copy(update={
         "faq": outcome.trace, "degradations": trace.degradations + outcome.degradations,
-        "timings_ms": timings, "route": route,
+        "timings_ms": timings, "route": faq_route(route, outcome),
     })
     return result.model_copy(update={"faq_hits": outcome.hits, "trace": trace})
+
+
+def faq_route(route: RouteTrace, outcome: FaqOutcome) -> RouteTrace:
+    """`faq_direct` when the top FAQ entry is a direct answer, unless the caller forced the
+    search (a forced `search` asks for the evidence, not the standard answer)."""
+    top = outcome.hits[0] if outcome.hits else None
+    if top is None or not top.direct_answer or route.decided_by == "request":
+        return route
+    score = "-" if top.dense_score is None else f"{top.dense_score:.4f}"
+    reason = (f"FAQ entry {top.faq_id} matches the question (dense cosine {score} >= "
+              f"{outcome.trace.detail.get('threshold', '-')})")
+    return route.model_copy(update={"route": "faq_direct", "decided_by": "faq",
+                                    "reason": reason})
 
 
 async def _search_faq(
