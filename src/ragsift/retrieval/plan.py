@@ -15,6 +15,7 @@ from ragsift.domain.results import RetrievalResult
 from ragsift.domain.trace import QueryVariant, RetrievalTrace, RouteTrace, StageTrace
 from ragsift.observability.context import current_request_id
 from ragsift.retrieval.faq import FaqOutcome, FaqSearcher
+from ragsift.retrieval.faq_probe import main_faq_search
 from ragsift.retrieval.options import Options, resolve_options
 from ragsift.retrieval.query import validate_query
 from ragsift.retrieval.route import decide
@@ -77,6 +78,9 @@ async def run_plan(
         faq_task.cancel()
         raise
     outcome = await faq_task
+    if faq is not None and plan.run_faq:
+        outcome = await main_faq_search(faq, outcome, faq_filter, faq_filter, result.trace,
+                                        options, plan.faq_top_k)
     trace = result.trace
     timings = dict(trace.timings_ms)
     if outcome.latency_ms is not None:
