@@ -353,6 +353,7 @@ def build(settings: Settings, upgrade_sparse_layout: bool = False,
             history_turns=settings.chat_history_turns,
             extractive_sentences=settings.chat_extractive_sentences,
             route_replies=settings.chat_route_replies,
+            faq_evidence_min_score=settings.chat_faq_evidence_min_score,
         ),
     )
     return Container(

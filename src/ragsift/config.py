@@ -433,6 +433,12 @@ class Settings(BaseSettings):
         "handoff); a key left out keeps its built-in reply",
     )
     faq_top_k: int = Field(default=3, ge=1, le=50, description="FAQ entries to return")
+    chat_faq_evidence_min_score: float = Field(
+        default=0.86, ge=-1.0, le=1.0, description="in chat, a FAQ entry below the "
+        "direct-answer threshold joins the evidence the model sees when the dense cosine "
+        "between the message and its question reaches this (multilingual-e5-small: unrelated "
+        "questions 0.70-0.86, loose paraphrases 0.85-0.90)",
+    )
     faq_direct_answer_threshold: float = Field(
         default=0.92,
         ge=-1.0,

@@ -122,7 +122,7 @@ def test_a_turn_retrieves_once_streams_deltas_and_stores_the_validated_answer(
     assert [r.model_dump(exclude_none=True) for r in retriever.requests] == [{
         "query": "hotel limit and E-104?", "kb_id": "kb1", "mode": "sparse", "top_k": 2,
         "document_ids": ("doc1",), "rewrite": False, "rerank": True, "small2big": False,
-        "run_doc": True, "run_faq": False, "history": (),
+        "run_doc": True, "history": (),
     }]
     assert [e.n for e in turn.evidence] == [1, 2] and turn.new_conversation is not None
     assert events[0] == TurnStarted(turn)

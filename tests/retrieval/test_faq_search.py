@@ -7,7 +7,7 @@ bases, and a third knowledge base that has documents but no FAQ.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pytest
@@ -15,14 +15,19 @@ from pydantic import ValidationError
 
 from ragsift.bootstrap import Container, build
 from ragsift.config import Settings
-from ragsift.domain.errors import InvalidInput, NotFound
+from ragsift.domain.errors import InvalidInput, NotFound, UpstreamError
 from ragsift.domain.faq import FaqEntry
 from ragsift.domain.index_records import IndexRecord
 from ragsift.domain.models import KnowledgeBase
 from ragsift.domain.requests import SearchRequest
 from ragsift.domain.results import RetrievalResult
+from ragsift.domain.stages import RerankScore
+from ragsift.domain.trace import QueryVariant, RetrievalTrace, StageTrace
 from ragsift.ingestion.faq_import import FaqRow
-from ragsift.retrieval.faq import faq_records
+from ragsift.retrieval.faq import FaqOutcome, FaqSearcher, faq_records
+from ragsift.retrieval.faq_probe import main_faq_search
+from ragsift.retrieval.options import resolve_options
+from ragsift.retrieval.scope import compile_filter
 from ragsift.retrieval.service import RetrievalService
 
 HANDBOOK = """# Employee handbook
@@ -324,3 +329,153 @@ def test_an_index_row_whose_scope_disagrees_with_the_facts_is_never_returned(
     assert result.trace.faq.detail["not_in_facts"] == 1
     found = search(faq_stack.retrieval, kb, LEAVE_QUESTION, tenant_ids=["acme"])
     assert found.faq_hits == ()  # the index row says globex: filtered in the index
+
+
+# --- FAQ search over the variants, and the fast probe's reuse (retrieval/faq_probe.py) ---
+
+CARRY_OVER = QueryVariant(text="leave days carried into next year", method="expand")
+
+
+def _searcher(app: Container) -> FaqSearcher:
+    return FaqSearcher(app.repository, app.faq_index, app.embedder, 0.92)
+
+
+def _main(
+    app: Container, query: str, variants: tuple[QueryVariant, ...], faq_top_k: int = 3,
+    history: StageTrace | None = None, main_scope: dict[str, Any] | None = None,
+) -> FaqOutcome:
+    """The probe of `query`, then the main search over `variants` as the plan runs them."""
+    kb = kb_of(app, "hr")
+    settings = Settings(data_dir=app.settings.data_dir)
+    request = SearchRequest(query=query, kb_id=kb.id)
+    options = resolve_options(request, settings)
+    probe_filter = compile_filter(request, None, None)
+    main_filter = compile_filter(request.model_copy(update=main_scope or {}), None, None)
+    documents = RetrievalTrace(request_id="r", kb_id=kb.id, query=query, mode="hybrid",
+                               fusion=options.fusion, variants=variants,
+                               history=history or StageTrace())
+    searcher = _searcher(app)
+
+    async def run() -> FaqOutcome:
+        probe = await searcher.search(probe_filter, query, options, faq_top_k)
+        return await main_faq_search(searcher, probe, probe_filter, main_filter, documents,
+                                     options, faq_top_k)
+
+    return asyncio.run(run())
+
+
+def _original(query: str) -> QueryVariant:
+    return QueryVariant(text=query, method="original")
+
+
+def test_the_main_search_reuses_the_probe_and_finds_what_a_full_search_finds(
+    faq_stack: Container,
+) -> None:
+    query = "leave"
+    reused = _main(faq_stack, query, (_original(query), CARRY_OVER))
+    full = _main(faq_stack, query, (_original(query), CARRY_OVER), history=StageTrace(
+        status="applied"))
+
+    assert (reused.trace.detail["probe"], reused.trace.detail["searched_variants"]) == (
+        "reused", 1)
+    assert (full.trace.detail["probe"], full.trace.detail["searched_variants"]) == ("full", 2)
+    assert [h.faq_id for h in reused.hits] == [h.faq_id for h in full.hits]
+    assert reused.hits[0].question == "Can unused leave be carried over?"
+    # the entry was found by both variants: merged once, with both variants' lists
+    assert len({h.faq_id for h in reused.hits}) == len(reused.hits)
+    assert {"dense:original", "dense:expand1"} <= set(reused.hits[0].retrieval_sources)
+
+
+@pytest.mark.parametrize(("case", "reason"), [
+    ("follow_up", "a follow-up rewrite happened"),
+    ("first_not_original", "the first variant is not the original question"),
+    ("filter_changed", "the effective filter changed"),
+    ("probe_too_short", "the probe kept 4 candidates < faq_top_k 5"),
+])
+def test_each_broken_reuse_condition_falls_back_to_the_full_search(
+    faq_stack: Container, case: str, reason: str,
+) -> None:
+    query = "leave"
+    variants: tuple[QueryVariant, ...] = (_original(query), CARRY_OVER)
+    options: dict[str, Any] = {}
+    if case == "follow_up":
+        variants += (QueryVariant(text="leave annual", method="contextual"),)
+    elif case == "first_not_original":
+        variants = (CARRY_OVER, _original(query))
+    elif case == "filter_changed":
+        options["main_scope"] = {"sources": ("HR handbook",)}
+    else:
+        options["faq_top_k"] = 5
+
+    outcome = _main(faq_stack, query, variants, **options)
+
+    assert outcome.trace.detail["probe"] == "full"
+    assert outcome.trace.detail["probe_reason"] == reason
+    assert outcome.trace.detail["searched_variants"] == len(variants)
+
+
+def test_a_probe_that_hits_ends_the_faq_search_and_one_without_variants_is_final(
+    faq_stack: Container,
+) -> None:
+    hit = _main(faq_stack, LEAVE_QUESTION, (_original(LEAVE_QUESTION), CARRY_OVER))
+    only = _main(faq_stack, "leave", (_original("leave"),))
+
+    assert (hit.trace.detail["probe"], hit.hits[0].direct_answer) == ("hit", True)
+    assert hit.trace.detail["searched_variants"] == 1
+    assert only.trace.detail["probe"] == "only"
+
+
+def test_the_plan_searches_a_follow_ups_variants_in_the_faq_and_says_so(
+    faq_stack: Container,
+) -> None:
+    result = search(faq_stack.retrieval, kb_of(faq_stack, "hr"), "and how fast?", history=[
+        {"role": "user", "content": "差旅费用多久内报销？"}])
+
+    assert result.trace.faq.detail["probe"] == "full"
+    assert result.trace.faq.detail["variants"] == len(result.trace.variants) >= 2
+
+
+class _Reversing:
+    """A reranker that scores the passages in reverse order (to see its order win), or fails;
+    it records each call."""
+
+    model_id = "reversing"
+
+    def __init__(self, fail: bool = False) -> None:
+        self.fail = fail
+        self.calls: list[tuple[str, int]] = []
+
+    def rerank(self, query: str, passages: Sequence[str]) -> list[RerankScore]:
+        self.calls.append((query, len(passages)))
+        if self.fail:
+            raise UpstreamError("rerank server down")
+        return [RerankScore(index=i, score=float(i)) for i in range(len(passages))]
+
+
+def _reranked(app: Container, reranker: _Reversing) -> RetrievalResult:
+    svc = RetrievalService(app.repository, app.index, app.embedder,
+                           Settings(data_dir=app.settings.data_dir, rewrite=False),
+                           reranker=reranker, faq_index=app.faq_index)
+    return search(svc, kb_of(app, "hr"), "leave", rerank=True, faq_top_k=3)
+
+
+def test_the_faq_is_reranked_once_in_the_main_search_when_rerank_is_on(
+    faq_stack: Container,
+) -> None:
+    plain = search(faq_stack.retrieval, kb_of(faq_stack, "hr"), "leave", faq_top_k=4)
+    reranker = _Reversing()
+    result = _reranked(faq_stack, reranker)
+
+    assert result.trace.faq.detail["rerank"] == "applied"
+    # reversed: the last fused candidate comes first
+    assert result.faq_hits[0].faq_id == plain.faq_hits[-1].faq_id
+    assert [q for q, _ in reranker.calls].count("leave") == 2  # documents once, FAQ once
+
+
+def test_a_failing_faq_rerank_keeps_the_fused_order_and_degrades(faq_stack: Container) -> None:
+    plain = search(faq_stack.retrieval, kb_of(faq_stack, "hr"), "leave", faq_top_k=3)
+    result = _reranked(faq_stack, _Reversing(fail=True))
+
+    assert result.trace.faq.detail["rerank"] == "failed"
+    assert [h.faq_id for h in result.faq_hits] == [h.faq_id for h in plain.faq_hits]
+    assert any(d.reason.startswith("faq rerank:") for d in result.trace.degradations)

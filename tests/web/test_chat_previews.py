@@ -270,3 +270,18 @@ def test_the_panel_shows_sheet_rows_as_a_table_slides_and_records_with_exact_loc
     assert _facts(panel) == {"file": "items.jsonl", "record": "3", "pointer": "/items/3",
                              "chunk": "c1"}
     assert browser.css("body").get_attribute("data-pwned") is None
+
+
+def test_the_panel_shows_a_faq_entrys_question_standard_answer_and_source(
+    browser: Browser,
+) -> None:
+    browser.open("/web/chat")
+
+    panel = _panel(browser, {"filename": "FAQ", "kind": "faq", "question": "年假有几天？",
+                             "heading_path": ["年假有几天？"], "text": "每年十五天带薪年假。",
+                             "source": "HR handbook", "chunk_id": "f1", "locator": None})
+
+    assert _facts(panel) == {"question": "年假有几天？", "source": "HR handbook", "faq": "f1"}
+    assert panel.find_element("css selector", "[data-part=title]").text == "[1] FAQ"
+    assert panel.find_element("css selector", "[data-part=text]").text == "每年十五天带薪年假。"
+    assert "Standard answer" in panel.text

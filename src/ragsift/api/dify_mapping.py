@@ -23,8 +23,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ragsift.api.schemas_dify import Condition, DifyRecord, MetadataCondition
+from ragsift.chat.faq import direct_answer_hit, supporting_hits
 from ragsift.domain.errors import InvalidInput
-from ragsift.domain.results import RetrievalHit
+from ragsift.domain.results import FaqHit, RetrievalHit, RetrievalResult
 
 # BM25 score at which a BM25-only hit scores 0.5 (typical matches score 1-10 here)
 BM25_HALF = 5.0
@@ -157,3 +158,27 @@ def to_records(hits: Sequence[RetrievalHit], score_threshold: float) -> list[Dif
         for hit, score in zip(hits, normalised_scores(hits), strict=True)
         if score >= score_threshold
     ]
+
+
+def _faq_record(hit: FaqHit) -> DifyRecord:
+    score = 0.0 if hit.dense_score is None else min(1.0, max(0.0, hit.dense_score))
+    return DifyRecord(content=hit.answer, score=round(score, 6), title=hit.question, metadata={
+        "kind": "faq", "faq_id": hit.faq_id, "question": hit.question, "source": hit.source,
+        "direct_answer": hit.direct_answer, "dense_score": hit.dense_score,
+        "sparse_score": hit.sparse_score, "fusion_score": hit.fusion_score,
+    })
+
+
+def plan_records(
+    result: RetrievalResult, top_k: int, score_threshold: float, faq_min_score: float
+) -> list[DifyRecord]:
+    """The records of the plan chat follows (chat/faq.py): a direct FAQ answer alone; else
+    the FAQ entries close to the query (dense cosine >= faq_min_score) before the chunks, at
+    most top_k in all, at or over the threshold. A FAQ record scores its dense cosine and
+    says `"kind": "faq"` in its metadata."""
+    direct = direct_answer_hit(result)
+    faq = [direct] if direct is not None else supporting_hits(result.faq_hits, faq_min_score)
+    records = [_faq_record(hit) for hit in faq]
+    if direct is None:
+        records += to_records(result.hits, score_threshold)
+    return [r for r in records if r.score >= score_threshold][:top_k]

@@ -1,7 +1,8 @@
 """Dify's External Knowledge API: `POST /dify/retrieval` (register `http://HOST:PORT/dify`).
 
-The knowledge_id is a KB id or name; the search is ragsift's document search (FAQ entries are
-no chunks) within the key's scope, with the metadata conditions as filters and the records'
+The knowledge_id is a KB id or name; the search is ragsift's plan, as chat runs it (a FAQ
+entry above the direct-answer threshold is the only record; close entries come before the
+chunks) within the key's scope, with the metadata conditions as filters and the records'
 scores normalised to 0-1 (api/dify_mapping.py). Errors are Dify's `{"error_code",
 "error_msg"}` (api/compat_errors.py).
 """
@@ -15,7 +16,7 @@ from starlette.concurrency import run_in_threadpool
 
 from ragsift.api.auth import CurrentPrincipal
 from ragsift.api.deps import State
-from ragsift.api.dify_mapping import DifyFilters, conditions_to_filters, to_records
+from ragsift.api.dify_mapping import DifyFilters, conditions_to_filters, plan_records
 from ragsift.api.errors import ApiError
 from ragsift.api.schemas_dify import DifyErrorBody, DifyRetrievalBody, DifyRetrievalOut
 from ragsift.bootstrap import Container
@@ -79,8 +80,13 @@ async def dify_retrieval(
         query=body.query, kb_id=kb.id, top_k=body.retrieval_setting.top_k,
         document_ids=document_ids, sources=filters.sources, tenant_ids=scope["tenant_ids"],
         dataset_ids=scope["dataset_ids"], visibilities=scope["visibilities"],
-        roles=scope["roles"], run_doc=True, run_faq=False,
+        roles=scope["roles"], run_doc=True,
+        # FAQ entries are no documents: a condition naming documents leaves them out
+        run_faq=False if filters.document_ids is not None or filters.filenames is not None
+        else None,
     ))
     state.metrics.observe_retrieval(result.trace)
-    return DifyRetrievalOut(
-        records=to_records(result.hits, body.retrieval_setting.score_threshold))
+    setting = body.retrieval_setting
+    return DifyRetrievalOut(records=plan_records(
+        result, setting.top_k, setting.score_threshold,
+        container.settings.chat_faq_evidence_min_score))

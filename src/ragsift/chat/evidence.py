@@ -9,8 +9,8 @@ from ragsift.domain.models import Locator
 from ragsift.domain.results import RetrievalHit
 
 
-def evidence_from_hits(hits: Sequence[RetrievalHit]) -> tuple[Evidence, ...]:
-    """Hits as evidence numbered from 1 in rank order; pure.
+def evidence_from_hits(hits: Sequence[RetrievalHit], start: int = 1) -> tuple[Evidence, ...]:
+    """Hits as evidence numbered from `start` in rank order; pure.
 
     The score is the rerank score when rerank ran, else the fusion score; each stage's score
     is kept too (dense, sparse, fusion, rerank); an empty locator
@@ -26,7 +26,7 @@ def evidence_from_hits(hits: Sequence[RetrievalHit]) -> tuple[Evidence, ...]:
             fusion_score=hit.fusion_score, rerank_score=hit.rerank_score,
             assets=hit.assets,
         )
-        for n, hit in enumerate(hits, start=1)
+        for n, hit in enumerate(hits, start=start)
     )
 
 

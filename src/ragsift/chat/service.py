@@ -21,7 +21,8 @@ from ragsift.chat.assets import validate_answer
 from ragsift.chat.citations import CitedAnswer, trim_unfinished_link
 from ragsift.chat.evidence import evidence_from_hits
 from ragsift.chat.extractive import extractive_answer
-from ragsift.chat.prompt import build_messages
+from ragsift.chat.faq import direct_answer_hit, direct_answer_text, faq_evidence, supporting_hits
+from ragsift.chat.prompt import build_messages, conversation_is_chinese
 from ragsift.chat.replies import route_reply
 from ragsift.domain.assets import AssetRef
 from ragsift.domain.chat import (
@@ -64,6 +65,9 @@ class ChatOptions:
     extractive_sentences: int = 3
     # replies to turns routed away from the search, keyed <kind>.<zh|en> (chat/replies.py)
     route_replies: Mapping[str, str] = field(default_factory=dict)
+    # below the direct-answer threshold, FAQ entries at this dense cosine or more join the
+    # evidence (chat/faq.py)
+    faq_evidence_min_score: float = 0.86
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,8 +108,13 @@ class PreparedTurn:
     trace: RetrievalTrace
     messages: tuple[ChatMessage, ...]
     # the whole answer of a turn the plan routed away from the search (a greeting, a
-    # request for a person): no evidence, no model
+    # request for a person: no evidence) or answered by a FAQ entry (its evidence); no model
     reply: str | None = None
+
+    @property
+    def faq_direct(self) -> bool:
+        """Answered with a FAQ entry's own answer (the plan's route `faq_direct`)."""
+        return self.reply is not None and self.trace.route.route == "faq_direct"
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,23 +211,34 @@ class ChatService:
             rerank=request.rerank, small2big=request.small2big,
             tenant_ids=request.tenant_ids, dataset_ids=request.dataset_ids,
             visibilities=request.visibilities, roles=request.roles, route=request.route,
-            history=_as_messages(history),
-            # FAQ entries are no chunks with a locator to cite; chat answers from documents
-            run_doc=True, run_faq=False,
+            history=_as_messages(history), run_doc=True,
         ))
-        route = result.trace.route
-        reply = (None if route.route == "search"
-                 else route_reply(route, self._options.route_replies))
-        evidence = evidence_from_hits(result.hits)
+        evidence, reply = self._evidence(question, history, result)
         messages = (
             build_messages(question, evidence, history)
-            if self._model is not None and evidence else ()
+            if self._model is not None and evidence and reply is None else ()
         )
         return PreparedTurn(
             conversation_id=conversation_id, turn_id=uuid.uuid4().hex,
             new_conversation=new_conversation, question=question, evidence=evidence,
             trace=result.trace, messages=messages, reply=reply,
         )
+
+    def _evidence(
+        self, question: str, history: list[tuple[str, str]], result: RetrievalResult
+    ) -> tuple[tuple[Evidence, ...], str | None]:
+        """The turn's evidence, and its whole answer when the plan gives one (a route's reply,
+        a FAQ's standard answer); None: the model (or the extractive answer) answers."""
+        route = result.trace.route
+        if route.route in ("chitchat", "handoff"):
+            return (), route_reply(route, self._options.route_replies)
+        direct = direct_answer_hit(result)
+        if direct is not None:
+            item = faq_evidence(direct, 1)
+            return (item,), direct_answer_text(item, conversation_is_chinese(question, history))
+        faq = tuple(faq_evidence(hit, n) for n, hit in enumerate(
+            supporting_hits(result.faq_hits, self._options.faq_evidence_min_score), start=1))
+        return faq + evidence_from_hits(result.hits, start=len(faq) + 1), None
 
     def _history(self, conversation_id: str, kb_id: str) -> list[tuple[str, str]]:
         summary = self._store.get_summary(conversation_id)
@@ -245,8 +265,10 @@ class ChatService:
             evidence=turn.evidence, trace=turn.trace, created_at=_now(),
         )
         await self._start(record, turn.new_conversation)
-        extractive = self._model is None or not turn.evidence
-        model = None if self._model is None or extractive else self._model.model_name
+        # a FAQ's standard answer is neither generated nor extracted
+        extractive = not turn.faq_direct and (self._model is None or not turn.evidence)
+        model = (None if self._model is None or extractive or turn.faq_direct
+                 else self._model.model_name)
         parts: list[str] = []
         stored = False
 

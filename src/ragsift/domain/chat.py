@@ -29,8 +29,17 @@ class ChatMessage(BaseModel):
     content: str
 
 
+CitationKind = Literal["chunk", "faq"]
+FAQ_FILENAME = "FAQ"
+
+
 class Citation(BaseModel):
-    """Evidence the answer actually cites, as the citation link `[n](citation://n)` names it."""
+    """Evidence the answer actually cites, as the citation link `[n](citation://n)` names it.
+
+    `kind` "faq": a FAQ entry, not a chunk. Its chunk and document ids are the entry's id,
+    `filename` is "FAQ", `heading_path` its question and `text` its answer (so a client that
+    knows only chunks still shows it sensibly); `question` and `source` are the entry's own.
+    """
 
     model_config = ConfigDict(frozen=True)
 
@@ -41,6 +50,9 @@ class Citation(BaseModel):
     heading_path: tuple[str, ...] = ()
     locator: Locator | None = None
     text: str
+    kind: CitationKind = "chunk"
+    question: str | None = None
+    source: str | None = None
 
 
 class Evidence(Citation):

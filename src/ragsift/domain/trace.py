@@ -77,12 +77,14 @@ class ScopeTrace(BaseModel):
 class RouteTrace(BaseModel):
     """The plan's route of the message (retrieval/route.py): only `search` searches.
 
-    `decided_by`: the rules, the request (a forced route), or neither (rules off)."""
+    `decided_by`: the rules, the request (a forced route), or neither (rules off); `faq`
+    when a search found a FAQ entry above the direct-answer threshold (route `faq_direct`:
+    both searches ran, and chat answers with the entry's own answer)."""
 
     model_config = ConfigDict(frozen=True)
 
-    route: Literal["chitchat", "handoff", "search"] = "search"
-    decided_by: Literal["rules", "request", "default"] = "default"
+    route: Literal["chitchat", "handoff", "search", "faq_direct"] = "search"
+    decided_by: Literal["rules", "request", "default", "faq"] = "default"
     reason: str | None = None
     kind: Literal["greeting", "thanks", "farewell", "acknowledgement"] | None = None
     language: Literal["zh", "en"] | None = None

@@ -15,6 +15,7 @@ from ragsift.domain.results import RetrievalResult
 from ragsift.domain.trace import QueryVariant, RetrievalTrace, RouteTrace, StageTrace
 from ragsift.observability.context import current_request_id
 from ragsift.retrieval.faq import FaqOutcome, FaqSearcher
+from ragsift.retrieval.faq_probe import main_faq_search
 from ragsift.retrieval.options import Options, resolve_options
 from ragsift.retrieval.query import validate_query
 from ragsift.retrieval.route import decide
@@ -77,6 +78,9 @@ async def run_plan(
         faq_task.cancel()
         raise
     outcome = await faq_task
+    if faq is not None and plan.run_faq:
+        outcome = await main_faq_search(faq, outcome, faq_filter, faq_filter, result.trace,
+                                        options, plan.faq_top_k)
     trace = result.trace
     timings = dict(trace.timings_ms)
     if outcome.latency_ms is not None:
@@ -84,9 +88,22 @@ async def run_plan(
     timings["total"] = round((time.perf_counter() - started) * 1000, 3)
     trace = trace.model_copy(update={
         "faq": outcome.trace, "degradations": trace.degradations + outcome.degradations,
-        "timings_ms": timings, "route": route,
+        "timings_ms": timings, "route": faq_route(route, outcome),
     })
     return result.model_copy(update={"faq_hits": outcome.hits, "trace": trace})
+
+
+def faq_route(route: RouteTrace, outcome: FaqOutcome) -> RouteTrace:
+    """`faq_direct` when the top FAQ entry is a direct answer, unless the caller forced the
+    search (a forced `search` asks for the evidence, not the standard answer)."""
+    top = outcome.hits[0] if outcome.hits else None
+    if top is None or not top.direct_answer or route.decided_by == "request":
+        return route
+    score = "-" if top.dense_score is None else f"{top.dense_score:.4f}"
+    reason = (f"FAQ entry {top.faq_id} matches the question (dense cosine {score} >= "
+              f"{outcome.trace.detail.get('threshold', '-')})")
+    return route.model_copy(update={"route": "faq_direct", "decided_by": "faq",
+                                    "reason": reason})
 
 
 async def _search_faq(

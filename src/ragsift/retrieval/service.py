@@ -99,7 +99,7 @@ class RetrievalService:
         self._embedder = embedder
         self._settings = settings
         self._faq = None if faq_index is None else FaqSearcher(
-            repository, faq_index, embedder, settings.faq_direct_answer_threshold
+            repository, faq_index, embedder, settings.faq_direct_answer_threshold, reranker
         )
         self._scope = ScopeStage(repository, versions)
         runner = ChannelRunner(index, embedder)

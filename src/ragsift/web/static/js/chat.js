@@ -171,12 +171,17 @@ function show(conversationId, kbId) {
   closeSideOnNarrow();
 }
 
+/** Whether the plan answered the turn with a FAQ entry's own answer. */
+const isFaqDirect = (trace) => trace?.route?.route === "faq_direct";
+
 /** The status line of a stored turn. */
 function storedStatus(view, turn) {
   if (turn.status && !FINISHED_STATUSES.has(turn.status)) {
     const known = ["generating", "failed", "cancelled"].includes(turn.status);
     view.setStatus(known ? `chat.status.stored.${turn.status}` : "chat.status.stored.other",
       { status: turn.status }, turn.status === "failed" ? "error" : "stored");
+  } else if (isFaqDirect(turn.trace)) {
+    view.setStatus("chat.status.faq");
   } else if (turn.extractive && (turn.evidence || []).length) {
     view.setStatus("chat.status.extractive");
   }
@@ -286,6 +291,7 @@ async function send(event) {
   setBusy();
   const body = { conversation_id: state.conversationId, kb_id: kbId, message, ...sent };
   let finished = false;
+  let faqDirect = false;
   try {
     const response = await request("/api/chat/stream", {
       method: "POST", signal: controller.signal, body: JSON.stringify(body),
@@ -293,7 +299,10 @@ async function send(event) {
     });
     if (!response.ok) throw await errorFrom(response);
     for await (const { event: name, data } of readEvents(response)) {
-      if (name === "trace") onTrace(stream, data);
+      if (name === "trace") {
+        faqDirect = isFaqDirect(data.trace);
+        onTrace(stream, data);
+      }
       else if (name === "delta") view.appendDelta(data.text);
       else if (name === "citations") view.setAnswer(data.answer, data.citations, data.assets);
       else if (name === "error") {
@@ -305,7 +314,8 @@ async function send(event) {
       } else if (name === "done") {
         finished = true;
         view.element.dataset.done = "true";
-        view.setStatus(data.extractive && view.evidence.length ? "chat.status.extractive" : null);
+        view.setStatus(faqDirect ? "chat.status.faq"
+          : data.extractive && view.evidence.length ? "chat.status.extractive" : null);
       }
     }
     if (!finished) view.setStatus("chat.status.cut", {}, "error");

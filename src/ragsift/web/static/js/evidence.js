@@ -30,8 +30,16 @@ function factLabel(label) {
   return text === key ? String(label) : text;
 }
 
-/** "Page 2 · Section Travel › Hotels" for a card. */
+/** A FAQ entry's facts (its question, source and id) instead of a file's locator. */
+function faqFacts(item) {
+  return [["Question", item.question], ["Source", item.source || "—"], ["FAQ", item.chunk_id]];
+}
+
+/** "Page 2 · Section Travel › Hotels" for a card ("Question …" for a FAQ entry). */
 function whereText(item) {
+  if (item.kind === "faq") {
+    return t("panel.where", { label: factLabel("Question"), value: item.question });
+  }
   return locatorParts(item.locator, item.heading_path)
     .map(([label, value]) => t("panel.where", { label: factLabel(label), value })).join(" · ");
 }
@@ -263,12 +271,14 @@ export class EvidencePanel {
     this.images = new ObjectUrls();
     this.panel.dataset.evidence = item.n;
     this.title.textContent = t("panel.title", { n: item.n, filename: item.filename });
-    const facts = [["File", item.filename], ...locatorParts(item.locator, item.heading_path),
-      ["Chunk", item.chunk_id]];
+    const faq = item.kind === "faq";
+    const facts = faq ? faqFacts(item) : [["File", item.filename],
+      ...locatorParts(item.locator, item.heading_path), ["Chunk", item.chunk_id]];
     const list = h("dl", { class: "facts", dataset: { part: "locator" } },
       facts.map(([term, value]) => [h("dt", {}, factLabel(term)),
         h("dd", { dataset: { fact: String(term).toLowerCase() } }, value)]));
-    const blocks = [list, ...previews(item, this.images), h("h3", {}, t("panel.text")),
+    const blocks = [list, ...previews(item, this.images),
+      h("h3", {}, t(faq ? "panel.faq.answer" : "panel.text")),
       h("pre", { class: "evidence-text", dataset: { part: "text" } }, item.text)];
     if (item.context_text && item.context_text !== item.text) {
       blocks.push(h("h3", {}, t("panel.context")),
