@@ -20,9 +20,9 @@ import os
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
-from ragsift.client import AsyncRagsiftClient, RagsiftClient, RetrievalHit
+from ragsift.client import AsyncRagsiftClient, ClientValidationError, RagsiftClient, RetrievalHit
 from ragsift.client.calls import search_body
 from ragsift.client.connection import DEFAULT_TIMEOUT_S
 from ragsift.domain.requests import Fusion, Mode
@@ -156,9 +156,8 @@ def _check_options(kb: str | None, kb_id: str | None, options: Mapping[str, Any]
     """Refuse options the API's request model would refuse (ValueError naming each)."""
     try:
         search_body("probe", kb, kb_id, options)
-    except ValidationError as exc:
-        problems = "; ".join(_problem(error["loc"], error["msg"]) for error in exc.errors())
-        raise ValueError(f"invalid ragsift search options: {problems}") from None
+    except ClientValidationError as exc:
+        raise ValueError(f"invalid ragsift search options: {exc.message}") from None
 
 
 def rename_count(values: Any, alias: str) -> Any:
@@ -174,11 +173,6 @@ def rename_count(values: Any, alias: str) -> Any:
     if count is not None:
         renamed["top_k"] = count
     return renamed
-
-
-def _problem(location: tuple[str | int, ...], message: str) -> str:
-    where = ".".join(str(part) for part in location)
-    return f"{where}: {message}" if where else message
 
 
 def final_score(hit: RetrievalHit) -> float:
