@@ -29,9 +29,12 @@ def remote_search(server: str, api_key: str | None, kb: str, query: str,
     explain is asked even for search: it is the one answer with hits, FAQ hits and trace.
     """
     # imported here: the client brings httpx and the API's models, which --help does not need
-    from pydantic import ValidationError
-
-    from ragsift.client import RagsiftApiError, RagsiftClient, RagsiftClientError
+    from ragsift.client import (
+        ClientValidationError,
+        RagsiftApiError,
+        RagsiftClient,
+        RagsiftClientError,
+    )
     from ragsift.domain.results import RetrievalResult
 
     options = {name: value for name, value in fields.items() if value not in (None, [])}
@@ -39,9 +42,8 @@ def remote_search(server: str, api_key: str | None, kb: str, query: str,
         # an empty RAGSIFT_API_KEY means none, as for a --no-auth server
         with RagsiftClient(server, api_key=api_key or None) as client:
             explained = client.explain(query, kb=kb, **options)
-    except ValidationError as exc:  # checked before sending, as the server would
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        raise CliFailure(problems, 2) from exc
+    except ClientValidationError as exc:  # checked before sending, as the server would
+        raise CliFailure(exc.message, 2) from exc
     except RagsiftApiError as exc:
         # the request's fault: exit 2 as for bad input locally; the server's: 1
         raise CliFailure(f"{server}: {exc}", 2 if exc.status < 500 else 1) from exc

@@ -15,6 +15,7 @@ from ragsift.domain.chat import (
     Conversation,
     ConversationSummary,
     NewConversation,
+    TokenUsage,
     Turn,
     TurnOutcome,
 )
@@ -388,8 +389,11 @@ class ChatModel(Protocol):
     @property
     def model_name(self) -> str: ...
 
-    def stream(self, messages: Sequence[ChatMessage]) -> AsyncGenerator[str, None]:
-        """The answer's text deltas as they arrive; raises UpstreamError when the server fails.
+    def stream(
+        self, messages: Sequence[ChatMessage]
+    ) -> AsyncGenerator[str | TokenUsage, None]:
+        """The answer's text deltas as they arrive, then the call's TokenUsage when the server
+        reported it; raises UpstreamError when the server fails.
 
         Closing the generator early (the client went away) closes the upstream stream.
         """

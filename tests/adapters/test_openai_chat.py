@@ -17,7 +17,7 @@ from ragsift.adapters.openai_chat import (
     SseParser,
     parse_chunk,
 )
-from ragsift.domain.chat import ChatMessage
+from ragsift.domain.chat import ChatMessage, TokenUsage
 from ragsift.domain.errors import UpstreamError
 from support.fixtures import LLMServer
 
@@ -57,6 +57,7 @@ def test_streams_the_deltas_as_sent_with_the_request_body_and_key(llm_server: LL
         "model": "qwen-plus",
         "messages": [{"role": "system", "content": "rules"}, {"role": "user", "content": "年假?"}],
         "temperature": 0.1, "max_tokens": 300, "stream": True,
+        "stream_options": {"include_usage": True},
     }
     assert llm_server.last("stream") == {"pieces": 3, "sent": 3, "outcome": "complete"}
     assert model.model_name == "qwen-plus"
@@ -140,6 +141,9 @@ def test_chunks_are_parsed_into_text_and_finish_reason() -> None:
     assert parse_chunk(chunk(delta={}, finish_reason="stop")) == ChunkDelta("", "stop")
     assert parse_chunk(chunk(delta={"role": "assistant", "content": None})) == ChunkDelta("")
     assert parse_chunk(json.dumps({"choices": [], "usage": {"total_tokens": 3}})) == ChunkDelta("")
+    reported = {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}
+    assert parse_chunk(json.dumps({"choices": [], "usage": reported})) == ChunkDelta(
+        "", usage=TokenUsage(3, 2))
     for bad in ("not json", "[1]", chunk(delta={"content": 5}), json.dumps({"choices": [1]})):
         with pytest.raises(UpstreamError):
             parse_chunk(bad)

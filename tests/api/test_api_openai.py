@@ -17,6 +17,7 @@ from openai import OpenAI
 from api.chat_helpers import CHAT_MODEL, seed, wait_for
 from api.conftest import open_api
 from api.serve_helpers import create_key, serving_with_keys
+from ragsift.adapters.e5_tokenizer import E5Tokenizer
 from support.fixtures import LLMServer
 
 QUESTION = "hotel limit per night in Tokyo?"
@@ -69,6 +70,62 @@ def test_models_are_the_knowledge_bases_the_key_may_use(served: Served) -> None:
     assert sorted(model.id for model in models) == ["kb:docs", "kb:other"]
     assert all((m.object, m.owned_by) == ("model", "ragsift") for m in models)
     assert [m.id for m in served.client(served.other_only).models.list()] == ["kb:other"]
+
+
+def test_a_listed_model_is_retrieved_and_an_unknown_or_foreign_one_is_not_found(
+    served: Served,
+) -> None:
+    model = served.client(served.reader).models.retrieve("kb:docs")
+    listed = {m.id: m for m in served.client(served.reader).models.list()}
+
+    assert model == listed["kb:docs"]
+    assert (model.id, model.object, model.owned_by) == ("kb:docs", "model", "ragsift")
+    for client, name in ((served.client(served.reader), "kb:nope"),
+                         (served.client(served.other_only), "kb:docs")):
+        with pytest.raises(openai.NotFoundError) as missing:
+            client.models.retrieve(name)
+        assert (missing.value.type, missing.value.code) == (
+            "invalid_request_error", "model_not_found")
+
+
+USAGE = {"prompt_tokens": 321, "completion_tokens": 7, "total_tokens": 328}
+
+
+def test_usage_is_what_the_model_server_reported_streamed_or_not(
+    served: Served, llm_server: LLMServer,
+) -> None:
+    llm_server.control(chat={"deltas": DELTAS, "usage": USAGE})
+    client = served.client(served.reader)
+
+    completion = client.chat.completions.create(model="kb:docs", messages=_ask())
+    chunks = list(client.chat.completions.create(
+        model="kb:docs", messages=_ask(), stream=True, stream_options={"include_usage": True}))
+
+    assert completion.usage is not None
+    assert completion.usage.model_dump(exclude_none=True) == {**USAGE, "counted": False}
+    # as OpenAI's: a last chunk without choices, after the one that finishes
+    assert chunks[-1].choices == [] and chunks[-1].usage is not None
+    assert (chunks[-1].usage.prompt_tokens, chunks[-1].usage.completion_tokens) == (321, 7)
+    assert chunks[-2].choices[0].finish_reason == "stop"
+    assert all(chunk.usage is None for chunk in chunks[:-1])
+
+
+def test_usage_is_counted_with_the_embedders_tokenizer_when_the_server_reports_none(
+    served: Served, llm_server: LLMServer,
+) -> None:
+    llm_server.control(chat={"deltas": DELTAS})
+
+    completion = served.client(served.reader).chat.completions.create(
+        model="kb:docs", messages=_ask())
+
+    tokenizer = E5Tokenizer()
+    prompt = llm_server.last("chat")["body"]["messages"]
+    expected = sum(tokenizer.count_tokens(message["content"]) for message in prompt)
+    assert completion.usage is not None
+    assert completion.usage.prompt_tokens == expected > 0
+    assert completion.usage.completion_tokens == tokenizer.count_tokens(CHECKED)
+    assert completion.usage.total_tokens == expected + tokenizer.count_tokens(CHECKED)
+    assert (completion.usage.model_extra or {})["counted"] is True
 
 
 def test_a_completion_answers_from_the_kb_with_checked_citations_and_the_extension(

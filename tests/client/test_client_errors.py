@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
+from collections.abc import Callable
 
 import pytest
-from pydantic import ValidationError
 
 from client.client_helpers import MAX_FILE_BYTES, Handbook, Served
 from ragsift.client import (
+    AsyncRagsiftClient,
     AuthError,
+    ClientValidationError,
     ConflictError,
     ForbiddenError,
     InvalidRequestError,
@@ -85,15 +88,43 @@ def test_bad_uploads_are_invalid_requests_and_not_sent_again(admin: RagsiftClien
     assert admin.list_documents(kb.id) == []
 
 
-def test_a_request_the_api_would_refuse_is_refused_before_sending(
-    admin: RagsiftClient,
-) -> None:
-    with pytest.raises(ValidationError):
-        admin.search("hotel", kb="handbook", top_k=0)
-    with pytest.raises(ValidationError):
-        admin.search("hotel", kb="handbook", not_an_option=True)
-    with pytest.raises(ValidationError):
-        admin.chat("hotel", kb="handbook", kb_id="both")
+def test_a_request_the_api_would_refuse_is_an_api_error_raised_before_sending() -> None:
+    # nothing listens there: a request that went out would be a RagsiftConnectionError
+    with RagsiftClient(f"http://127.0.0.1:{free_port()}", retries=0) as client:
+        refusals = [_refusal(lambda: client.search("hotel", kb="handbook", top_k=0)),
+                    _refusal(lambda: client.search("hotel", kb="handbook", not_an_option=True)),
+                    _refusal(lambda: client.chat("hotel", kb="handbook", kb_id="both")),
+                    _refusal(lambda: client.create_kb("")),
+                    _refusal(lambda: client.list_documents("kb-1", status="bogus")),
+                    _refusal(lambda: client.get_document(""))]
+
+    for error in refusals:
+        assert isinstance(error, InvalidRequestError) and isinstance(error, RagsiftApiError)
+        assert isinstance(error, ValueError)  # as pydantic's ValidationError was
+        assert (error.status, error.code) == (422, "invalid_request")
+        assert str(error) == f"invalid request, not sent: {error.message}"
+    assert refusals[0].message == "top_k: Input should be greater than or equal to 1"
+    assert refusals[0].errors[0]["loc"] == ("top_k",)
+    assert refusals[1].message == "not_an_option: Extra inputs are not permitted"
+    assert "give exactly one of kb_id and kb" in refusals[2].message
+    assert refusals[3].message.startswith("name: ")
+    assert refusals[4].message.startswith("status: 'bogus' is not one of PENDING")
+    assert refusals[5].message == "an id must not be empty"
+
+
+def test_the_async_client_refuses_a_bad_option_the_same_way() -> None:
+    async def search() -> None:
+        async with AsyncRagsiftClient(f"http://127.0.0.1:{free_port()}", retries=0) as client:
+            await client.search("hotel", kb="handbook", top_k=0)
+
+    with pytest.raises(ClientValidationError, match="top_k: Input should be greater"):
+        asyncio.run(search())
+
+
+def _refusal(call: Callable[[], object]) -> ClientValidationError:
+    with pytest.raises(ClientValidationError) as refused:
+        call()
+    return refused.value
 
 
 def test_an_unreachable_server_is_a_connection_error_after_the_retries() -> None:

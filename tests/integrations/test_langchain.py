@@ -108,6 +108,21 @@ def test_the_document_whitelist_and_tenant_scope_reach_the_search(
     assert {d.metadata["filename"] for d in only_globex.invoke(HOTEL_LIMIT)} == {"leave.md"}
 
 
+def test_k_is_top_k_and_invoke_keywords_are_search_options_for_that_call_only(
+    retrieval_server: Served, library: Handbook,
+) -> None:
+    retriever = _retriever(retrieval_server, k=2)
+
+    narrowed = retriever.invoke(CARRY_OVER, k=1, document_ids=[library.hotels.id])
+    default = retriever.invoke(CARRY_OVER)
+
+    assert (retriever.k, retriever.top_k) == (2, 2)
+    assert [d.metadata["filename"] for d in narrowed] == ["hotels.md"]
+    assert len(default) == 2 and default[0].metadata["filename"] == "leave.md"
+    with pytest.raises(ValueError, match="unknown ragsift search options: topk"):
+        retriever.invoke(CARRY_OVER, topk=1)
+
+
 def test_ainvoke_runs_the_chain_with_the_async_client(
     retrieval_server: Served, library: Handbook,
 ) -> None:
@@ -150,8 +165,10 @@ def test_the_key_is_a_secret_and_defaults_to_the_environment(
 
 
 @pytest.mark.parametrize("options", [
-    {"top_k": 0}, {"mode": "fuzzy"}, {"kb_id": "kb-1"}, {"topk": 3},
-], ids=["top_k-out-of-range", "unknown-mode", "kb-and-kb_id", "unknown-field"])
+    {"top_k": 0}, {"k": 0}, {"k": 3, "top_k": 4}, {"mode": "fuzzy"}, {"kb_id": "kb-1"},
+    {"topk": 3},
+], ids=["top_k-out-of-range", "k-out-of-range", "k-and-top_k-disagree", "unknown-mode",
+        "kb-and-kb_id", "unknown-field"])
 def test_invalid_options_are_refused_when_the_retriever_is_made(options: dict[str, object]) -> None:
     with pytest.raises(ValidationError):
         RagsiftRetriever.model_validate({"base_url": "http://127.0.0.1:1", "kb": "library",

@@ -12,6 +12,7 @@ from llama_index.core.base.response.schema import Response
 from llama_index.core.llms import MockLLM
 from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.schema import MetadataMode, NodeWithScore, TextNode
+from llama_index.core.vector_stores.types import FilterOperator, MetadataFilter, MetadataFilters
 from pydantic import ValidationError
 
 from client.client_helpers import Handbook, Served
@@ -23,6 +24,7 @@ from integrations.retriever_helpers import (
     modules_loaded_by,
 )
 from ragsift.client import RagsiftClient, UnauthorizedError
+from ragsift.integrations.llama_filters import UnsupportedFilterError
 from ragsift.integrations.llama_index import RagsiftRetriever
 
 
@@ -93,6 +95,29 @@ def test_node_text_is_the_small2big_window_unless_chunks_are_asked_for(
     assert widened.get_content(MetadataMode.EMBED) == widened.text  # no metadata embedded
 
 
+def test_similarity_top_k_and_metadata_filters_shape_a_query_engines_sources(
+    retrieval_server: Served, library: Handbook,
+) -> None:
+    only_acme = MetadataFilters(filters=[
+        MetadataFilter(key="tenant_id", value="acme", operator=FilterOperator.EQ)])
+    two_docs = MetadataFilters(filters=[MetadataFilter(
+        key="document_id", value=[library.hotels.id, library.leave.id],
+        operator=FilterOperator.IN)])
+
+    acme = _engine(_retriever(retrieval_server, similarity_top_k=2, filters=only_acme)
+                   ).query(CARRY_OVER)
+    top_one = _retriever(retrieval_server, similarity_top_k=1, filters=two_docs)
+
+    assert len(acme.source_nodes) == 2
+    assert {_text_node(s).metadata["filename"] for s in acme.source_nodes} == {"hotels.md"}
+    assert top_one.similarity_top_k == 1
+    assert [_text_node(s).metadata["filename"] for s in top_one.retrieve(CARRY_OVER)] == [
+        "leave.md"]
+    with pytest.raises(UnsupportedFilterError, match="filter key 'author'"):
+        _retriever(retrieval_server, filters=MetadataFilters(
+            filters=[MetadataFilter(key="author", value="x")]))
+
+
 def test_aquery_and_aretrieve_use_the_async_client(
     retrieval_server: Served, library: Handbook,
 ) -> None:
@@ -126,8 +151,9 @@ def test_a_bad_key_raises_unauthorized_from_query_and_aquery(
 
 
 @pytest.mark.parametrize("options", [
-    {"top_k": 0}, {"rerank": "maybe"}, {"kb_id": "kb-1"}, {"topk": 3},
-], ids=["top_k-out-of-range", "not-a-bool", "kb-and-kb_id", "unknown-keyword"])
+    {"top_k": 0}, {"similarity_top_k": 0}, {"rerank": "maybe"}, {"kb_id": "kb-1"}, {"topk": 3},
+], ids=["top_k-out-of-range", "similarity_top_k-out-of-range", "not-a-bool", "kb-and-kb_id",
+        "unknown-keyword"])
 def test_invalid_options_are_refused_when_the_retriever_is_made(options: dict[str, Any]) -> None:
     with pytest.raises(ValidationError):
         RagsiftRetriever("http://127.0.0.1:1", kb="library", **options)

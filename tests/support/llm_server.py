@@ -279,10 +279,15 @@ class Handler(BaseHTTPRequestHandler):
                 "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
             })
             return
-        self._stream(config, str(config.get("answer", content)), model)
+        # a scripted `usage` is reported as OpenAI does: when the request asks for it
+        options = body.get("stream_options") or {}
+        usage = config.get("usage") if options.get("include_usage") else None
+        self._stream(config, str(config.get("answer", content)), model, usage)
 
-    def _stream(self, config: dict[str, Any], content: str, model: str) -> None:
-        """OpenAI chat.completion.chunk events, recording how far the stream got."""
+    def _stream(self, config: dict[str, Any], content: str, model: str,
+                usage: dict[str, Any] | None = None) -> None:
+        """OpenAI chat.completion.chunk events, recording how far the stream got; `usage`
+        goes in a last chunk without choices."""
         size = int(config.get("chunk_chars", 8))
         pieces = [str(p) for p in config["deltas"]] if "deltas" in config else [
             content[i : i + size] for i in range(0, len(content), size)
@@ -319,6 +324,8 @@ class Handler(BaseHTTPRequestHandler):
                 self.wfile.write(f"data: {json.dumps(error)}\n\n".encode())
             else:
                 self._event(model, {"index": 0, "delta": {}, "finish_reason": "stop"})
+                if usage is not None:
+                    self._event(model, None, usage)
                 self.wfile.write(b"data: [DONE]\n\n")
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
@@ -326,9 +333,13 @@ class Handler(BaseHTTPRequestHandler):
         with _lock:
             record["outcome"] = outcome
 
-    def _event(self, model: str, choice: dict[str, Any]) -> None:
-        chunk = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0,
-                 "model": model, "choices": [choice]}
+    def _event(self, model: str, choice: dict[str, Any] | None,
+               usage: dict[str, Any] | None = None) -> None:
+        chunk: dict[str, Any] = {"id": "chatcmpl-fake", "object": "chat.completion.chunk",
+                                 "created": 0, "model": model,
+                                 "choices": [] if choice is None else [choice]}
+        if usage is not None:
+            chunk["usage"] = usage
         self.wfile.write(f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n".encode())
         self.wfile.flush()
 

@@ -17,7 +17,7 @@ from ragsift.adapters.http_post import (
     status_error,
     transport_error,
 )
-from ragsift.domain.chat import ChatMessage
+from ragsift.domain.chat import ChatMessage, TokenUsage
 from ragsift.domain.errors import UpstreamError
 
 logger = logging.getLogger(__name__)
@@ -31,6 +31,7 @@ class ChunkDelta:
 
     content: str
     finish_reason: str | None = None
+    usage: TokenUsage | None = None
 
 
 class SseParser:
@@ -72,9 +73,10 @@ def parse_chunk(data: str) -> ChunkDelta:
         error = chunk["error"]
         message = error.get("message", error) if isinstance(error, dict) else error
         raise UpstreamError(f"chat model failed mid-answer: {str(message)[:200]}")
+    usage = token_usage(chunk.get("usage"))
     choices = chunk.get("choices")
     if not choices:  # e.g. the usage chunk of stream_options.include_usage
-        return ChunkDelta("")
+        return ChunkDelta("", usage=usage)
     try:
         choice = choices[0]
         delta = choice.get("delta") or {}
@@ -84,20 +86,34 @@ def parse_chunk(data: str) -> ChunkDelta:
         raise UpstreamError(f"chat model sent an unexpected chunk: {data[:200]!r}") from exc
     if not isinstance(content, str):
         raise UpstreamError(f"chat model sent non-text content: {data[:200]!r}")
-    return ChunkDelta(content, finish_reason if isinstance(finish_reason, str) else None)
+    return ChunkDelta(content, finish_reason if isinstance(finish_reason, str) else None, usage)
 
 
-def completion_content(payload: bytes) -> str:
-    """The message of a whole (non-streamed) completion, for servers that ignore `stream`."""
+def token_usage(value: object) -> TokenUsage | None:
+    """OpenAI's `usage` object, when it has both counts as non-negative integers."""
+    if not isinstance(value, dict):
+        return None
+    prompt, completion = value.get("prompt_tokens"), value.get("completion_tokens")
+    counts = (prompt, completion)
+    if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in counts):
+        return None
+    assert isinstance(prompt, int) and isinstance(completion, int)
+    return TokenUsage(prompt, completion)
+
+
+def completion_content(payload: bytes) -> tuple[str, TokenUsage | None]:
+    """The message of a whole (non-streamed) completion, for servers that ignore `stream`,
+    and its usage when reported."""
     try:
-        content = json.loads(payload)["choices"][0]["message"]["content"]
+        body = json.loads(payload)
+        content = body["choices"][0]["message"]["content"]
     except (ValueError, KeyError, IndexError, TypeError) as exc:
         raise UpstreamError(
             f"chat model answered an unexpected envelope: {payload[:200]!r}"
         ) from exc
     if not isinstance(content, str):
         raise UpstreamError("chat model answered no message content")
-    return content
+    return content, token_usage(body.get("usage"))
 
 
 class OpenAIChatModel:
@@ -149,11 +165,17 @@ class OpenAIChatModel:
             "temperature": self._temperature,
             "max_tokens": self._max_tokens,
             "stream": True,
+            # the token counts come in a last chunk (OpenAI, vLLM, Ollama, llama.cpp)
+            "stream_options": {"include_usage": True},
         }
 
-    async def stream(self, messages: Sequence[ChatMessage]) -> AsyncGenerator[str, None]:
-        """The answer's text deltas; UpstreamError on HTTP errors, timeouts, broken streams."""
+    async def stream(
+        self, messages: Sequence[ChatMessage]
+    ) -> AsyncGenerator[str | TokenUsage, None]:
+        """The answer's text deltas, then its TokenUsage when the server reported it;
+        UpstreamError on HTTP errors, timeouts, broken streams."""
         finished = False
+        usage: TokenUsage | None = None
         try:
             async with httpx.AsyncClient(
                 headers=self._headers, timeout=self._timeout, transport=self._transport
@@ -162,7 +184,10 @@ class OpenAIChatModel:
                 try:
                     if "text/event-stream" not in response.headers.get("content-type", ""):
                         finished = True
-                        yield completion_content(await response.aread())
+                        content, whole_usage = completion_content(await response.aread())
+                        yield content
+                        if whole_usage is not None:
+                            yield whole_usage
                         return
                     parser = SseParser()
                     async for line in response.aiter_lines():
@@ -173,6 +198,7 @@ class OpenAIChatModel:
                             finished = True
                             break
                         delta = parse_chunk(data)
+                        usage = delta.usage or usage
                         if delta.content:
                             yield delta.content
                         if delta.finish_reason is not None:
@@ -186,6 +212,7 @@ class OpenAIChatModel:
                         finished = True
                     elif tail is not None:
                         delta = parse_chunk(tail)
+                        usage = delta.usage or usage
                         if delta.content:
                             yield delta.content
                         finished = finished or delta.finish_reason is not None
@@ -199,6 +226,8 @@ class OpenAIChatModel:
             raise UpstreamError(f"chat model stream failed: {type(exc).__name__}: {exc}") from exc
         if not finished:
             raise UpstreamError("chat model stream ended before the answer was complete")
+        if usage is not None:
+            yield usage
 
     async def _open(self, client: httpx.AsyncClient, body: dict[str, Any]) -> httpx.Response:
         """The streaming response once its status is below 400, retried as `retry` allows.

@@ -34,7 +34,7 @@ RULES: tuple[Rule, ...] = (
     _rule("GET HEAD DELETE", r"/api/kbs/\{kb_id\}/conversations(/\{conversation_id\})?",
           Role.READER),
     _rule("POST", r"/dify/retrieval", Role.READER),  # Dify's External Knowledge API
-    _rule("GET HEAD", r"/v1/models", Role.READER),  # OpenAI-compatible chat
+    _rule("GET HEAD", r"/v1/models(/\{model\})?", Role.READER),  # OpenAI-compatible chat
     _rule("POST", r"/v1/chat/completions", Role.READER),
     _rule("GET HEAD", r"/api/kbs(/\{kb_id\})?", Role.READER),
     _rule("GET HEAD", r"/api/kbs/\{kb_id\}/documents|/api/documents/\{document_id\}"

@@ -1,5 +1,6 @@
-"""OpenAI-compatible chat: `GET /v1/models` (the key's KBs as `kb:NAME`) and
-`POST /v1/chat/completions` (JSON, or `stream: true` server-sent chunks ending `[DONE]`).
+"""OpenAI-compatible chat: `GET /v1/models` (the key's KBs as `kb:NAME`), `GET
+/v1/models/{model}` and `POST /v1/chat/completions` (JSON, or `stream: true` server-sent chunks
+ending `[DONE]`), with `usage`: the chat model server's token counts, else ragsift's count.
 
 A completion is one turn of ragsift's chat (api/routes_chat.py): retrieval over the model's KB
 within the key's scope, an answer from that evidence with `[N](citation://N)` links, stored as
@@ -35,6 +36,7 @@ from ragsift.api.schemas_openai import (
     ModelOut,
     OpenAIErrorBody,
     RagsiftTurn,
+    Usage,
 )
 from ragsift.api.sse import EventStreamResponse
 from ragsift.bootstrap import Container
@@ -48,6 +50,7 @@ from ragsift.chat.service import (
 from ragsift.domain.chat import ChatModelFailed
 from ragsift.domain.errors import RagsiftError
 from ragsift.domain.models import KnowledgeBase
+from ragsift.ports import Tokenizer
 
 logger = logging.getLogger(__name__)
 
@@ -94,14 +97,41 @@ def list_models(state: State, principal: CurrentPrincipal) -> ModelList:
                            for kb in kbs if principal.allows_kb(kb.id)])
 
 
+@router.get("/models/{model}")
+def retrieve_model(model: str, state: State, principal: CurrentPrincipal) -> ModelOut:
+    """One model of the list: `kb:NAME` (or a KB id); 404 for a KB the key may not use, as
+    the list leaves it out."""
+    kb = _knowledge_base(state.container, model)
+    if not principal.allows_kb(kb.id):
+        raise _not_found(model)
+    return ModelOut(id=_model_id(kb), created=_created(kb))
+
+
+def _not_found(model: str) -> ApiError:
+    return ApiError(404, "model_not_found", f"the model {model!r} does not exist: models "
+                    "are the knowledge bases as kb:NAME (GET /v1/models)")
+
+
 def _knowledge_base(container: Container, model: str) -> KnowledgeBase:
     """`kb:NAME` (or a KB id after the prefix; the prefix may be left out)."""
     key = model.removeprefix(MODEL_PREFIX)
     kb = container.repository.get_kb_by_name(key) or container.repository.get_kb(key)
     if kb is None:
-        raise ApiError(404, "model_not_found", f"the model {model!r} does not exist: models "
-                       "are the knowledge bases as kb:NAME (GET /v1/models)")
+        raise _not_found(model)
     return kb
+
+
+def usage_of(turn: PreparedTurn, finished: TurnFinished, tokenizer: Tokenizer) -> Usage:
+    """The model server's counts when it reported them; else the prompt's messages and the
+    answer counted with `tokenizer` (no messages: an extractive answer, no model prompted)."""
+    if finished.usage is not None:
+        prompt, completion = finished.usage.prompt_tokens, finished.usage.completion_tokens
+        return Usage(prompt_tokens=prompt, completion_tokens=completion,
+                     total_tokens=prompt + completion, counted=False)
+    prompt = sum(tokenizer.count_tokens(message.content) for message in turn.messages)
+    completion = tokenizer.count_tokens(finished.answer) if finished.answer else 0
+    return Usage(prompt_tokens=prompt, completion_tokens=completion,
+                 total_tokens=prompt + completion, counted=True)
 
 
 def _text(message: MessageIn) -> str:
@@ -180,8 +210,9 @@ async def chat_completions(
     turn = await _prepare(state, body, principal)
     completion_id, created = f"chatcmpl-{turn.turn_id}", int(time.time())
     if body.stream:
+        include_usage = bool(body.stream_options and body.stream_options.include_usage)
         return EventStreamResponse(
-            _chunks(state.container, turn, completion_id, created, body.model))
+            _chunks(state.container, turn, completion_id, created, body.model, include_usage))
     try:
         answer = await state.container.chat.answer(turn)
     except ChatModelFailed as exc:
@@ -190,6 +221,7 @@ async def chat_completions(
     return ChatCompletionOut(
         id=completion_id, created=created, model=body.model,
         choices=[Choice(message=AssistantMessage(content=answer.finished.answer))],
+        usage=await run_in_threadpool(usage_of, turn, answer.finished, state.container.embedder),
         ragsift=_extension(turn, answer.finished),
     )
 
@@ -200,18 +232,23 @@ def _data(payload: dict[str, Any]) -> str:
 
 async def _chunks(
     container: Container, turn: PreparedTurn, completion_id: str, created: int, model: str,
+    include_usage: bool = False,
 ) -> AsyncGenerator[str, None]:
-    """chat.completion.chunk lines, then `[DONE]`; a failure is an error line instead."""
+    """chat.completion.chunk lines, then `[DONE]`; a failure is an error line instead. With
+    `include_usage`, a last chunk without choices carries `usage` (as OpenAI's)."""
 
-    def chunk(delta: dict[str, str], finish_reason: str | None = None,
-              extension: RagsiftTurn | None = None) -> str:
+    def chunk(delta: dict[str, str] | None, finish_reason: str | None = None,
+              extension: RagsiftTurn | None = None, usage: Usage | None = None) -> str:
         payload: dict[str, Any] = {
             "id": completion_id, "object": "chat.completion.chunk", "created": created,
             "model": model,
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
+            "choices": [] if delta is None else [
+                {"index": 0, "delta": delta, "finish_reason": finish_reason}],
         }
         if extension is not None:
             payload["ragsift"] = extension.model_dump(mode="json")
+        if usage is not None:
+            payload["usage"] = usage.model_dump(mode="json")
         return _data(payload)
 
     try:
@@ -223,6 +260,9 @@ async def _chunks(
                     yield chunk({"content": event.text})
                 else:
                     yield chunk({}, "stop", _extension(turn, event))
+                    if include_usage:
+                        usage = await run_in_threadpool(usage_of, turn, event, container.embedder)
+                        yield chunk(None, usage=usage)
         yield "data: [DONE]\n\n"
     except RagsiftError as exc:  # the chat model failed, or the KB was deleted meanwhile
         yield _data(openai_error_body(exc.code, str(exc), status_for(exc)))

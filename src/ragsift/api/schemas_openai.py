@@ -49,6 +49,11 @@ class RagsiftOptions(Body):
     small2big: bool | None = None
 
 
+class StreamOptions(OpenAIBody):
+    include_usage: bool | None = Field(
+        default=None, description="a last chunk, with no choices, carries `usage`")
+
+
 class ChatCompletionBody(OpenAIBody):
     """A chat completion: the model is `kb:NAME`; the last message, the user's, is the question;
     earlier user/assistant pairs are the conversation so far (system messages are ignored:
@@ -57,6 +62,7 @@ class ChatCompletionBody(OpenAIBody):
     model: Text = Field(min_length=1, max_length=300, description="kb:NAME (see /v1/models)")
     messages: list[MessageIn] = Field(min_length=1, max_length=1000)
     stream: bool | None = False
+    stream_options: StreamOptions | None = None
     n: int | None = Field(default=None, ge=1, le=1, description="only 1 is supported")
     tools: list[Any] | None = Field(default=None, max_length=0,
                                     description="not supported: ragsift calls no tools")
@@ -97,6 +103,16 @@ class RagsiftTurn(BaseModel):
                                                "it is extractive")
 
 
+class Usage(BaseModel):
+    """The chat model's tokens: as its server reported them, else counted with the embedder's
+    tokenizer (`counted: true`; an extractive answer prompts no model: prompt_tokens 0)."""
+
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+    counted: bool = Field(description="ragsift's count, not the model server's")
+
+
 class AssistantMessage(BaseModel):
     role: Literal["assistant"] = "assistant"
     content: str
@@ -117,6 +133,7 @@ class ChatCompletionOut(BaseModel):
     created: int
     model: str
     choices: list[Choice]
+    usage: Usage
     ragsift: RagsiftTurn
 
 

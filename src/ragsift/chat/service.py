@@ -32,6 +32,7 @@ from ragsift.domain.chat import (
     ConversationBusy,
     Evidence,
     NewConversation,
+    TokenUsage,
     Turn,
     TurnOutcome,
     TurnStatus,
@@ -141,6 +142,8 @@ class TurnFinished:
     extractive: bool
     model: str | None
     assets: tuple[AssetRef, ...] = ()
+    # the model call's tokens as its server reported them (None: not reported, or no model)
+    usage: TokenUsage | None = None
 
 
 TurnEvent = TurnStarted | AnswerDelta | TurnFinished
@@ -270,6 +273,7 @@ class ChatService:
         model = (None if self._model is None or extractive or turn.faq_direct
                  else self._model.model_name)
         parts: list[str] = []
+        usage: list[TokenUsage] = []
         stored = False
 
         def partial() -> CitedAnswer:
@@ -278,7 +282,7 @@ class ChatService:
 
         try:
             yield TurnStarted(turn)
-            async with aclosing(self._deltas(turn)) as deltas:
+            async with aclosing(self._deltas(turn, usage)) as deltas:
                 async for delta in deltas:
                     parts.append(delta)
                     yield AnswerDelta(delta)
@@ -288,7 +292,7 @@ class ChatService:
                 self._finish, turn.turn_id, "complete", cited, extractive=extractive, model=model
             )
             yield TurnFinished(cited.answer, cited.citations, extractive=extractive, model=model,
-                               assets=cited.assets)
+                               assets=cited.assets, usage=usage[-1] if usage else None)
         except UpstreamError as exc:
             reason = f"the chat model failed: {exc}"
             self._finish(turn.turn_id, "failed", partial(), model=model, error=reason)
@@ -320,9 +324,12 @@ class ChatService:
         if not done.cancelled() and done.exception() is None:
             self._finish(turn_id, "cancelled", CitedAnswer("", ()), error=CLIENT_GONE)
 
-    async def _deltas(self, turn: PreparedTurn) -> AsyncGenerator[str, None]:
+    async def _deltas(
+        self, turn: PreparedTurn, usage: list[TokenUsage]
+    ) -> AsyncGenerator[str, None]:
         """The answer's text pieces: the model's stream, or the extractive answer (or the
-        reply of a turn routed away from the search) at once."""
+        reply of a turn routed away from the search) at once; the model's reported token
+        usage is appended to `usage`."""
         if turn.reply is not None:
             yield turn.reply
             return
@@ -333,7 +340,9 @@ class ChatService:
             return
         async with aclosing(self._model.stream(turn.messages)) as stream:
             async for delta in stream:
-                if delta:
+                if isinstance(delta, TokenUsage):
+                    usage.append(delta)
+                elif delta:
                     yield delta
 
     def _finish(

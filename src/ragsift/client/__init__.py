@@ -28,6 +28,7 @@ from ragsift.api.schemas_chat import (
 from ragsift.client.aio import AsyncRagsiftClient
 from ragsift.client.errors import (
     AuthError,
+    ClientValidationError,
     ConflictError,
     ForbiddenError,
     InvalidRequestError,
@@ -56,6 +57,7 @@ __all__ = [
     "ChatOut",
     "Citation",
     "CitationsEvent",
+    "ClientValidationError",
     "ConflictError",
     "ConversationDetailOut",
     "ConversationOut",

@@ -15,7 +15,7 @@ from typing import Any, Generic, TypeVar
 from urllib.parse import quote
 
 import httpx
-from pydantic import BaseModel, TypeAdapter
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from ragsift.api.schemas import (
     ExplainOut,
@@ -27,7 +27,7 @@ from ragsift.api.schemas import (
     UploadOut,
 )
 from ragsift.api.schemas_chat import ChatBody, ChatOut, ConversationDetailOut, ConversationOut
-from ragsift.client.errors import WaitTimeoutError, error_from_response
+from ragsift.client.errors import ClientValidationError, WaitTimeoutError, error_from_response
 from ragsift.client.uploads import FileInput, ProgressCallback, Upload, UploadScope
 from ragsift.domain.models import Document, DocumentStatus
 from ragsift.domain.results import RetrievalHit
@@ -87,8 +87,24 @@ def _documents(response: httpx.Response) -> list[UploadedDocument]:
 def _segment(value: str) -> str:
     """An id as one path segment (a slash or `?` in it cannot reach another route)."""
     if not value:
-        raise ValueError("an id must not be empty")
+        raise ClientValidationError("an id must not be empty")
     return quote(value, safe="")
+
+
+def _validated(model: type[M], data: Mapping[str, Any]) -> M:
+    """`data` as the API's request model, or the ClientValidationError the server's 422 is."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise ClientValidationError.from_pydantic(exc) from exc
+
+
+def _status(status: DocumentStatus | str) -> DocumentStatus:
+    try:
+        return DocumentStatus(status)
+    except ValueError:
+        known = ", ".join(s.value for s in DocumentStatus)
+        raise ClientValidationError(f"status: {status!r} is not one of {known}") from None
 
 
 def _body(model: BaseModel) -> dict[str, Any]:
@@ -110,7 +126,7 @@ def get_kb(kb_id: str) -> Call[KbOut]:
 
 
 def create_kb(name: str) -> Call[KbOut]:
-    return Call("POST", "/api/kbs", _kb, json=_body(KbCreate(name=name)))
+    return Call("POST", "/api/kbs", _kb, json=_body(_validated(KbCreate, {"name": name})))
 
 
 def delete_kb(kb_id: str) -> Call[None]:
@@ -138,7 +154,7 @@ def get_document(document_id: str) -> Call[Document]:
 
 
 def list_documents(kb_id: str, status: DocumentStatus | str | None) -> Call[list[Document]]:
-    params = None if status is None else {"status": DocumentStatus(status).value}
+    params = None if status is None else {"status": _status(status).value}
     return Call("GET", f"/api/kbs/{_segment(kb_id)}/documents", _docs, params=params,
                 idempotent=True)
 
@@ -153,7 +169,7 @@ def reindex_document(document_id: str) -> Call[Document]:
 
 def search_body(query: str, kb: str | None, kb_id: str | None,
                 options: Mapping[str, Any]) -> SearchBody:
-    return SearchBody.model_validate({"query": query, "kb": kb, "kb_id": kb_id, **options})
+    return _validated(SearchBody, {"query": query, "kb": kb, "kb_id": kb_id, **options})
 
 
 def search(body: SearchBody) -> Call[list[RetrievalHit]]:
@@ -167,8 +183,8 @@ def explain(body: SearchBody) -> Call[ExplainOut]:
 
 def chat_body(message: str, kb: str | None, kb_id: str | None, conversation_id: str | None,
               options: Mapping[str, Any]) -> ChatBody:
-    return ChatBody.model_validate({"message": message, "kb": kb, "kb_id": kb_id,
-                                    "conversation_id": conversation_id, **options})
+    return _validated(ChatBody, {"message": message, "kb": kb, "kb_id": kb_id,
+                                 "conversation_id": conversation_id, **options})
 
 
 def chat(body: ChatBody) -> Call[ChatOut]:

@@ -4,8 +4,10 @@ body every API error carries."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import httpx
+from pydantic import ValidationError
 
 from ragsift.adapters.http_post import parse_retry_after
 
@@ -44,6 +46,27 @@ class RagsiftApiError(RagsiftClientError):
 
 class InvalidRequestError(RagsiftApiError):
     """400, 413, 415, 422: the request itself is wrong; sending it again will not help."""
+
+
+class ClientValidationError(InvalidRequestError, ValueError):
+    """A request refused before sending, as the server would refuse it (status 422, code
+    `invalid_request`): a bad search or chat option, an invalid name, status or empty id.
+
+    `errors` lists pydantic's error dicts when the API's request model refused it. Also a
+    ValueError (these were pydantic ValidationErrors, which are ValueErrors, before).
+    """
+
+    def __init__(self, message: str, errors: list[dict[str, Any]] | None = None) -> None:
+        super().__init__(422, "invalid_request", message)
+        self.args = (f"invalid request, not sent: {message}",)  # no HTTP answer to show
+        self.errors = errors or []
+
+    @classmethod
+    def from_pydantic(cls, exc: ValidationError) -> ClientValidationError:
+        details = exc.errors(include_url=False)
+        parts = [": ".join(filter(None, (".".join(str(p) for p in error["loc"]), error["msg"])))
+                 for error in details]
+        return cls("; ".join(parts) or "invalid request", [dict(error) for error in details])
 
 
 class AuthError(RagsiftApiError):

@@ -140,7 +140,7 @@ class RagsiftClient:
         """The document hits for a query in the KB named `kb` or with id `kb_id`.
 
         `options` are the fields of the API's SearchBody (top_k, mode, document_ids,
-        rerank, ...), validated before sending (pydantic.ValidationError).
+        rerank, ...), validated before sending (ClientValidationError).
         """
         return self._run(calls.search(calls.search_body(query, kb, kb_id, options)))
 

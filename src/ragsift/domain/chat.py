@@ -122,6 +122,14 @@ class Conversation(BaseModel):
 
 
 @dataclass(frozen=True, slots=True)
+class TokenUsage:
+    """The tokens of one chat model call, as the model's server reported them."""
+
+    prompt_tokens: int
+    completion_tokens: int
+
+
+@dataclass(frozen=True, slots=True)
 class NewConversation:
     """A conversation created together with its first turn."""
 

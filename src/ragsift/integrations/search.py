@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
-from ragsift.client import AsyncRagsiftClient, RagsiftClient, RetrievalHit
+from ragsift.client import AsyncRagsiftClient, ClientValidationError, RagsiftClient, RetrievalHit
 from ragsift.client.calls import search_body
 from ragsift.client.connection import DEFAULT_TIMEOUT_S
 from ragsift.domain.requests import Fusion, Mode
@@ -104,11 +105,7 @@ class RagsiftSearch(BaseModel):
 
     @model_validator(mode="after")
     def _valid_search(self) -> RagsiftSearch:
-        try:
-            search_body("probe", self.kb, self.kb_id, self.search_options())
-        except ValidationError as exc:
-            problems = "; ".join(_problem(error["loc"], error["msg"]) for error in exc.errors())
-            raise ValueError(f"invalid ragsift search options: {problems}") from None
+        _check_options(self.kb, self.kb_id, self.search_options())
         return self
 
     def search_options(self) -> dict[str, Any]:
@@ -116,21 +113,34 @@ class RagsiftSearch(BaseModel):
         values = {name: getattr(self, name) for name in OPTION_FIELDS}
         return {name: value for name, value in values.items() if value is not None}
 
-    def search_hits(self, query: str) -> list[RetrievalHit]:
-        """The hits for `query` (RagsiftApiError subclasses on error answers)."""
+    def with_options(self, overrides: Mapping[str, Any]) -> dict[str, Any]:
+        """search_options() with per-call `overrides` (search option names) on top, validated
+        like the constructor's (a ValueError naming the problem)."""
+        unknown = sorted(set(overrides) - set(OPTION_FIELDS))
+        if unknown:
+            raise ValueError(f"unknown ragsift search options: {', '.join(unknown)} "
+                             f"(known: {', '.join(OPTION_FIELDS)})")
+        options = {**self.search_options(), **overrides}
+        _check_options(self.kb, self.kb_id, options)
+        return {name: value for name, value in options.items() if value is not None}
+
+    def search_hits(self, query: str, **overrides: Any) -> list[RetrievalHit]:
+        """The hits for `query` (RagsiftApiError subclasses on error answers); `overrides`
+        are search options for this call only."""
+        options = self.with_options(overrides)
         with RagsiftClient(self.base_url, api_key=self._secret(), timeout=self.timeout,
                            retries=self.retries) as client:
-            hits = client.search(query, kb=self.kb, kb_id=self.kb_id, **self.search_options())
+            hits = client.search(query, kb=self.kb, kb_id=self.kb_id, **options)
         logger.debug("ragsift search in %s: %d hits", self.kb or self.kb_id, len(hits))
         return hits
 
-    async def asearch_hits(self, query: str) -> list[RetrievalHit]:
+    async def asearch_hits(self, query: str, **overrides: Any) -> list[RetrievalHit]:
         """search_hits with the asyncio client (a fresh one per call: httpx's async client
         belongs to the event loop it first ran on)."""
+        options = self.with_options(overrides)
         async with AsyncRagsiftClient(self.base_url, api_key=self._secret(),
                                       timeout=self.timeout, retries=self.retries) as client:
-            hits = await client.search(query, kb=self.kb, kb_id=self.kb_id,
-                                       **self.search_options())
+            hits = await client.search(query, kb=self.kb, kb_id=self.kb_id, **options)
         logger.debug("ragsift search in %s: %d hits", self.kb or self.kb_id, len(hits))
         return hits
 
@@ -142,9 +152,27 @@ class RagsiftSearch(BaseModel):
         return None if self.api_key is None else self.api_key.get_secret_value()
 
 
-def _problem(location: tuple[str | int, ...], message: str) -> str:
-    where = ".".join(str(part) for part in location)
-    return f"{where}: {message}" if where else message
+def _check_options(kb: str | None, kb_id: str | None, options: Mapping[str, Any]) -> None:
+    """Refuse options the API's request model would refuse (ValueError naming each)."""
+    try:
+        search_body("probe", kb, kb_id, options)
+    except ClientValidationError as exc:
+        raise ValueError(f"invalid ragsift search options: {exc.message}") from None
+
+
+def rename_count(values: Any, alias: str) -> Any:
+    """Constructor keywords with a framework's name for the result count (`alias`, e.g. `k`)
+    moved to `top_k`; both given with different values is refused."""
+    if not isinstance(values, dict) or alias not in values:
+        return values
+    renamed = dict(values)
+    count = renamed.pop(alias)
+    if renamed.get("top_k") is not None and count is not None and renamed["top_k"] != count:
+        raise ValueError(f"{alias}={count!r} and top_k={renamed['top_k']!r} disagree; "
+                         f"give one ({alias} is an alias of top_k)")
+    if count is not None:
+        renamed["top_k"] = count
+    return renamed
 
 
 def final_score(hit: RetrievalHit) -> float:
