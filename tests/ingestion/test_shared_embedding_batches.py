@@ -97,26 +97,6 @@ def test_a_text_the_embedder_refuses_fails_only_its_document(
     assert len(embedder.calls[0]) == 4  # tried together first
 
 
-def test_a_failed_batch_embeds_only_its_own_documents_again_the_others_keep_their_vectors(
-    tmp_path: Path,
-) -> None:
-    embedder = CountingEmbedder()
-    service = IngestionService(
-        SqlRepository(f"sqlite:///{tmp_path / 'facts.sqlite'}"),
-        EmbeddedIndex(tmp_path / "index", DIMENSION), embedder,
-        LocalObjectStore(tmp_path / "objects"), Chunker(E5Tokenizer()),
-        max_file_bytes=10**6, batch_size=2, workers=2, batch_documents=4,
-    )
-    try:
-        lines = ["第一条标题", REFUSED, "第三条标题", "第四条标题"]
-        assert _ingest(service, lines) == [DocumentStatus.READY, DocumentStatus.FAILED,
-                                           DocumentStatus.READY, DocumentStatus.READY]
-    finally:
-        service.close()
-    # the second batch is sent whatever the first's fate, and its documents are done
-    assert embedder.calls == [lines[:2], lines[2:], [lines[0]], [lines[1]]]
-
-
 class _CountingBatches(SqlRepository):
     """Records the size of every batched claim and status move."""
 
