@@ -171,7 +171,7 @@ class OpenAIEmbedder:
     def _settled(self, texts: Sequence[str]) -> Vectors | Exception:
         try:
             return self._embed(texts, "passage")
-        except (UpstreamError, ValueError) as exc:
+        except Exception as exc:  # the caller decides what a failed batch fails
             return exc
 
     def embed_query(self, text: str) -> Vectors:

@@ -140,8 +140,8 @@ class Dispatcher:
         """prepare_stored() of each document, parsed and chunked in the worker processes.
 
         Documents are moved to INDEXING and embedded a group at a time (a group closes at
-        `staging.documents` documents or max(documents, texts) children to embed); a
-        failure fails its document alone.
+        max(staging.documents, staging.texts) documents or children to embed); a failure
+        fails its document alone.
         """
         group: list[tuple[Document, Chunked]] = []
         waiting = 0
@@ -156,7 +156,7 @@ class Dispatcher:
             crash_point("parsed")
             group.append((job.document, result))
             waiting += sum(1 for chunk in result.chunks if chunk.level == CHILD_LEVEL)
-            if waiting >= self._texts or len(group) >= self._documents:
+            if waiting >= self._texts or len(group) >= self._texts:
                 yield from self._embed_group(self._stage(group), progress)
                 group, waiting = [], 0
         yield from self._embed_group(self._stage(group), progress)
@@ -233,7 +233,10 @@ class Dispatcher:
         if not staged:
             return
         texts = [chunk.text for item in staged for chunk in item.children]
-        results = [r for _, r in embed_batches(self._embedder, texts, self._batch, progress)]
+        try:
+            results = [r for _, r in embed_batches(self._embedder, texts, self._batch, progress)]
+        except Exception as exc:  # not a batch's failure (the cache's, say): one by one
+            results = [exc]
         failures = [r for r in results if isinstance(r, Exception)]
         if failures:
             logger.warning("embedding %d of %d batches failed (%s); their documents alone",
