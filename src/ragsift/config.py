@@ -142,7 +142,8 @@ class Settings(BaseSettings):
     openai_embedding_concurrency: int = Field(
         default=4, ge=1, le=64,
         description="passage batches (embedding_batch_size texts) sent to the embedding "
-        "server at once by an ingest; 8 at 150 ms a call: 7x one at a time (docs/benchmarks.md)",
+        "server at once by an ingest; 8 at 150 ms a call: 6.5-7.8x one at a time "
+        "(docs/benchmarks.md)",
     )
     openai_embedding_rpm: int | None = Field(
         default=None, ge=1,

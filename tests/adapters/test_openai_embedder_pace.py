@@ -151,3 +151,13 @@ def test_an_ingest_sends_batches_concurrently_and_a_refused_batch_fails_only_its
     assert log["max_in_flight"] > 1
     # four shared batches, then the refused batch's two documents alone: no other re-sent
     assert [r["inputs"] for r in log["requests"]] == [2, 2, 2, 2, 1, 1]
+
+
+def test_a_batch_larger_than_the_whole_token_budget_fails_with_the_reason_unsent(
+    llm_server: LLMServer, embedders: list[OpenAIEmbedder], tokenizer: E5Tokenizer
+) -> None:
+    remote = _embedder(embedders, llm_server, tokenizer, batch_size=4,
+                       budget=RateBudget(tokens=20))
+    with pytest.raises(UpstreamError, match="exceeds the whole budget of 20 tokens"):
+        remote.embed_passages(TEXTS[:4])
+    assert llm_server.embedding_log()["requests"] == []

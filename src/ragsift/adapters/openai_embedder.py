@@ -204,14 +204,14 @@ class OpenAIEmbedder:
             try:
                 reservation.append(self._budget.acquire(
                     tokens, first_wait if time_left is None else time_left))
-            except BudgetWaitTooLong as exc:
+            except (BudgetWaitTooLong, ValueError) as exc:  # too long a wait, too big a batch
                 raise UpstreamError(f"embedding server not asked: {exc}") from exc
             if time_left is not None:
                 time_left -= time.monotonic() - started
             try:
                 return post_once(self._client, "/embeddings", body, "embedding server",
                                  time_left)
-            except Exception as exc:
+            except BaseException as exc:  # an interrupt too: a place never freed blocks all
                 reservation[-1].finish()  # answered or not, it counts a window from now
                 if isinstance(exc, RetryableUpstreamError) and exc.retry_after_s:
                     self._budget.pause(exc.retry_after_s)  # every worker waits it out
