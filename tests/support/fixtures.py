@@ -45,6 +45,12 @@ class LLMServer:
         recorded: dict[str, list[dict[str, Any]]] = self._client.get("/_attempts").json()
         return recorded[group]
 
+    def embedding_log(self) -> dict[str, Any]:
+        """Embeddings requests since the last reset: {"max_in_flight": n, "requests":
+        [{"t", "done", "inputs", "tokens", "answer"}]} (see llm_server.py)."""
+        log: dict[str, Any] = self._client.get("/_embedding_log").json()
+        return log
+
     def last_kinds(self) -> list[str]:
         """The kinds of request received since the last reset."""
         return sorted(self._client.get("/_last").json())

@@ -6,10 +6,16 @@ Control body: {"chat": {"mode": ..., "content": str, "stall_s": float, "answers"
 question: its standalone question} (answers the standalone-question prompt per question)},
 "rerank": {"mode": ..., "stall_s": float, "raw": <JSON answer>, "raw_body": <answer text sent
 verbatim, e.g. with the JSON literals Infinity / NaN that json.dumps of a control body refuses>},
-"embeddings": {"dimension": int}, "faults": {<group>: <fault>}, "reset": bool}.
+"embeddings": {"dimension": int, "latency_s": float, "refuse": str, "count_tokens": bool},
+"faults": {<group>: <fault>}, "reset": bool}.
 
 `POST /v1/embeddings` answers OpenAI embeddings: hashed bags of words (similar texts, similar
-vectors), `dimension` 384 by default.
+vectors), `dimension` 384 by default, after `latency_s` (a hosted embedder's round trip);
+HTTP 400 for a request holding a text that contains `refuse`; with `count_tokens`, e5's
+token count of the inputs as usage.total_tokens (ragsift's E5Tokenizer, as the client counts).
+`GET /_embedding_log` returns {"max_in_flight": most requests answered at once, "requests":
+[{"t": arrival, "done": answer sent, "inputs": n, "tokens": n or null, "answer": status}]},
+every embeddings request since the last reset, faulted ones included.
 
 Faults make a group of routes ("embeddings", "chat", "rerank": all three shapes) fail before
 its normal answer: {"status": 429 | 502 | ... | "reset" (close the connection without an
@@ -63,7 +69,20 @@ def _reset() -> None:
         _state.update(
             chat={"mode": "ok"}, rerank={"mode": "ok"}, embeddings={}, last={}, faults={},
             attempts={group: [] for group in FAULT_GROUPS}, first_request={},
+            embedding_log={"max_in_flight": 0, "requests": []}, in_flight=0,
         )
+
+
+_tokenizer: Any = None
+
+
+def _count_tokens(texts: list[str]) -> int:
+    global _tokenizer
+    if _tokenizer is None:
+        from ragsift.adapters.e5_tokenizer import E5Tokenizer
+
+        _tokenizer = E5Tokenizer()
+    return sum(_tokenizer.count_tokens(text) for text in texts)
 
 
 def _tokens(text: str) -> set[str]:
@@ -160,6 +179,9 @@ class Handler(BaseHTTPRequestHandler):
         elif self.path == "/_attempts":
             with _lock:
                 self._json(200, _state["attempts"])
+        elif self.path == "/_embedding_log":
+            with _lock:
+                self._json(200, _state["embedding_log"])
         else:
             self._json(404, {"error": f"no route {self.path}"})
 
@@ -179,16 +201,13 @@ class Handler(BaseHTTPRequestHandler):
         if kind is None:
             self._json(404, {"error": f"no route {self.path}"})
             return
-        group = kind if kind in ("embeddings", "chat") else "rerank"
+        if kind == "embeddings":
+            self._logged_embeddings(body)
+            return
+        group = kind if kind == "chat" else "rerank"
         fault = _fault_now(group)
         if fault is not None:
             self._fault(fault)
-            return
-        if kind == "embeddings":
-            with _lock:
-                _state["last"][kind] = {"path": self.path, "body": body}
-                dimension = int(_state["embeddings"].get("dimension", 384))
-            self._embeddings(body, dimension)
             return
         with _lock:
             # what this request records later (its stream) goes to the records of the test it
@@ -243,14 +262,52 @@ class Handler(BaseHTTPRequestHandler):
         headers = {"Retry-After": str(fault["retry_after"])} if "retry_after" in fault else {}
         self._json(int(status), body, headers)
 
-    def _embeddings(self, body: dict[str, Any], dimension: int) -> None:
+    def _logged_embeddings(self, body: dict[str, Any]) -> None:
+        """An embeddings request, logged with its arrival, answer time and tokens."""
         texts = body.get("input", [])
-        texts = [texts] if isinstance(texts, str) else texts
+        texts = [str(t) for t in ([texts] if isinstance(texts, str) else texts)]
+        with _lock:
+            config = dict(_state["embeddings"])
+            record: dict[str, Any] = {"t": time.monotonic(), "inputs": len(texts)}
+            log = _state["embedding_log"]
+            log["requests"].append(record)
+            _state["in_flight"] += 1
+            log["max_in_flight"] = max(log["max_in_flight"], _state["in_flight"])
+        try:
+            tokens = _count_tokens(texts) if config.get("count_tokens") else None
+            record["tokens"] = tokens
+            record["answer"] = self._embeddings(body, texts, config, tokens)
+        finally:
+            with _lock:
+                _state["in_flight"] -= 1
+                record["done"] = time.monotonic()
+
+    def _embeddings(
+        self, body: dict[str, Any], texts: list[str], config: dict[str, Any], tokens: int | None
+    ) -> Any:
+        """Answers the request; returns the status (or "reset") it answered with."""
+        fault = _fault_now("embeddings")
+        if fault is not None:
+            self._fault(fault)
+            return fault.get("status", 429)
+        with _lock:
+            _state["last"]["embeddings"] = {"path": self.path, "body": body}
+        time.sleep(float(config.get("latency_s", 0.0)))
+        refuse = config.get("refuse")
+        if refuse and any(refuse in text for text in texts):
+            self._json(400, {"error": {"message": "input refused", "code": 400}})
+            return 400
+        dimension = int(config.get("dimension", 384))
         rows = [
-            {"object": "embedding", "index": i, "embedding": hashed_embedding(str(t), dimension)}
+            {"object": "embedding", "index": i, "embedding": hashed_embedding(t, dimension)}
             for i, t in enumerate(texts)
         ]
-        self._json(200, {"object": "list", "data": rows, "model": body.get("model", "fake")})
+        answer: dict[str, Any] = {"object": "list", "data": rows,
+                                  "model": body.get("model", "fake")}
+        if tokens is not None:
+            answer["usage"] = {"prompt_tokens": tokens, "total_tokens": tokens}
+        self._json(200, answer)
+        return 200
 
     def _failed(self, config: dict[str, Any]) -> bool:
         mode = config["mode"]

@@ -9,12 +9,12 @@ import shutil
 import sqlite3
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
 
-from ragsift.ports import Embedder, Vectors
+from ragsift.ports import Embedder, Vectors, passage_batches
 
 logger = logging.getLogger(__name__)
 
@@ -87,6 +87,43 @@ class CachedEmbedder:
         if not texts:
             return np.zeros((0, self._inner.dimension), dtype=np.float32)
         return np.stack([found[digest] for digest in digests]).astype(np.float32, copy=False)
+
+    def embed_passage_batches(
+        self, batches: Sequence[Sequence[str]]
+    ) -> Iterator[Vectors | Exception]:
+        """embed_passages per batch, the misses of all handed to the inner embedder at once
+        (concurrently, if it can); a failed batch fails its own texts and the later batches
+        repeating one of them, no other. Each batch's misses are stored as they come."""
+        digests = [[_digest(text) for text in batch] for batch in batches]
+        found = self._lookup(sorted({d for batch in digests for d in batch}))
+        owner: dict[str, int] = {}  # a missing text is embedded by the first batch holding it
+        todo: list[list[str]] = [[] for _ in batches]
+        for i, batch in enumerate(batches):
+            for text, digest in zip(batch, digests[i], strict=True):
+                if digest not in found and digest not in owner:
+                    owner[digest] = i
+                    todo[i].append(text)
+        missing = sum(1 for batch in digests for d in batch if d not in found)
+        self.hits += sum(len(batch) for batch in batches) - missing
+        self.misses += missing
+        fresh = passage_batches(self._inner, [texts for texts in todo if texts])
+        failed: dict[int, Exception] = {}
+        for i, batch in enumerate(digests):
+            if todo[i]:
+                result = next(fresh)
+                if isinstance(result, Exception):
+                    failed[i] = result
+                else:
+                    rows = {_digest(text): row for text, row in zip(todo[i], result, strict=True)}
+                    self._store(rows)
+                    found.update(rows)
+            failure = next((failed[owner[d]] for d in batch if d not in found), None)
+            if failure is not None:
+                yield failure
+            elif not batch:
+                yield np.zeros((0, self._inner.dimension), dtype=np.float32)
+            else:
+                yield np.stack([found[d] for d in batch]).astype(np.float32, copy=False)
 
     def embed_query(self, text: str) -> Vectors:
         with self._query_lock:

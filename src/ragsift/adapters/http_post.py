@@ -244,6 +244,22 @@ async def call_with_retries_async(
     return result
 
 
+def post_once(
+    client: httpx.Client, url: str, body: dict[str, Any], service: str,
+    time_left: float | None = None,
+) -> httpx.Response:
+    """One attempt of post_json, its timeouts cut to `time_left` (None: the client's own)."""
+    try:
+        response = client.post(url, json=body, timeout=capped_timeout(client.timeout, time_left))
+    except httpx.TimeoutException as exc:
+        raise UpstreamError(f"{service} timed out: {type(exc).__name__}") from exc
+    except httpx.HTTPError as exc:
+        raise transport_error(exc, f"{service} unreachable: {exc}") from exc
+    if response.status_code >= 400:
+        raise status_error(service, response.status_code, response.headers, response.text)
+    return response
+
+
 def post_json(
     client: httpx.Client, url: str, body: dict[str, Any], service: str,
     retry: RetryPolicy = NO_RETRY,
@@ -253,18 +269,6 @@ def post_json(
     `service` names the server in the message ("reranker", "rewriter"), which the trace shows.
     Overload answers and lost connections are retried as `retry` allows.
     """
-
-    def send(time_left: float | None) -> httpx.Response:
-        try:
-            response = client.post(
-                url, json=body, timeout=capped_timeout(client.timeout, time_left)
-            )
-        except httpx.TimeoutException as exc:
-            raise UpstreamError(f"{service} timed out: {type(exc).__name__}") from exc
-        except httpx.HTTPError as exc:
-            raise transport_error(exc, f"{service} unreachable: {exc}") from exc
-        if response.status_code >= 400:
-            raise status_error(service, response.status_code, response.headers, response.text)
-        return response
-
-    return call_with_retries(send, retry, service)
+    return call_with_retries(
+        lambda time_left: post_once(client, url, body, service, time_left), retry, service
+    )

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+import time
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import httpx
@@ -12,9 +14,11 @@ import numpy as np
 from ragsift.adapters.http_post import (
     RetryableUpstreamError,
     RetryPolicy,
-    post_json,
+    call_with_retries,
+    post_once,
     status_error,
 )
+from ragsift.adapters.rate_budget import BudgetWaitTooLong, RateBudget, Reservation
 from ragsift.domain.errors import UpstreamError
 from ragsift.ports import Tokenizer, Vectors
 
@@ -35,6 +39,13 @@ class OpenAIEmbedder:
     throughout), later calls of its kind try once until one succeeds: an ingest of many
     documents then fails each at once with the reason instead of waiting the budget for each,
     and a hybrid search falls back to BM25 without first waiting out the query's retries.
+
+    Passage batches run `concurrency` at a time (embed_passage_batches; embed_passages cuts
+    its texts into batches of `batch_size`), each within `budget`, the provider's requests-
+    and tokens-per-minute limits kept client-side; queries count in the same budget. A
+    Retry-After (429, 503) pauses the budget, so every worker waits it out, not only the one
+    refused. Tokens are e5's count of the prefixed texts, corrected to the provider's
+    `usage.total_tokens` when it reports one.
     """
 
     def __init__(
@@ -51,7 +62,12 @@ class OpenAIEmbedder:
         transport: httpx.BaseTransport | None = None,
         passage_retry: RetryPolicy | None = None,
         query_retry: RetryPolicy | None = None,
+        concurrency: int = 4,
+        batch_size: int = 16,
+        budget: RateBudget | None = None,
     ) -> None:
+        if concurrency < 1 or batch_size < 1:
+            raise ValueError("embedding concurrency and batch_size must be at least 1")
         if not base_url.startswith(("http://", "https://")):
             raise ValueError(f"embedding base_url must be http(s), got {base_url!r}")
         if not model:
@@ -72,6 +88,15 @@ class OpenAIEmbedder:
             "query": default if query_retry is None else query_retry,
         }
         self._failing = {"passage": False, "query": False}  # retries spent, no success since
+        self._concurrency = concurrency
+        self._batch_size = batch_size
+        self._budget = budget or RateBudget()  # unlimited still shares Retry-After pauses
+        self._pool: ThreadPoolExecutor | None = None
+
+    @property
+    def concurrency(self) -> int:
+        """Passage batches this embedder sends at once."""
+        return self._concurrency
 
     @property
     def model_id(self) -> str:
@@ -106,7 +131,7 @@ class OpenAIEmbedder:
         if response.status_code >= 400:
             raise status_error("embedding server", response.status_code, response.headers,
                                response.text)
-        self._vectors(response, 1)
+        self._vectors(_payload(response), 1)
 
     def count_tokens(self, text: str) -> int:
         return self._tokenizer.count_tokens(text)
@@ -114,7 +139,40 @@ class OpenAIEmbedder:
     def embed_passages(self, texts: Sequence[str]) -> Vectors:
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        return self._embed(texts, "passage")
+        batches = [texts[i : i + self._batch_size] for i in range(0, len(texts), self._batch_size)]
+        parts: list[Vectors] = []
+        for result in self.embed_passage_batches(batches):
+            if isinstance(result, Exception):
+                raise result
+            parts.append(result)
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+    def embed_passage_batches(
+        self, batches: Sequence[Sequence[str]]
+    ) -> Iterator[Vectors | Exception]:
+        """Each batch's rows, or the error that failed it, in the batches' order; one request
+        a batch, `concurrency` at a time. A failed batch fails no other."""
+        if self._concurrency == 1 or len(batches) < 2:
+            for batch in batches:
+                yield self._settled(batch)
+            return
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self._concurrency, thread_name_prefix="embed")
+        futures: list[Future[Vectors | Exception]] = [
+            self._pool.submit(self._settled, batch) for batch in batches
+        ]
+        try:
+            for future in futures:
+                yield future.result()
+        finally:  # a caller that stops early leaves no batch to be sent behind its back
+            for future in futures:
+                future.cancel()
+
+    def _settled(self, texts: Sequence[str]) -> Vectors | Exception:
+        try:
+            return self._embed(texts, "passage")
+        except Exception as exc:  # the caller decides what a failed batch fails
+            return exc
 
     def embed_query(self, text: str) -> Vectors:
         vectors = self._embed([text], "query")
@@ -134,21 +192,47 @@ class OpenAIEmbedder:
         policy = self._retry[kind]
         if self._failing[kind]:
             policy = dataclasses.replace(policy, max_attempts=1)
+        body = self._body(texts, kind)
+        tokens = sum(self._tokenizer.count_tokens(text) for text in body["input"]) \
+            if self._budget.limited else 0
+        # a query waits for the budget no longer than for its retries; an ingest's batch waits
+        first_wait = policy.budget_s if kind == "query" else None
+        reservation: list[Reservation] = []
+
+        def send(time_left: float | None) -> httpx.Response:
+            started = time.monotonic()
+            try:
+                reservation.append(self._budget.acquire(
+                    tokens, first_wait if time_left is None else time_left))
+            except (BudgetWaitTooLong, ValueError) as exc:  # too long a wait, too big a batch
+                raise UpstreamError(f"embedding server not asked: {exc}") from exc
+            if time_left is not None:
+                time_left -= time.monotonic() - started
+            try:
+                return post_once(self._client, "/embeddings", body, "embedding server",
+                                 time_left)
+            except BaseException as exc:  # an interrupt too: a place never freed blocks all
+                reservation[-1].finish()  # answered or not, it counts a window from now
+                if isinstance(exc, RetryableUpstreamError) and exc.retry_after_s:
+                    self._budget.pause(exc.retry_after_s)  # every worker waits it out
+                raise
+
         try:
-            response = post_json(
-                self._client, "/embeddings", self._body(texts, kind), "embedding server", policy
-            )
+            response = call_with_retries(send, policy, "embedding server")
         except UpstreamError as exc:
             if isinstance(exc.__cause__, RetryableUpstreamError):
                 self._failing[kind] = True  # retries spent on a server that did not answer
             raise
         self._failing[kind] = False
-        return self._vectors(response, len(texts))
+        with reservation[-1] as answered:
+            payload = _payload(response)
+            answered.finish(_usage_tokens(payload))
+        return self._vectors(payload, len(texts))
 
-    def _vectors(self, response: httpx.Response, expected: int) -> Vectors:
+    def _vectors(self, payload: Any, expected: int) -> Vectors:
         """The answer's unit rows; UpstreamError for a count or dimension it should not have."""
         try:
-            rows = sorted(response.json()["data"], key=lambda row: int(row["index"]))
+            rows = sorted(payload["data"], key=lambda row: int(row["index"]))
             vectors = np.asarray([row["embedding"] for row in rows], dtype=np.float32)
         except (KeyError, TypeError, ValueError) as exc:
             raise UpstreamError(f"embedding server answered an unusable body: {exc}") from exc
@@ -165,4 +249,22 @@ class OpenAIEmbedder:
         return np.ascontiguousarray(vectors / np.maximum(norms, 1e-12), dtype=np.float32)
 
     def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
         self._client.close()
+
+
+def _payload(response: httpx.Response) -> Any:
+    try:
+        return response.json()
+    except ValueError as exc:
+        raise UpstreamError(f"embedding server answered an unusable body: {exc}") from exc
+
+
+def _usage_tokens(payload: Any) -> int | None:
+    """The tokens the provider says it counted (OpenAI's usage.total_tokens), if it says."""
+    try:
+        tokens = payload["usage"]["total_tokens"]
+    except (KeyError, TypeError):
+        return None
+    return tokens if isinstance(tokens, int) and tokens >= 0 else None

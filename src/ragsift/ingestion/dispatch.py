@@ -13,12 +13,14 @@ import dataclasses
 import logging
 from collections.abc import Callable, Iterator, Sequence
 
+import numpy as np
+
 from ragsift.domain.errors import DocumentRejected
 from ragsift.domain.models import CHILD_LEVEL, Chunk, Document, DocumentStatus
 from ragsift.faults import crash_point
 from ragsift.ingestion.assets import AssetKeeper
 from ragsift.ingestion.chunking import Chunker
-from ragsift.ingestion.embedding import Progress, embed_in_batches
+from ragsift.ingestion.embedding import Progress, embed_batches, embed_in_batches
 from ragsift.ingestion.outcomes import IngestOutcome
 from ragsift.ingestion.preparation import (
     Analyzer,
@@ -42,7 +44,7 @@ from ragsift.ports import (
     Vectors,
 )
 from ragsift.processes import this_process
-from ragsift.storage_full import log_failure
+from ragsift.storage_full import describe, log_failure
 from ragsift.versions.writer import DraftWriter
 
 logger = logging.getLogger(__name__)
@@ -52,13 +54,15 @@ logger = logging.getLogger(__name__)
 class Staging:
     """What preparation needs besides the stores: the chunker, the limits, the batch size
     of embedder calls, the documents claimed and staged at once, and the worker pool, if
-    any."""
+    any. `texts`: the texts to embed that close a group of staged documents too, if more
+    than `documents` (an embedder sending 8 batches at once needs 8 batches' worth)."""
 
     chunker: Chunker
     limits: WorkerLimits
     batch: int
     pool: Callable[[], PreparationPool | None]
     documents: int
+    texts: int = 0
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -88,6 +92,7 @@ class Dispatcher:
         self._staging = staging
         self._batch = staging.batch
         self._documents = staging.documents
+        self._texts = max(staging.documents, staging.texts)
 
     def prepare(
         self, document: Document, data: bytes, progress: Progress | None, mark: bool = True
@@ -135,8 +140,8 @@ class Dispatcher:
         """prepare_stored() of each document, parsed and chunked in the worker processes.
 
         Documents are moved to INDEXING and embedded a group at a time (a group closes at
-        `staging.documents` documents or children to embed); a failure fails its document
-        alone.
+        max(staging.documents, staging.texts) documents or children to embed); a failure
+        fails its document alone.
         """
         group: list[tuple[Document, Chunked]] = []
         waiting = 0
@@ -151,7 +156,7 @@ class Dispatcher:
             crash_point("parsed")
             group.append((job.document, result))
             waiting += sum(1 for chunk in result.chunks if chunk.level == CHILD_LEVEL)
-            if waiting >= self._documents or len(group) >= self._documents:
+            if waiting >= self._texts or len(group) >= self._texts:
                 yield from self._embed_group(self._stage(group), progress)
                 group, waiting = [], 0
         yield from self._embed_group(self._stage(group), progress)
@@ -220,24 +225,31 @@ class Dispatcher:
     def _embed_group(
         self, group: Sequence[_Staged | IngestOutcome], progress: Progress | None
     ) -> Iterator[Prepared | IngestOutcome]:
-        """The staged documents embedded in shared batches; after a failure, one by one
-        (so that a document the embedder refuses fails alone)."""
+        """The staged documents embedded in shared batches (sent concurrently where the
+        embedder can); a document with a text in a failed batch is embedded again alone (so
+        that only a document the embedder refuses fails), the others keep their vectors."""
         staged = [item for item in group if isinstance(item, _Staged)]
         yield from (item for item in group if isinstance(item, IngestOutcome))
         if not staged:
             return
         texts = [chunk.text for item in staged for chunk in item.children]
         try:
-            vectors = embed_in_batches(self._embedder, texts, self._batch, progress)
-        except Exception:
-            logger.warning("embedding %d documents together failed; one by one", len(staged))
-            for item in staged:
-                yield self._embed_one(item, progress)
-            return
+            results = [r for _, r in embed_batches(self._embedder, texts, self._batch, progress)]
+        except Exception as exc:  # not a batch's failure (the cache's, say): one by one
+            results = [exc]
+        failures = [r for r in results if isinstance(r, Exception)]
+        if failures:
+            logger.warning("embedding %d of %d batches failed (%s); their documents alone",
+                           len(failures), len(results), describe(failures[0]))
+        vectors = _joined(results, self._batch, len(texts)) if len(failures) < len(results) \
+            else None
         start = 0
         for item in staged:
             end = start + len(item.children)
-            yield self._finish(item, vectors[start:end])
+            if vectors is None or bool(np.isnan(vectors[start:end, 0]).any()):
+                yield self._embed_one(item, progress)
+            else:
+                yield self._finish(item, vectors[start:end])
             start = end
 
     def _embed_one(self, staged: _Staged, progress: Progress | None) -> Prepared | IngestOutcome:
@@ -264,6 +276,16 @@ class Dispatcher:
             self._assets.stage(document, chunked.assets, chunked.warnings)
         return Prepared(document, chunked.chunks, records, vectors, chunked.analyzed,
                         has_assets=bool(chunked.assets))
+
+
+def _joined(results: Sequence[Vectors | Exception], batch: int, count: int) -> Vectors:
+    """The batches' rows in one array, NaN where a batch failed (one succeeded at least)."""
+    dimension = next(r.shape[1] for r in results if not isinstance(r, Exception))
+    joined = np.full((count, dimension), np.nan, dtype=np.float32)
+    for i, result in enumerate(results):
+        if not isinstance(result, Exception):
+            joined[i * batch : i * batch + len(result)] = result
+    return joined
 
 
 def _children(chunks: Sequence[Chunk]) -> list[Chunk]:

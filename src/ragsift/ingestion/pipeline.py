@@ -64,14 +64,16 @@ class IngestionService:
         limits: WorkerLimits | None = None,
         batch_documents: int | None = None,
         data_dir: Path | None = None,
+        embed_concurrency: int = 1,
     ) -> None:
         """`batch_size`: texts per embedder call; `batch_documents` (default: batch_size):
         documents registered, claimed and staged together; `data_dir`: where the local stores
-        write, named (with its free space) when the disk is full."""
+        write, named (with its free space) when the disk is full; `embed_concurrency`: the
+        embedder calls sent at once (staged groups hold that many batches at least)."""
         batch_documents = batch_size if batch_documents is None else batch_documents
-        if max_file_bytes < 1 or batch_size < 1 or workers < 1 or batch_documents < 1:
-            raise ValueError(
-                "max_file_bytes, batch_size, batch_documents and workers must be positive")
+        if min(max_file_bytes, batch_size, workers, batch_documents, embed_concurrency) < 1:
+            raise ValueError("max_file_bytes, batch_size, batch_documents, workers and "
+                             "embed_concurrency must be positive")
         self._repository = repository
         self._index = index
         self._embedder = embedder
@@ -100,7 +102,8 @@ class IngestionService:
         self._recovery = Recovery(repository, index, object_store, self._assets)
         self._dispatch = Dispatcher(
             repository, index, embedder, object_store, versions, self._states, self._assets,
-            Staging(chunker, self._limits, batch_size, self._preparer, batch_documents),
+            Staging(chunker, self._limits, batch_size, self._preparer, batch_documents,
+                    texts=embed_concurrency * batch_size),
         )
         self._replacer = Replacer(repository, index, object_store, versions,
                                   self._dispatch.prepare, object_key, self._written,
