@@ -4,13 +4,14 @@ in step with a knowledge base: add, replace, and with --prune delete)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ragsift.cli_common import CliFailure, DataDir, KbName, err, open_container, out
+from ragsift.cli_metadata import MetaFileOpt, MetaOpt, checked_metadata, given_metadata
 
 if TYPE_CHECKING:
     from ragsift.bootstrap import Container
@@ -34,6 +35,8 @@ def ingest(
     role: Annotated[list[str] | None, typer.Option(
         "--role", help="A role allowed to see the documents (repeatable; default: everyone).")
     ] = None,
+    meta: MetaOpt = None,
+    meta_file: MetaFileOpt = None,
 ) -> None:
     """Ingest files into a knowledge base (created if needed); a file whose key exists with
     other bytes replaces that document. Exit 2 if any document failed."""
@@ -49,9 +52,13 @@ def ingest(
     scope = DocumentScope(source=source, tenant_id=tenant_id, dataset_id=dataset_id,
                           visibility=visibility, allowed_roles=tuple(role or ())
                           ) if any(given) else None
+    raw_metadata = given_metadata(meta, meta_file)
     with open_container(data_dir) as container:
+        # checked before any file is ingested: bad metadata ingests nothing
+        metadata = None if raw_metadata is None else checked_metadata(
+            raw_metadata, container.settings)
         knowledge_base = container.ingestion.ensure_kb(kb)
-        tally = _run(container, knowledge_base, found.files, scope)
+        tally = _run(container, knowledge_base, found.files, scope, metadata)
     out.print(f"{tally.ingested} of {len(found.files)} documents ingested into {kb!r}"
               + tally.duplicates_note())
     _finish(container, knowledge_base, tally)
@@ -119,7 +126,7 @@ def _print_plan(plan: SyncPlan) -> None:
 
 def _run(
     container: Container, kb: KnowledgeBase, files: list[SourceFile],
-    scope: DocumentScope | None,
+    scope: DocumentScope | None, metadata: dict[str, Any] | None = None,
 ) -> Tally:
     from ragsift.cli_ingest_report import report
     from ragsift.ingestion.files import ingest_files
@@ -132,6 +139,9 @@ def _run(
                                         lambda n: bar.advance(embedding, n))
     tally = report(results)
     listed = {r.outcome.document.id for r in results if r.outcome is not None}
+    if metadata is not None:  # the documents' own, not the index's: set after, no re-embed
+        for document_id in sorted(listed):
+            container.repository.set_metadata(document_id, metadata)
     if resumed:
         others = len([i for i in resumed if i not in listed])
         out.print(f"resumed {len(resumed)} document(s) an interrupted run left unfinished"

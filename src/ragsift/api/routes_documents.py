@@ -11,9 +11,11 @@ from starlette.concurrency import run_in_threadpool
 from ragsift.api.auth import CurrentPrincipal, Principal
 from ragsift.api.deps import AppState, State, require_document, require_kb
 from ragsift.api.errors import ERROR_RESPONSES, ApiError, ErrorBody
-from ragsift.api.schemas import ChunkOut, ChunkPage, UploadedDocument, UploadOut
+from ragsift.api.schemas import ChunkOut, ChunkPage, DocumentPatch, UploadedDocument, UploadOut
 from ragsift.api.uploads import UploadForm, UploadLimits, read_upload
+from ragsift.config import metadata_limits
 from ragsift.domain.keys import normalize_key
+from ragsift.domain.metadata import merge_metadata, validate_metadata
 from ragsift.domain.models import Document, DocumentScope, DocumentStatus, KnowledgeBase
 from ragsift.ingestion.parsers import SUPPORTED_EXTENSIONS
 
@@ -188,6 +190,18 @@ async def replace_content(document_id: str, request: Request, state: State) -> D
 def get_document(document_id: str, state: State) -> Document:
     """One document: its status, and the reason when it FAILED."""
     return require_document(state.container, document_id)
+
+
+@router.patch("/api/documents/{document_id}")
+def patch_document(document_id: str, body: DocumentPatch, state: State) -> Document:
+    """Change a document's metadata (merged, or replaced with `replace`); nothing is
+    re-embedded or re-indexed: filters read metadata from the facts."""
+    document = require_document(state.container, document_id)
+    limits = metadata_limits(state.container.settings)
+    metadata = (validate_metadata(body.metadata, limits) if body.replace
+                else merge_metadata(document.metadata, body.metadata, limits))
+    state.container.repository.set_metadata(document_id, metadata)
+    return document.model_copy(update={"metadata": metadata})
 
 
 @router.post("/api/documents/{document_id}/reindex", status_code=202,
