@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request, Response
@@ -26,7 +27,8 @@ MAX_FILES_PER_UPLOAD = 100
 SCOPE_FIELDS = ("source", "tenant_id", "dataset_id", "visibility", "allowed_roles")
 # key: the document's key, for a single file (default: its filename); replace: "true" lets a
 # file whose key exists with other bytes replace that document (else 409 key_exists)
-FORM_FIELDS = (*SCOPE_FIELDS, "key", "replace")
+# metadata: a JSON object given to every uploaded document (README "Metadata and filters")
+FORM_FIELDS = (*SCOPE_FIELDS, "key", "replace", "metadata")
 # Anything else is being ingested, deleted or retired: a reindex would race it.
 REINDEXABLE = (DocumentStatus.READY, DocumentStatus.FAILED)
 
@@ -48,6 +50,9 @@ _UPLOAD_BODY: dict[str, Any] = {
                 "replace": {"type": "string", "enum": ["true", "false"],
                             "description": "replace the document of an existing key "
                             "[false: 409 key_exists]"},
+                "metadata": {"type": "string", "maxLength": 4096,
+                             "description": "a JSON object of metadata for every file, e.g. "
+                             "{\"dept\": \"hr\", \"year\": 2024}"},
             },
         }}},
     }
@@ -75,6 +80,7 @@ def _accept_all(
     if key is not None and len(form.files) != 1:
         raise ApiError(400, "invalid_input", "the key field names one file; upload one file")
     replace = (fields.get("replace") or "false").lower() == "true"
+    metadata = _form_metadata(state, fields.get("metadata"))
     accepted: list[UploadedDocument] = []
     for uploaded in form.files:
         data = uploaded.read()
@@ -91,12 +97,25 @@ def _accept_all(
                            "replace it")
         if outcome.replacing:
             state.worker.submit_replace(document.id, uploaded.filename, data)
+        if metadata is not None:  # the document's own, not the index's: no re-embedding
+            state.container.repository.set_metadata(document.id, metadata)
         accepted.append(UploadedDocument(
             id=document.id, filename=uploaded.filename, status=document.status,
             duplicate=outcome.duplicate, error=document.error, key=document.key,
             replacing=outcome.replacing,
         ))
     return UploadOut(documents=accepted)
+
+
+def _form_metadata(state: AppState, text: str | None) -> dict[str, Any] | None:
+    """The upload's `metadata` field validated (400 before any file is accepted)."""
+    if text is None:
+        return None
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ApiError(400, "invalid_input", f"the metadata field is not JSON: {exc}") from exc
+    return validate_metadata(raw, metadata_limits(state.container.settings))
 
 
 @router.post("/api/kbs/{kb_id}/documents", status_code=202, openapi_extra=_UPLOAD_BODY,
