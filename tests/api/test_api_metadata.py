@@ -1,6 +1,6 @@
 """Document metadata over HTTP: set at upload, changed by PATCH without re-embedding, shown on
-the document and on every hit, and filtered on by search and explain (400 naming the bad
-part of a filter)."""
+the document and on every hit, and filtered on by search, explain and chat (400 naming the
+bad part of a filter)."""
 
 from __future__ import annotations
 
@@ -68,6 +68,10 @@ def test_search_filters_on_metadata_and_every_hit_carries_it(ready: Ready) -> No
     assert explained["results"] == []
     assert explained["trace"]["scope"]["filter_documents_matched"] == 0
     assert "metadata filter" in explained["trace"]["scope"]["empty_reason"]
+    chat = api.client.post("/api/chat", json={
+        "kb_id": kb_id, "message": "hotel limit per night", "filter": {"dept": "hr"}})
+    assert chat.status_code == 200, chat.text
+    assert {e["document_id"] for e in chat.json()["evidence"]} == {ids["leave.md"]}
 
 
 def test_bad_filters_and_metadata_are_400_naming_the_offending_part(ready: Ready) -> None:

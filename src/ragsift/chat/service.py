@@ -15,7 +15,7 @@ from collections.abc import AsyncGenerator, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 from ragsift.chat.assets import validate_answer
 from ragsift.chat.citations import CitedAnswer, trim_unfinished_link
@@ -90,6 +90,8 @@ class ChatRequest:
     # earlier (question, answer) pairs a stateless caller sends along (OpenAI-style messages);
     # used for a new conversation only: a stored one has its own turns
     history: tuple[tuple[str, str], ...] = ()
+    # a metadata filter (domain/metadata_filter.py), ANDed with the scope
+    filter: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,7 +204,7 @@ class ChatService:
             rerank=request.rerank, small2big=request.small2big,
             tenant_ids=request.tenant_ids, dataset_ids=request.dataset_ids,
             visibilities=request.visibilities, roles=request.roles, route=request.route,
-            history=_as_messages(history),
+            history=_as_messages(history), filter=request.filter,
             # FAQ entries are no chunks with a locator to cite; chat answers from documents
             run_doc=True, run_faq=False,
         ))
