@@ -68,3 +68,28 @@ def test_a_bad_filter_is_refused_naming_the_offending_part(data_dir: Path) -> No
     assert "filter.year.$between" in str(done.exception)
     done = _run(data_dir, "search", "E-104", "--kb", "k", "--filter", "{not json")
     assert isinstance(done.exception, InvalidInput) and "--filter" in str(done.exception)
+
+
+def test_sync_reads_sidecars_as_metadata_never_as_documents(tmp_path: Path) -> None:
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    (folder / "policy.md").write_text("# Policy\n\nExpenses are filed monthly.\n")
+    sidecar = folder / "policy.md.meta.json"
+    sidecar.write_text(json.dumps({"dept": "finance", "issued": {"$date": "2024-02-01"}}))
+    data = tmp_path / "data"
+    done = _run(data, "sync", str(folder), "--kb", "s")
+    assert done.exit_code == 0, done.output
+
+    def listed() -> dict[str, Any]:
+        result = _run(data, "docs", "list", "--kb", "s", "--json")
+        return {d["filename"]: d["metadata"] for d in json.loads(result.stdout)}
+
+    assert listed() == {"policy.md": {"dept": "finance", "issued": {"$date": "2024-02-01"}}}
+    sidecar.write_text(json.dumps({"dept": "hr"}))  # the file itself is unchanged
+    done = _run(data, "sync", str(folder), "--kb", "s")
+    assert done.exit_code == 0 and "1 unchanged" in done.stdout, done.output
+    assert listed() == {"policy.md": {"dept": "hr"}}
+    sidecar.write_text('{"tenant_id": "t1"}')
+    done = _run(data, "sync", str(folder), "--kb", "s")
+    assert isinstance(done.exception, InvalidInput) and "policy.md.meta.json" in str(
+        done.exception) and "reserved" in str(done.exception)
