@@ -240,6 +240,10 @@ class Repository(Protocol):
         """document id -> its metadata, for those that exist."""
         ...
 
+    def filter_stamp(self, kb_id: str) -> tuple[int, str | None]:
+        """Changes whenever filter_fields(kb_id) may have changed (a cache key)."""
+        ...
+
     # many documents per statement, for the ingest pipeline (adapters/sql/ingest_batches.py)
 
     def get_documents(self, document_ids: Sequence[str]) -> dict[str, Document]:

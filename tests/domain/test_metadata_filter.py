@@ -1,5 +1,6 @@
 """The filter language: its grammar, errors that point at the offending part, limits, and the
-reference evaluator's semantics per type (closed-form cases)."""
+reference evaluator's semantics per type (closed-form cases), which the compiled predicate
+the search runs must share."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 from ragsift.domain.errors import InvalidInput
 from ragsift.domain.metadata import Value
 from ragsift.domain.metadata_filter import FilterLimits, evaluate, parse_filter
+from ragsift.domain.metadata_predicate import compile_predicate
 
 DOC: dict[str, Value] = {
     "dept": "hr", "year": 2024, "score": 0.75, "final": True, "tags": ("policy", "leave"),
@@ -20,7 +22,10 @@ DOC: dict[str, Value] = {
 
 
 def _passes(raw: dict[str, Any]) -> bool:
-    return evaluate(parse_filter(raw), DOC)
+    node = parse_filter(raw)
+    reference = evaluate(node, DOC)
+    assert compile_predicate(node)(DOC) is reference  # the search's fast path agrees
+    return reference
 
 
 @pytest.mark.parametrize(("raw", "expected"), [

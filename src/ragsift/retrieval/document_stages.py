@@ -27,7 +27,7 @@ from ragsift.retrieval.candidates import (
 from ragsift.retrieval.expansion import Expansion, plan_expansion
 from ragsift.retrieval.options import Options
 from ragsift.retrieval.scope import ScopeDecision, compile_filter, resolve_whitelist
-from ragsift.retrieval.scope_metadata import matching_documents, narrow_by_filter
+from ragsift.retrieval.scope_metadata import FilterRecords, narrow_by_filter
 from ragsift.retrieval.stages import (
     RerankLimits,
     check_rerank_query,
@@ -51,6 +51,7 @@ class ScopeStage:
     def __init__(self, repository: Repository, versions: VersionReader | None) -> None:
         self._repository = repository
         self._versions = versions
+        self._records = FilterRecords(repository)
 
     async def run(
         self, request: SearchRequest, requested_ids: tuple[str, ...] | None, version: int | None,
@@ -67,11 +68,13 @@ class ScopeStage:
             return ScopeOutcome(decision, None)
         if metadata_filter is not None:
             # pushed down as the document allow-list both channels already filter on
-            fields = await asyncio.to_thread(self._repository.filter_fields, request.kb_id)
-            decision = narrow_by_filter(decision, matching_documents(metadata_filter, fields))
+            matched = await asyncio.to_thread(self._records.matching, request.kb_id,
+                                              metadata_filter)
+            decision = narrow_by_filter(decision, matched)
             if decision.allowed is not None and not decision.allowed:
                 return ScopeOutcome(decision, None)
         return ScopeOutcome(decision, compile_filter(request, decision.allowed, version))
+
 
 
 @dataclass(frozen=True, slots=True)

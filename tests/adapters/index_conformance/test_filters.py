@@ -133,9 +133,12 @@ def test_expression_syntax_as_a_kb_id_reaches_no_other_kb(shared_index: SearchIn
 
 
 @pytest.fixture(scope="module")
-def grid_facts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SqlRepository]:
+def grid_facts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[SqlRepository,
+                                                                          ScopeStage]]:
+    """The grid KB's documents in SQLite, and one scope stage for every example: its cache of
+    the documents' metadata must see each example's changes."""
     repository = grid_documents(tmp_path_factory.mktemp("facts"))
-    yield repository
+    yield repository, ScopeStage(repository, None)
     repository.close()
 
 
@@ -144,22 +147,23 @@ def grid_facts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SqlReposito
 @given(stored=st.lists(metadata, min_size=len(DOCUMENTS), max_size=len(DOCUMENTS)),
        raw=filters)
 def test_a_metadata_filter_keeps_exactly_the_chunks_the_reference_evaluator_passes(
-    shared_index: SearchIndex, grid_facts: SqlRepository,
+    shared_index: SearchIndex, grid_facts: tuple[SqlRepository, ScopeStage],
     stored: list[dict[str, Any]], raw: dict[str, Any],
 ) -> None:
     """Generated metadata of the grid KB's documents (stored as a user sets it) and generated
     filters: the scope stage evaluates the filter on the stored documents and pushes the
     result down; both channels return the chunks of exactly the documents the reference
     evaluator (domain/metadata_filter.py) passes."""
+    repository, stage = grid_facts
     for doc_id, values in zip(DOCUMENTS, stored, strict=True):
-        grid_facts.set_metadata(doc_id, values)
+        repository.set_metadata(doc_id, values)
     node = parse_filter(raw)
     passing = {doc_id for doc_id, values in zip(DOCUMENTS, stored, strict=True)
                if evaluate(node, {**decode_metadata(values), "document_id": doc_id})}
     wanted = {chunk for chunk, doc_id in CHUNKS.items() if doc_id in passing}
 
     request = SearchRequest(query="alpha", kb_id=KB, filter=raw)
-    scope = asyncio.run(ScopeStage(grid_facts, None).run(request, None, None, node))
+    scope = asyncio.run(stage.run(request, None, None, node))
     assert scope.decision.trace.filter_documents_matched == len(passing)
     if scope.search_filter is None:  # nothing passes: the search is not run at all
         assert not wanted and scope.decision.trace.empty_reason

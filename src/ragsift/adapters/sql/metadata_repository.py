@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from ragsift.adapters.sql.orm import DocumentRow
@@ -45,6 +45,15 @@ class MetadataRepositoryMixin:
                 fields[doc_id] = {**(meta or {}),
                                   **{k: v for k, v in scope.items() if v is not None}}
         return fields
+
+    def filter_stamp(self, kb_id: str) -> tuple[int, str | None]:
+        """(documents, latest change) of `kb_id`: changes whenever a document is added,
+        deleted or changed (its metadata included), so filter_fields can be cached on it."""
+        query = select(func.count(DocumentRow.id), func.max(DocumentRow.updated_at)
+                       ).where(DocumentRow.kb_id == kb_id)
+        with self._sessions.begin() as session:
+            count, latest = session.execute(query).one()
+        return int(count), None if latest is None else str(latest)
 
     def document_metadata(self, document_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
         """document id -> its metadata (JSON form), for those of `document_ids` that exist."""
