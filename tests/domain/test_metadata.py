@@ -39,6 +39,12 @@ def test_json_types_are_kept_and_tagged_dates_decode_as_dates() -> None:
     ({"a b": 1}, "invalid"),
     ({"$gt": 1}, "invalid"),
     ({"x" * 65: 1}, "invalid"),
+    # the scope tests' injection strings as keys: refused, never stored or queried
+    ({'" or kb_id != "': 1}, "invalid"),
+    ({"a\"] or document_id in [\"": 1}, "invalid"),
+    ({"x\ny": 1}, "invalid"),
+    ({"ab\n": 1}, "invalid"),
+    ({"*": 1}, "invalid"),
     ({"tenant_id": "t1"}, "reserved"),
     ({"source": "x"}, "reserved"),
     ({"tags": [1, 2]}, "strings only"),

@@ -22,7 +22,7 @@ from typing import Any
 
 from ragsift.domain.errors import InvalidInput
 
-KEY_PATTERN = re.compile(r"^[^\W\d_][\w.\-]{0,63}$")
+KEY_PATTERN = re.compile(r"[^\W\d_][\w.\-]{0,63}")
 # the scope fields (and ids) a filter may name as built-ins, and the ones no user key may take
 SCOPE_KEYS = frozenset({"source", "tenant_id", "dataset_id", "visibility", "document_id"})
 RESERVED_KEYS = SCOPE_KEYS | frozenset({"kb_id", "chunk_id", "allowed_roles", "roles",
@@ -44,7 +44,7 @@ class MetadataLimits:
 
 def check_key(key: str) -> str:
     """`key`, or InvalidInput saying why it cannot name a metadata field."""
-    if not isinstance(key, str) or not KEY_PATTERN.match(key):
+    if not isinstance(key, str) or not KEY_PATTERN.fullmatch(key):
         raise InvalidInput(
             f"metadata key {key!r} is invalid: a letter, then letters, digits, '_', '.' or "
             "'-', at most 64 characters")

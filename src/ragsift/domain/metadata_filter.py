@@ -104,7 +104,7 @@ class _Parser:
         if not isinstance(key, str) or key.startswith("$"):
             raise InvalidInput(f"{path}: unknown operator {key!r}; logical operators are "
                                "$and, $or, $not")
-        if key not in SCOPE_KEYS and not KEY_PATTERN.match(key):
+        if key not in SCOPE_KEYS and not KEY_PATTERN.fullmatch(key):
             raise InvalidInput(f"{path}: {key!r} is not a metadata key or a scope field")
         if isinstance(value, Mapping) and value and all(
                 isinstance(k, str) and k.startswith("$") for k in value):
