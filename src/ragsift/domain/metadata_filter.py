@@ -31,7 +31,14 @@ from datetime import date, datetime
 from typing import Any, Literal
 
 from ragsift.domain.errors import InvalidInput
-from ragsift.domain.metadata import KEY_PATTERN, SCOPE_KEYS, Scalar, Value, decode_value
+from ragsift.domain.metadata import (
+    KEY_PATTERN,
+    SCOPE_KEYS,
+    Scalar,
+    Value,
+    cli_pairs,
+    decode_value,
+)
 
 Op = Literal["$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin", "$exists", "$contains"]
 _SCALAR_OPS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte")
@@ -218,6 +225,4 @@ def evaluate(node: Node, record: Mapping[str, Value]) -> bool:
 def where_filter(pairs: list[str]) -> dict[str, Any]:
     """`--where 'dept=hr'` pairs as a filter of equalities (values typed as `--meta` reads
     them), all of which must hold."""
-    from ragsift.domain.metadata import cli_pairs
-
     return cli_pairs(pairs)
