@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
 from pathlib import Path
@@ -28,6 +29,7 @@ from ragsift.cli_files import ingest, sync
 from ragsift.cli_keys import audit, keys_app
 from ragsift.cli_maintenance import fill_second_dense, rebuild_sparse, reindex
 from ragsift.cli_mcp import mcp as mcp_command
+from ragsift.cli_metadata import FilterOpt, WhereOpt, docs_meta, given_filter
 from ragsift.cli_remote import ApiKeyOpt, ServerOpt
 from ragsift.cli_render import render_faq, render_hits, render_scores, render_trace
 from ragsift.cli_serve import serve
@@ -73,6 +75,7 @@ app.command()(worker)
 app.command("mcp")(mcp_command)
 app.command()(ingest)
 app.command()(sync)
+docs_app.command("meta")(docs_meta)
 
 def _search(data_dir: Path | None, kb: str, query: str, fields: dict[str, Any],
             server: str | None = None, api_key: str | None = None) -> RetrievalResult:
@@ -163,6 +166,8 @@ def search(
     visibility: VisibilityOpt = None,
     route: RouteOpt = None,
     previous: PreviousOpt = None,
+    filter_json: FilterOpt = None,
+    where: WhereOpt = None,
     as_json: JsonFlag = False,
     data_dir: DataDir = None,
     server: ServerOpt = None,
@@ -180,6 +185,7 @@ def search(
         "min_score": min_score, "faq_top_k": faq_top_k, "kb_version": kb_version,
         "roles": role, "tenant_ids": tenant_id, "dataset_ids": dataset_id,
         "visibilities": visibility, "route": route, "history": _history(previous),
+        "filter": given_filter(filter_json, where),
         # the plain JSON array has no place for FAQ entries: skip the search unless asked
         "run_faq": False if as_json and faq is None else faq,
     }, server, api_key)
@@ -215,6 +221,8 @@ def explain(
     visibility: VisibilityOpt = None,
     route: RouteOpt = None,
     previous: PreviousOpt = None,
+    filter_json: FilterOpt = None,
+    where: WhereOpt = None,
     as_json: JsonFlag = False,
     data_dir: DataDir = None,
     server: ServerOpt = None,
@@ -228,7 +236,7 @@ def explain(
         "min_score": min_score, "run_faq": faq, "faq_top_k": faq_top_k,
         "kb_version": kb_version, "roles": role, "tenant_ids": tenant_id,
         "dataset_ids": dataset_id, "visibilities": visibility, "route": route,
-        "history": _history(previous),
+        "history": _history(previous), "filter": given_filter(filter_json, where),
     }, server, api_key)
     if as_json:
         payload: dict[str, Any] = {
@@ -277,7 +285,9 @@ def docs_list(kb: KbName, data_dir: DataDir = None, as_json: JsonFlag = False) -
     for d in documents:
         error = f"\t{d.error}" if d.error else ""
         warnings = f"\twarnings: {'; '.join(d.warnings)}" if d.warnings else ""
-        out.print(f"{d.id}\t{d.status.value}\t{d.filename}{error}{warnings}", markup=False)
+        meta = f"\t{json.dumps(d.metadata, ensure_ascii=False)}" if d.metadata else ""
+        out.print(f"{d.id}\t{d.status.value}\t{d.filename}{meta}{error}{warnings}",
+                  markup=False)
 
 
 @docs_app.command("delete")

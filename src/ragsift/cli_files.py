@@ -4,13 +4,14 @@ in step with a knowledge base: add, replace, and with --prune delete)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ragsift.cli_common import CliFailure, DataDir, KbName, err, open_container, out
+from ragsift.cli_metadata import MetaFileOpt, MetaOpt, checked_metadata, given_metadata
 
 if TYPE_CHECKING:
     from ragsift.bootstrap import Container
@@ -34,6 +35,8 @@ def ingest(
     role: Annotated[list[str] | None, typer.Option(
         "--role", help="A role allowed to see the documents (repeatable; default: everyone).")
     ] = None,
+    meta: MetaOpt = None,
+    meta_file: MetaFileOpt = None,
 ) -> None:
     """Ingest files into a knowledge base (created if needed); a file whose key exists with
     other bytes replaces that document. Exit 2 if any document failed."""
@@ -49,9 +52,14 @@ def ingest(
     scope = DocumentScope(source=source, tenant_id=tenant_id, dataset_id=dataset_id,
                           visibility=visibility, allowed_roles=tuple(role or ())
                           ) if any(given) else None
+    meta_given = given_metadata(meta, meta_file)
     with open_container(data_dir) as container:
+        # checked before any file is ingested: bad metadata (or a bad sidecar) ingests nothing
+        if meta_given is not None:
+            checked_metadata(meta_given, container.settings)
+        metadata = _file_metadata(container, found.files, meta_given)
         knowledge_base = container.ingestion.ensure_kb(kb)
-        tally = _run(container, knowledge_base, found.files, scope)
+        tally = _run(container, knowledge_base, found.files, scope, metadata)
     out.print(f"{tally.ingested} of {len(found.files)} documents ingested into {kb!r}"
               + tally.duplicates_note())
     _finish(container, knowledge_base, tally)
@@ -80,13 +88,19 @@ def sync(
         documents = container.repository.documents_by_key(knowledge_base.id)
         plan = plan_sync(found, documents, prune, include or (), exclude or ())
         _print_plan(plan)
+        metadata = _file_metadata(container, found.files, None)
         if dry_run:
             out.print("dry run: nothing changed")
             return
         for source, document in plan.touched:
             container.repository.set_source_mtime(document.id, source.path.stat().st_mtime)
         todo = plan.add + [source for source, _ in plan.replace]
-        tally = _run(container, knowledge_base, todo, None) if todo else Tally()
+        tally = _run(container, knowledge_base, todo, None, metadata) if todo else Tally()
+        # a changed sidecar beside an unchanged file changes only the metadata
+        for source, document in plan.unchanged + plan.touched:
+            wanted = metadata.get(source.key)
+            if wanted is not None and wanted != document.metadata:
+                container.repository.set_metadata(document.id, wanted)
         for document in plan.delete:
             container.ingestion.delete_document(document.id)
             out.print(f"[red]deleted[/] {escape(document.key or document.filename)}")
@@ -117,9 +131,28 @@ def _print_plan(plan: SyncPlan) -> None:
             out.print(f"  {label} {escape(key)}")
 
 
+def _file_metadata(
+    container: Container, files: list[SourceFile], given: dict[str, Any] | None,
+) -> dict[str, dict[str, Any]]:
+    """Metadata by file key: its sidecar (NAME.meta.json) with the command's --meta /
+    --meta-file over it, validated; files with neither are left out."""
+    from ragsift.config import metadata_limits
+    from ragsift.ingestion.sidecars import read_sidecars
+
+    sidecars = read_sidecars([source.path for source in files],
+                             metadata_limits(container.settings))
+    result: dict[str, dict[str, Any]] = {}
+    for source in files:
+        own = sidecars.get(source.path)
+        if own is not None or given is not None:
+            result[source.key] = checked_metadata({**(own or {}), **(given or {})},
+                                                  container.settings)
+    return result
+
+
 def _run(
     container: Container, kb: KnowledgeBase, files: list[SourceFile],
-    scope: DocumentScope | None,
+    scope: DocumentScope | None, metadata: dict[str, dict[str, Any]] | None = None,
 ) -> Tally:
     from ragsift.cli_ingest_report import report
     from ragsift.ingestion.files import ingest_files
@@ -132,6 +165,11 @@ def _run(
                                         lambda n: bar.advance(embedding, n))
     tally = report(results)
     listed = {r.outcome.document.id for r in results if r.outcome is not None}
+    # the documents' own, not the index's: set after ingesting, nothing is re-embedded
+    for result in results:
+        wanted = (metadata or {}).get(result.source.key)
+        if wanted is not None and result.outcome is not None:
+            container.repository.set_metadata(result.outcome.document.id, wanted)
     if resumed:
         others = len([i for i in resumed if i not in listed])
         out.print(f"resumed {len(resumed)} document(s) an interrupted run left unfinished"

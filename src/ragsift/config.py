@@ -5,11 +5,15 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 from urllib.parse import urlsplit
 
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+if TYPE_CHECKING:
+    from ragsift.domain.metadata import MetadataLimits
+    from ragsift.domain.metadata_filter import FilterLimits
 
 RetrievalMode = Literal["dense", "sparse", "hybrid"]
 FusionMethod = Literal["rrf", "weighted", "zscore"]
@@ -561,6 +565,18 @@ class Settings(BaseSettings):
     auto_merge_threshold: int = Field(default=2, ge=1)
     max_document_ids: int = Field(default=50, ge=1)
 
+    # user metadata per document (domain/metadata.py) and the filter language on it
+    # (domain/metadata_filter.py): sizes bounded so a document's row and a filter stay small
+    metadata_max_keys: int = Field(default=64, ge=1, le=1024)
+    metadata_max_string_chars: int = Field(default=1024, ge=1, le=65536)
+    metadata_max_list_items: int = Field(default=100, ge=1, le=10000)
+    metadata_max_bytes: int = Field(default=16384, ge=64, le=1 << 20,
+                                    description="a document's metadata as UTF-8 JSON")
+    filter_max_depth: int = Field(default=8, ge=1, le=64,
+                                  description="nesting of $and / $or / $not in a filter")
+    filter_max_nodes: int = Field(default=256, ge=1, le=10000,
+                                  description="conditions and operators in one filter")
+
     # knowledge-base versions: what a KB gets on its first change (`ragsift kb version config`
     # changes it per KB). auto: every change is published as a new active version at once;
     # staged: changes wait in a draft until sealed and activated.
@@ -638,3 +654,18 @@ class Settings(BaseSettings):
         if self.database_url:
             return self.database_url
         return f"sqlite:///{(self.data_dir / 'ragsift.sqlite').resolve()}"
+
+
+def metadata_limits(settings: Settings) -> MetadataLimits:
+    """The metadata bounds of `settings`."""
+    from ragsift.domain.metadata import MetadataLimits
+
+    return MetadataLimits(settings.metadata_max_keys, settings.metadata_max_string_chars,
+                          settings.metadata_max_list_items, settings.metadata_max_bytes)
+
+
+def filter_limits(settings: Settings) -> FilterLimits:
+    """The filter bounds of `settings`."""
+    from ragsift.domain.metadata_filter import FilterLimits
+
+    return FilterLimits(settings.filter_max_depth, settings.filter_max_nodes)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Callable, Iterable, Iterator, Sequence
+from collections.abc import AsyncGenerator, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 from numpy.typing import NDArray
@@ -251,6 +251,24 @@ class Repository(Protocol):
 
     def ready_document_ids(self, kb_id: str, document_ids: Iterable[str]) -> set[str]:
         """The subset of `document_ids` that is READY in `kb_id` right now."""
+        ...
+
+    # the user's metadata (adapters/sql/metadata_repository.py), in its JSON form
+
+    def set_metadata(self, document_id: str, metadata: Mapping[str, Any]) -> None:
+        """Replace a document's (validated) metadata; NotFound when it does not exist."""
+        ...
+
+    def filter_fields(self, kb_id: str) -> dict[str, dict[str, Any]]:
+        """document id -> its metadata plus scope fields, for every document of the KB."""
+        ...
+
+    def document_metadata(self, document_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """document id -> its metadata, for those that exist."""
+        ...
+
+    def filter_stamp(self, kb_id: str) -> tuple[int, str | None]:
+        """Changes whenever filter_fields(kb_id) may have changed (a cache key)."""
         ...
 
     # many documents per statement, for the ingest pipeline (adapters/sql/ingest_batches.py)

@@ -96,6 +96,21 @@ def test_a_document_is_reindexed_and_deleted(admin: RagsiftClient) -> None:
         admin.get_document(ready.id)
 
 
+def test_metadata_is_uploaded_changed_and_filtered_on_through_the_sdk(
+    admin: RagsiftClient,
+) -> None:
+    kb = admin.create_kb("meta")
+    [fw] = admin.wait_until_ready(admin.upload_document(
+        kb.id, ("fw.txt", FIRMWARE), metadata={"dept": "it", "year": 2024}))
+    assert fw.metadata == {"dept": "it", "year": 2024}
+    changed = admin.set_metadata(fw.id, {"year": None, "issued": {"$date": "2024-05-01"}})
+    assert changed.metadata == {"dept": "it", "issued": {"$date": "2024-05-01"}}
+    [hit] = admin.search("E-104", kb_id=kb.id, mode="sparse", top_k=1,
+                         filter={"issued": {"$gte": {"$date": "2024-01-01"}}})
+    assert hit.document_id == fw.id and hit.metadata == changed.metadata
+    assert admin.search("E-104", kb_id=kb.id, mode="sparse", filter={"dept": "hr"}) == []
+
+
 def test_search_and_explain_answer_with_the_api_models(
     reader: RagsiftClient, handbook: Handbook,
 ) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request, Response
@@ -11,9 +12,11 @@ from starlette.concurrency import run_in_threadpool
 from ragsift.api.auth import CurrentPrincipal, Principal
 from ragsift.api.deps import AppState, State, require_document, require_kb
 from ragsift.api.errors import ERROR_RESPONSES, ApiError, ErrorBody
-from ragsift.api.schemas import ChunkOut, ChunkPage, UploadedDocument, UploadOut
+from ragsift.api.schemas import ChunkOut, ChunkPage, DocumentPatch, UploadedDocument, UploadOut
 from ragsift.api.uploads import UploadForm, UploadLimits, read_upload
+from ragsift.config import metadata_limits
 from ragsift.domain.keys import normalize_key
+from ragsift.domain.metadata import merge_metadata, validate_metadata
 from ragsift.domain.models import Document, DocumentScope, DocumentStatus, KnowledgeBase
 from ragsift.ingestion.parsers import SUPPORTED_EXTENSIONS
 
@@ -24,7 +27,8 @@ MAX_FILES_PER_UPLOAD = 100
 SCOPE_FIELDS = ("source", "tenant_id", "dataset_id", "visibility", "allowed_roles")
 # key: the document's key, for a single file (default: its filename); replace: "true" lets a
 # file whose key exists with other bytes replace that document (else 409 key_exists)
-FORM_FIELDS = (*SCOPE_FIELDS, "key", "replace")
+# metadata: a JSON object given to every uploaded document (README "Metadata and filters")
+FORM_FIELDS = (*SCOPE_FIELDS, "key", "replace", "metadata")
 # Anything else is being ingested, deleted or retired: a reindex would race it.
 REINDEXABLE = (DocumentStatus.READY, DocumentStatus.FAILED)
 
@@ -46,6 +50,9 @@ _UPLOAD_BODY: dict[str, Any] = {
                 "replace": {"type": "string", "enum": ["true", "false"],
                             "description": "replace the document of an existing key "
                             "[false: 409 key_exists]"},
+                "metadata": {"type": "string", "maxLength": 4096,
+                             "description": "a JSON object of metadata for every file, e.g. "
+                             "{\"dept\": \"hr\", \"year\": 2024}"},
             },
         }}},
     }
@@ -73,6 +80,7 @@ def _accept_all(
     if key is not None and len(form.files) != 1:
         raise ApiError(400, "invalid_input", "the key field names one file; upload one file")
     replace = (fields.get("replace") or "false").lower() == "true"
+    metadata = _form_metadata(state, fields.get("metadata"))
     accepted: list[UploadedDocument] = []
     for uploaded in form.files:
         data = uploaded.read()
@@ -89,12 +97,25 @@ def _accept_all(
                            "replace it")
         if outcome.replacing:
             state.worker.submit_replace(document.id, uploaded.filename, data)
+        if metadata is not None:  # the document's own, not the index's: no re-embedding
+            state.container.repository.set_metadata(document.id, metadata)
         accepted.append(UploadedDocument(
             id=document.id, filename=uploaded.filename, status=document.status,
             duplicate=outcome.duplicate, error=document.error, key=document.key,
             replacing=outcome.replacing,
         ))
     return UploadOut(documents=accepted)
+
+
+def _form_metadata(state: AppState, text: str | None) -> dict[str, Any] | None:
+    """The upload's `metadata` field validated (400 before any file is accepted)."""
+    if text is None:
+        return None
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ApiError(400, "invalid_input", f"the metadata field is not JSON: {exc}") from exc
+    return validate_metadata(raw, metadata_limits(state.container.settings))
 
 
 @router.post("/api/kbs/{kb_id}/documents", status_code=202, openapi_extra=_UPLOAD_BODY,
@@ -188,6 +209,18 @@ async def replace_content(document_id: str, request: Request, state: State) -> D
 def get_document(document_id: str, state: State) -> Document:
     """One document: its status, and the reason when it FAILED."""
     return require_document(state.container, document_id)
+
+
+@router.patch("/api/documents/{document_id}")
+def patch_document(document_id: str, body: DocumentPatch, state: State) -> Document:
+    """Change a document's metadata (merged, or replaced with `replace`); nothing is
+    re-embedded or re-indexed: filters read metadata from the facts."""
+    document = require_document(state.container, document_id)
+    limits = metadata_limits(state.container.settings)
+    metadata = (validate_metadata(body.metadata, limits) if body.replace
+                else merge_metadata(document.metadata, body.metadata, limits))
+    state.container.repository.set_metadata(document_id, metadata)
+    return document.model_copy(update={"metadata": metadata})
 
 
 @router.post("/api/documents/{document_id}/reindex", status_code=202,

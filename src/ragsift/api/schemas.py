@@ -76,6 +76,17 @@ class UploadedDocument(BaseModel):
     replacing: bool = False
 
 
+class DocumentPatch(Body):
+    """A change of a document that needs no re-embedding: its metadata."""
+
+    metadata: dict[str, Any] = Field(
+        description="merged into the document's metadata (a key set to null is removed); "
+        "values: string, number, boolean, list of strings, {\"$date\": \"YYYY-MM-DD\"}, "
+        "{\"$datetime\": \"ISO 8601\"}")
+    replace: bool = Field(default=False,
+                          description="replace the whole metadata instead of merging")
+
+
 class ChunkOut(BaseModel):
     """One chunk of a document, as stored."""
 
@@ -167,6 +178,10 @@ class SearchBody(Body):
         description="search this retained version of the knowledge base instead of the "
                     "active one (debugging, A/B); the trace records the version searched",
     )
+    filter: dict[str, Any] | None = Field(
+        default=None,
+        description="a metadata filter ($eq $ne $in $nin $gt $gte $lt $lte $exists $contains "
+        "$and $or $not; README 'Metadata and filters'), ANDed with the scope above")
 
     @model_validator(mode="after")
     def _one_kb(self) -> SearchBody:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from pydantic import BaseModel, Field, model_validator
 
@@ -35,6 +36,8 @@ class ChatBody(Body):
     route: RouteChoice | None = Field(
         default=None, description="auto (default): greetings, thanks and requests for a "
         "person get a short reply without a search; search: search anyway")
+    filter: dict[str, Any] | None = Field(
+        default=None, description="a metadata filter, as in /api/retrieval/search")
 
     @model_validator(mode="after")
     def _one_kb(self) -> ChatBody:
@@ -49,7 +52,7 @@ class ChatBody(Body):
             mode=self.mode, top_k=self.top_k,
             document_ids=None if self.document_ids is None else tuple(self.document_ids),
             rewrite=self.rewrite, rerank=self.rerank, small2big=self.small2big,
-            route=self.route,
+            route=self.route, filter=self.filter,
         )
 
 

@@ -15,7 +15,7 @@ from collections.abc import AsyncGenerator, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 from ragsift.chat.assets import validate_answer
 from ragsift.chat.citations import CitedAnswer, trim_unfinished_link
@@ -95,6 +95,8 @@ class ChatRequest:
     # earlier (question, answer) pairs a stateless caller sends along (OpenAI-style messages);
     # used for a new conversation only: a stored one has its own turns
     history: tuple[tuple[str, str], ...] = ()
+    # a metadata filter (domain/metadata_filter.py), ANDed with the scope
+    filter: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,7 +216,7 @@ class ChatService:
             rerank=request.rerank, small2big=request.small2big,
             tenant_ids=request.tenant_ids, dataset_ids=request.dataset_ids,
             visibilities=request.visibilities, roles=request.roles, route=request.route,
-            history=_as_messages(history), run_doc=True,
+            history=_as_messages(history), filter=request.filter, run_doc=True,
         ))
         evidence, reply = self._evidence(question, history, result)
         messages = (

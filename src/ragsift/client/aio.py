@@ -106,6 +106,12 @@ class AsyncRagsiftClient:
     async def delete_document(self, document_id: str) -> None:
         await self._run(calls.delete_document(document_id))
 
+    async def set_metadata(self, document_id: str, metadata: Mapping[str, Any], *,
+                           replace: bool = False) -> Document:
+        """Change a document's metadata: merged (a key set to None is removed), or replaced
+        whole with `replace`; nothing is re-embedded."""
+        return await self._run(calls.patch_document(document_id, metadata, replace))
+
     async def reindex_document(self, document_id: str) -> Document:
         """Re-parse a READY or FAILED document (ConflictError `document_busy` otherwise)."""
         return await self._run(calls.reindex_document(document_id))

@@ -8,6 +8,7 @@ models the API returns.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ import httpx
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from ragsift.api.schemas import (
+    DocumentPatch,
     ExplainOut,
     FaqImportOut,
     KbCreate,
@@ -144,6 +146,9 @@ def upload_documents(
         # the roles travel as one comma-separated field
         "allowed_roles": None if roles is None else ",".join(roles),
     }
+    metadata = scope.get("metadata")
+    if metadata is not None:
+        fields["metadata"] = json.dumps(metadata, ensure_ascii=False)
     data = {name: value for name, value in fields.items() if value is not None}
     upload = Upload("files", files, data, progress)
     return Call("POST", f"/api/kbs/{_segment(kb_id)}/documents", _documents, upload=upload)
@@ -161,6 +166,13 @@ def list_documents(kb_id: str, status: DocumentStatus | str | None) -> Call[list
 
 def delete_document(document_id: str) -> Call[None]:
     return Call("DELETE", f"/api/documents/{_segment(document_id)}", _nothing)
+
+
+def patch_document(document_id: str, metadata: Mapping[str, Any], replace: bool
+                   ) -> Call[Document]:
+    body = DocumentPatch(metadata=dict(metadata), replace=replace)
+    return Call("PATCH", f"/api/documents/{_segment(document_id)}", _doc, json=_body(body),
+                idempotent=True)
 
 
 def reindex_document(document_id: str) -> Call[Document]:

@@ -105,6 +105,12 @@ class RagsiftClient:
     def delete_document(self, document_id: str) -> None:
         self._run(calls.delete_document(document_id))
 
+    def set_metadata(self, document_id: str, metadata: Mapping[str, Any], *,
+                     replace: bool = False) -> Document:
+        """Change a document's metadata: merged (a key set to None is removed), or replaced
+        whole with `replace`; nothing is re-embedded."""
+        return self._run(calls.patch_document(document_id, metadata, replace))
+
     def reindex_document(self, document_id: str) -> Document:
         """Re-parse a READY or FAILED document (ConflictError `document_busy` otherwise)."""
         return self._run(calls.reindex_document(document_id))

@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, TypedDict
+from typing import IO, Any, TypedDict
 
 import httpx
 
@@ -31,6 +31,8 @@ class UploadScope(TypedDict, total=False):
     dataset_id: str
     visibility: str
     allowed_roles: Sequence[str]  # none: every role may
+    # the documents' metadata (README "Metadata and filters"): JSON types, dates tagged
+    metadata: Mapping[str, Any]
 
 
 @dataclass(frozen=True, slots=True)

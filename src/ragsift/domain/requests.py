@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -61,3 +61,5 @@ class SearchRequest(BaseModel):
     # retained KB version to search instead of the active one (for debugging or A/B)
     roles: tuple[str, ...] | None = None
     kb_version: int | None = Field(default=None, ge=0)
+    # a metadata filter (domain/metadata_filter.py), ANDed with the scope above
+    filter: dict[str, Any] | None = None

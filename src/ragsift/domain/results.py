@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict
 
 from ragsift.domain.assets import AssetRef
@@ -92,6 +94,9 @@ class RetrievalHit(BaseModel):
     context_text: str | None = None
     # the images the chunk's text belongs with (GET /api/assets/{id} serves them)
     assets: tuple[AssetRef, ...] = ()
+    # the document's metadata (JSON form: dates as {"$date": ...}), as the user set it;
+    # every search fills it ({} for none), None only in hits built elsewhere
+    metadata: dict[str, Any] | None = None
 
 
 class FaqHit(BaseModel):

@@ -71,6 +71,8 @@ class ScopeTrace(BaseModel):
 
     document_ids_requested: int = 0
     document_ids_allowed: int | None = None
+    # documents whose metadata (and scope fields) pass the request's filter; None: no filter
+    filter_documents_matched: int | None = None
     empty_reason: str | None = None
 
 

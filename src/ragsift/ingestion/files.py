@@ -22,6 +22,7 @@ from ragsift.ingestion.embedding import Progress
 from ragsift.ingestion.outcomes import UNFINISHED, IngestOutcome
 from ragsift.ingestion.parsers import SUPPORTED_EXTENSIONS
 from ragsift.ingestion.pipeline import IngestionService, NewFile
+from ragsift.ingestion.sidecars import is_sidecar
 from ragsift.storage_full import is_storage_full
 
 
@@ -73,6 +74,8 @@ def find_files(
             if not path.is_file():
                 continue
             name = relative.as_posix()
+            if is_sidecar(path):  # metadata of the file beside it (ingestion/sidecars.py)
+                continue
             if _hidden(relative):
                 found.skipped.append((path, "hidden"))
             elif not _selected(name, include, exclude):

@@ -7,9 +7,11 @@ import asyncio
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from ragsift.domain.assets import Asset, AssetRef
 from ragsift.domain.filters import SearchFilter, valid_at
+from ragsift.domain.metadata_filter import Node
 from ragsift.domain.requests import SearchRequest
 from ragsift.domain.results import FusedHit, RetrievalHit
 from ragsift.domain.trace import Degradation, StageTrace
@@ -25,6 +27,7 @@ from ragsift.retrieval.candidates import (
 from ragsift.retrieval.expansion import Expansion, plan_expansion
 from ragsift.retrieval.options import Options
 from ragsift.retrieval.scope import ScopeDecision, compile_filter, resolve_whitelist
+from ragsift.retrieval.scope_metadata import FilterRecords, narrow_by_filter
 from ragsift.retrieval.stages import (
     RerankLimits,
     check_rerank_query,
@@ -48,9 +51,11 @@ class ScopeStage:
     def __init__(self, repository: Repository, versions: VersionReader | None) -> None:
         self._repository = repository
         self._versions = versions
+        self._records = FilterRecords(repository)
 
     async def run(
-        self, request: SearchRequest, requested_ids: tuple[str, ...] | None, version: int | None
+        self, request: SearchRequest, requested_ids: tuple[str, ...] | None, version: int | None,
+        metadata_filter: Node | None = None,
     ) -> ScopeOutcome:
         ready: set[str] = set()
         if requested_ids is not None:
@@ -61,7 +66,15 @@ class ScopeStage:
         decision = resolve_whitelist(requested_ids, ready)
         if decision.allowed is not None and not decision.allowed:
             return ScopeOutcome(decision, None)
+        if metadata_filter is not None:
+            # pushed down as the document allow-list both channels already filter on
+            matched = await asyncio.to_thread(self._records.matching, request.kb_id,
+                                              metadata_filter)
+            decision = narrow_by_filter(decision, matched)
+            if decision.allowed is not None and not decision.allowed:
+                return ScopeOutcome(decision, None)
         return ScopeOutcome(decision, compile_filter(request, decision.allowed, version))
+
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,8 +269,12 @@ class HitStage:
         self, final: Sequence[Candidate], expansions: Mapping[str, Expansion]
     ) -> tuple[RetrievalHit, ...]:
         assets = await self._assets_of(final)
+        metadata = await asyncio.to_thread(
+            self._repository.document_metadata, {c.chunk.document_id for c in final}
+        ) if final else {}
         return tuple(
-            _to_hit(rank, c, expansions.get(c.chunk.id), assets)
+            _to_hit(rank, c, expansions.get(c.chunk.id), assets,
+                    metadata.get(c.chunk.document_id, {}))
             for rank, c in enumerate(final, start=1)
         )
 
@@ -273,7 +290,8 @@ _hit = TrustedBuilder(RetrievalHit)
 
 
 def _to_hit(
-    rank: int, c: Candidate, expansion: Expansion | None, assets: dict[str, Asset]
+    rank: int, c: Candidate, expansion: Expansion | None, assets: dict[str, Asset],
+    metadata: dict[str, Any],
 ) -> RetrievalHit:
     # unvalidated: every value comes typed from validated chunks, fused hits and expansions
     hit, chunk = c.fused, c.chunk
@@ -292,4 +310,5 @@ def _to_hit(
         "context_chunk_ids": expansion.context_chunk_ids if expansion else (),
         "context_text": expansion.text if expansion else None,
         "assets": tuple(AssetRef.of(assets[i]) for i in chunk.asset_ids if i in assets),
+        "metadata": metadata,
     })

@@ -16,9 +16,10 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from ragsift.config import Settings
+from ragsift.config import Settings, filter_limits
 from ragsift.domain.errors import EmbeddingModelMismatch, InvalidInput, NotFound
 from ragsift.domain.filters import SearchFilter
+from ragsift.domain.metadata_filter import Node, parse_filter
 from ragsift.domain.models import KnowledgeBase
 from ragsift.domain.requests import SearchRequest
 from ragsift.domain.results import FusedHit, RankedList, RetrievalResult
@@ -137,6 +138,7 @@ class RetrievalService:
         and EmbeddingModelMismatch (an InvalidInput)."""
         # the KB and its version are read once per search, in one hop to a thread: the KB for
         # the embedder check here, the version for the plan (see _version)
+        self._metadata_filter(request)  # a bad filter is refused whatever the route
         kb, version = await asyncio.to_thread(self._kb_and_version, request)
         self._check_embedder(request, kb)
         started_ns = time.time_ns()
@@ -150,6 +152,12 @@ class RetrievalService:
             except Exception:
                 logger.exception("the retrieval observer failed (the search did not)")
         return result
+
+    def _metadata_filter(self, request: SearchRequest) -> Node | None:
+        """The request's metadata filter parsed (InvalidInput naming the bad part), or None."""
+        if request.filter is None:
+            return None
+        return parse_filter(request.filter, filter_limits(self._settings))
 
     def _check_embedder(self, request: SearchRequest, kb: KnowledgeBase | None) -> None:
         """Refuse a dense search whose query vector would come from another model than the
@@ -185,7 +193,8 @@ class RetrievalService:
         )
 
         stage = time.perf_counter()
-        scope = await self._scope.run(request, requested_ids, version)
+        scope = await self._scope.run(request, requested_ids, version,
+                                      self._metadata_filter(request))
         timings["scope"] = _ms(stage)
         trace = trace.model_copy(update={"scope": scope.decision.trace, "kb_version": version})
         if scope.search_filter is None:

@@ -2,13 +2,25 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Iterator
+from typing import Any
+
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from index_corpus import HOSTILE, filter_id, grid, hostile
+from metadata_cases import CHUNKS, DOCUMENTS, KB, filters, grid_documents, metadata
 
+from ragsift.adapters.sql.repository import SqlRepository
 from ragsift.domain.filters import SearchFilter
 from ragsift.domain.index_records import IndexRecord
+from ragsift.domain.metadata import decode_metadata
+from ragsift.domain.metadata_filter import evaluate, parse_filter
+from ragsift.domain.requests import SearchRequest
 from ragsift.ports import SearchIndex
+from ragsift.retrieval.document_stages import ScopeStage
 
 FILTERS = [
     SearchFilter(kb_id="grid1"),
@@ -118,3 +130,42 @@ def test_hostile_values_in_every_string_field_match_only_themselves(
 def test_expression_syntax_as_a_kb_id_reaches_no_other_kb(shared_index: SearchIndex) -> None:
     for kb in ['x" or kb_id != "', "x' or kb_id != '", 'grid1" or "1" == "1', "grid1\\"]:
         assert both_channels(shared_index, SearchFilter(kb_id=kb)) == (set(), set())
+
+
+@pytest.fixture(scope="module")
+def grid_facts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[SqlRepository,
+                                                                          ScopeStage]]:
+    """The grid KB's documents in SQLite, and one scope stage for every example: its cache of
+    the documents' metadata must see each example's changes."""
+    repository = grid_documents(tmp_path_factory.mktemp("facts"))
+    yield repository, ScopeStage(repository, None)
+    repository.close()
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[
+    HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(stored=st.lists(metadata, min_size=len(DOCUMENTS), max_size=len(DOCUMENTS)),
+       raw=filters)
+def test_a_metadata_filter_keeps_exactly_the_chunks_the_reference_evaluator_passes(
+    shared_index: SearchIndex, grid_facts: tuple[SqlRepository, ScopeStage],
+    stored: list[dict[str, Any]], raw: dict[str, Any],
+) -> None:
+    """Generated metadata of the grid KB's documents (stored as a user sets it) and generated
+    filters: the scope stage evaluates the filter on the stored documents and pushes the
+    result down; both channels return the chunks of exactly the documents the reference
+    evaluator (domain/metadata_filter.py) passes."""
+    repository, stage = grid_facts
+    for doc_id, values in zip(DOCUMENTS, stored, strict=True):
+        repository.set_metadata(doc_id, values)
+    node = parse_filter(raw)
+    passing = {doc_id for doc_id, values in zip(DOCUMENTS, stored, strict=True)
+               if evaluate(node, {**decode_metadata(values), "document_id": doc_id})}
+    wanted = {chunk for chunk, doc_id in CHUNKS.items() if doc_id in passing}
+
+    request = SearchRequest(query="alpha", kb_id=KB, filter=raw)
+    scope = asyncio.run(stage.run(request, None, None, node))
+    assert scope.decision.trace.filter_documents_matched == len(passing)
+    if scope.search_filter is None:  # nothing passes: the search is not run at all
+        assert not wanted and scope.decision.trace.empty_reason
+        return
+    assert both_channels(shared_index, scope.search_filter) == (wanted, wanted)

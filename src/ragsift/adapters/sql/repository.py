@@ -23,6 +23,7 @@ from ragsift.adapters.sql.chunk_queries import (
 from ragsift.adapters.sql.faq_repository import FaqRepositoryMixin
 from ragsift.adapters.sql.ingest_batches import IngestBatchMixin
 from ragsift.adapters.sql.key_repository import KeyRepositoryMixin
+from ragsift.adapters.sql.metadata_repository import MetadataRepositoryMixin
 from ragsift.adapters.sql.migrate import upgrade_to_head
 from ragsift.adapters.sql.orm import (
     CHUNK_TABLE,
@@ -72,7 +73,7 @@ def _now() -> datetime:
 
 class SqlRepository(
     AssetRepositoryMixin, FaqRepositoryMixin, TuningRepositoryMixin, VersionRepositoryMixin,
-    OwnerRepositoryMixin, KeyRepositoryMixin, IngestBatchMixin,
+    OwnerRepositoryMixin, KeyRepositoryMixin, IngestBatchMixin, MetadataRepositoryMixin,
 ):
     """Knowledge bases, documents, chunks and FAQ entries in SQLite or PostgreSQL; thread-safe."""
 

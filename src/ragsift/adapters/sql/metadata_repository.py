@@ -1,0 +1,67 @@
+"""The user's document metadata: changed in place (no chunk, vector or index changes: filters
+read it from here), and read per KB for a filter and per hit for the results."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import func, select, update
+from sqlalchemy.orm import Session, sessionmaker
+
+from ragsift.adapters.sql.orm import DocumentRow
+from ragsift.domain.errors import NotFound
+
+# ids per IN list: well under SQLite's oldest bound-variable limit
+_IN_BATCH = 500
+
+
+class MetadataRepositoryMixin:
+    """Mixed into SqlRepository, which sets `_sessions`."""
+
+    _sessions: sessionmaker[Session]
+
+    def set_metadata(self, document_id: str, metadata: Mapping[str, Any]) -> None:
+        """Replace a document's metadata (already validated, in its JSON form)."""
+        with self._sessions.begin() as session:
+            result = session.execute(
+                update(DocumentRow).where(DocumentRow.id == document_id)
+                .values(meta=dict(metadata), updated_at=datetime.now(UTC)))
+            if result.rowcount == 0:  # type: ignore[attr-defined]
+                raise NotFound(f"document {document_id!r} does not exist")
+
+    def filter_fields(self, kb_id: str) -> dict[str, dict[str, Any]]:
+        """document id -> its metadata (JSON form) and scope fields, for every document of
+        `kb_id`: what a metadata filter is evaluated on (status is checked by the search)."""
+        query = select(DocumentRow.id, DocumentRow.meta, DocumentRow.source,
+                       DocumentRow.tenant_id, DocumentRow.dataset_id, DocumentRow.visibility,
+                       ).where(DocumentRow.kb_id == kb_id)
+        fields: dict[str, dict[str, Any]] = {}
+        with self._sessions.begin() as session:
+            for doc_id, meta, source, tenant, dataset, visibility in session.execute(query):
+                scope = {"source": source, "tenant_id": tenant, "dataset_id": dataset,
+                         "visibility": visibility, "document_id": doc_id}
+                fields[doc_id] = {**(meta or {}),
+                                  **{k: v for k, v in scope.items() if v is not None}}
+        return fields
+
+    def filter_stamp(self, kb_id: str) -> tuple[int, str | None]:
+        """(documents, latest change) of `kb_id`: changes whenever a document is added,
+        deleted or changed (its metadata included), so filter_fields can be cached on it."""
+        query = select(func.count(DocumentRow.id), func.max(DocumentRow.updated_at)
+                       ).where(DocumentRow.kb_id == kb_id)
+        with self._sessions.begin() as session:
+            count, latest = session.execute(query).one()
+        return int(count), None if latest is None else str(latest)
+
+    def document_metadata(self, document_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """document id -> its metadata (JSON form), for those of `document_ids` that exist."""
+        wanted = list(dict.fromkeys(document_ids))
+        found: dict[str, dict[str, Any]] = {}
+        with self._sessions.begin() as session:
+            for start in range(0, len(wanted), _IN_BATCH):
+                part = wanted[start:start + _IN_BATCH]
+                query = select(DocumentRow.id, DocumentRow.meta).where(DocumentRow.id.in_(part))
+                found.update((doc_id, dict(meta or {})) for doc_id, meta in session.execute(query))
+        return found

@@ -1,0 +1,89 @@
+"""A request's metadata filter as a document allow-list: evaluated on the KB's documents
+(their metadata and scope fields), then intersected with the request's whitelist.
+
+Metadata belongs to the document and every chunk inherits it, so the set of documents that
+pass is the filter in a form every backend already pushes down (SearchFilter.document_ids:
+a tantivy term set on `document_id`, the dense stores' allowed rows): no value of the filter
+ever reaches a query language, and a metadata change needs no re-indexing.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from ragsift.domain.metadata import Value, decode_metadata
+from ragsift.domain.metadata_filter import Node
+from ragsift.domain.metadata_predicate import compile_predicate
+from ragsift.ports import Repository
+from ragsift.retrieval.scope import ScopeDecision
+
+Records = Mapping[str, Mapping[str, Value]]
+# KBs whose decoded documents are kept, and (KB, filter) answers; past it a cache restarts
+_CACHED_KBS = 32
+_CACHED_FILTERS = 256
+
+
+def matching_documents(node: Node, records: Records) -> frozenset[str]:
+    """The ids of the documents whose typed fields (document id -> metadata and scope
+    fields) pass `node` (its compiled predicate: the reference evaluator's semantics)."""
+    holds = compile_predicate(node)
+    return frozenset(doc_id for doc_id, values in records.items() if holds(values))
+
+
+def typed_records(fields: Mapping[str, Mapping[str, Any]]) -> dict[str, Mapping[str, Value]]:
+    """filter_fields' JSON form decoded into typed values, per document."""
+    return {doc_id: decode_metadata(values) for doc_id, values in fields.items()}
+
+
+class FilterRecords:
+    """Each KB's documents as typed filter records, read and decoded again only when the
+    KB's documents changed (Repository.filter_stamp): a search pays one small query."""
+
+    def __init__(self, repository: Repository) -> None:
+        self._repository = repository
+        self._cache: dict[str, tuple[tuple[int, str | None], Records]] = {}
+        self._matched: dict[tuple[str, tuple[int, str | None], Node], frozenset[str]] = {}
+        self._lock = threading.Lock()
+
+    def matching(self, kb_id: str, node: Node) -> frozenset[str]:
+        """The KB's documents that pass `node` (called from a worker thread); the same filter
+        on unchanged documents is answered from a cache, as the dense store caches rows."""
+        stamp, records = self._records(kb_id)
+        key = (kb_id, stamp, node)
+        with self._lock:
+            found = self._matched.get(key)
+        if found is None:
+            found = matching_documents(node, records)
+            with self._lock:
+                if len(self._matched) >= _CACHED_FILTERS:
+                    self._matched.clear()
+                self._matched[key] = found
+        return found
+
+    def _records(self, kb_id: str) -> tuple[tuple[int, str | None], Records]:
+        # the stamp is read first: a change racing the read below makes the next call reread
+        stamp = self._repository.filter_stamp(kb_id)
+        with self._lock:
+            cached = self._cache.get(kb_id)
+        if cached is not None and cached[0] == stamp:
+            return cached
+        records = typed_records(self._repository.filter_fields(kb_id))
+        with self._lock:
+            if len(self._cache) >= _CACHED_KBS:
+                self._cache.clear()
+            self._cache[kb_id] = (stamp, records)
+        return stamp, records
+
+
+def narrow_by_filter(decision: ScopeDecision, matched: frozenset[str]) -> ScopeDecision:
+    """The whitelist decision narrowed to the documents the filter matched, traced."""
+    allowed = matched if decision.allowed is None else decision.allowed & matched
+    trace = decision.trace.model_copy(update={"filter_documents_matched": len(matched)})
+    if not allowed and trace.empty_reason is None:
+        trace = trace.model_copy(update={
+            "empty_reason": "no document of this knowledge base matches the metadata filter"
+            if not matched else "no requested document matches the metadata filter"})
+    return replace(decision, allowed=allowed, trace=trace)

@@ -1,0 +1,87 @@
+"""Document metadata over HTTP: set at upload, changed by PATCH without re-embedding, shown on
+the document and on every hit, and filtered on by search, explain and chat (400 naming the
+bad part of a filter)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+
+from api.api_helpers import FIRMWARE, HOTELS, LEAVE, Api, assert_error
+from api.conftest import open_api
+
+Ready = tuple[Api, str, dict[str, str]]
+
+
+@pytest.fixture(scope="module")
+def ready(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ready]:
+    """KB "docs": hotels.md uploaded with metadata, leave.md and firmware.txt without."""
+    with open_api(tmp_path_factory.mktemp("metadata")) as api:
+        kb_id = api.create_kb("docs")
+        [hotels] = api.upload_ids(kb_id, {"hotels.md": HOTELS}, metadata=json.dumps(
+            {"dept": "finance", "year": 2023, "issued": {"$date": "2023-03-01"}}))
+        others = api.upload_ids(kb_id, {"leave.md": LEAVE, "firmware.txt": FIRMWARE})
+        for document_id in (hotels, *others):
+            assert api.wait_settled(document_id)["status"] == "READY"
+        yield api, kb_id, {"hotels.md": hotels, "leave.md": others[0],
+                           "firmware.txt": others[1]}
+
+
+def test_upload_metadata_is_kept_typed_and_a_patch_merges_without_reembedding(
+    ready: Ready,
+) -> None:
+    api, _, ids = ready
+    hotels = api.client.get(f"/api/documents/{ids['hotels.md']}").json()
+    assert hotels["metadata"] == {"dept": "finance", "year": 2023,
+                                  "issued": {"$date": "2023-03-01"}}
+    chunks_before = api.container.repository.list_chunks(ids["leave.md"])
+    response = api.client.patch(f"/api/documents/{ids['leave.md']}", json={
+        "metadata": {"dept": "hr", "year": 2024, "tags": ["policy", "leave"]}})
+    assert response.status_code == 200, response.text
+    response = api.client.patch(f"/api/documents/{ids['leave.md']}",
+                                json={"metadata": {"tags": None, "final": True}})
+    assert response.json()["metadata"] == {"dept": "hr", "year": 2024, "final": True}
+    # the same chunks (ids and text) as before: nothing was re-chunked or re-embedded
+    assert api.container.repository.list_chunks(ids["leave.md"]) == chunks_before
+    listed = api.client.get(f"/api/kbs/{ready[1]}/documents").json()
+    assert {d["filename"]: d["metadata"].get("dept") for d in listed} == {
+        "hotels.md": "finance", "leave.md": "hr", "firmware.txt": None}
+
+
+def test_search_filters_on_metadata_and_every_hit_carries_it(ready: Ready) -> None:
+    api, kb_id, ids = ready
+    api.client.patch(f"/api/documents/{ids['leave.md']}",
+                     json={"metadata": {"dept": "hr", "year": 2024}, "replace": True})
+    hits = api.search(kb_id, "hotel limit per night", filter={"year": {"$gte": 2024}})
+    assert hits and {h["document_id"] for h in hits} == {ids["leave.md"]}
+    assert all(h["metadata"] == {"dept": "hr", "year": 2024} for h in hits)
+    dated = api.search(kb_id, "hotel limit per night",
+                       filter={"issued": {"$lt": {"$date": "2024-01-01"}}})
+    assert {h["document_id"] for h in dated} == {ids["hotels.md"]}
+    unfiltered = api.search(kb_id, "error E-104", top_k=10)
+    assert {h["metadata"] == {} for h in unfiltered if h["document_id"] == ids["firmware.txt"]
+            } == {True}
+    explained = api.client.post("/api/retrieval/explain", json={
+        "kb_id": kb_id, "query": "hotel", "filter": {"dept": "nobody"}}).json()
+    assert explained["results"] == []
+    assert explained["trace"]["scope"]["filter_documents_matched"] == 0
+    assert "metadata filter" in explained["trace"]["scope"]["empty_reason"]
+    chat = api.client.post("/api/chat", json={
+        "kb_id": kb_id, "message": "hotel limit per night", "filter": {"dept": "hr"}})
+    assert chat.status_code == 200, chat.text
+    assert {e["document_id"] for e in chat.json()["evidence"]} == {ids["leave.md"]}
+
+
+def test_bad_filters_and_metadata_are_400_naming_the_offending_part(ready: Ready) -> None:
+    api, kb_id, ids = ready
+    body = assert_error(api.client.post("/api/retrieval/search", json={
+        "kb_id": kb_id, "query": "hotel", "filter": {"$or": [{"year": {"$gt": True}}]}}),
+        400, "invalid_input")
+    assert "filter.$or[0].year.$gt" in body["message"]
+    body = assert_error(api.client.patch(f"/api/documents/{ids['hotels.md']}", json={
+        "metadata": {"tenant_id": "t9"}}), 400, "invalid_input")
+    assert "reserved" in body["message"]
+    assert_error(api.upload(kb_id, {"x.txt": b"text"}, metadata="{not json"),
+                 400, "invalid_input")

@@ -1,0 +1,95 @@
+"""Metadata on the command line: `ingest --meta/--meta-file` (values typed by what they read
+as), `docs list`, `docs meta` (no re-embedding) and `search --where / --filter` (InvalidInput,
+exit 2 from `main`, naming the bad part of a filter). In process (typer's runner): one ingest
+embeds; the rest reads the facts and BM25 only."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from ragsift.cli import app
+from ragsift.domain.errors import InvalidInput
+
+
+def _run(data_dir: Path, *args: str) -> Any:
+    # one process: worker processes would import everything again for two small files
+    runner = CliRunner(env={"RAGSIFT_PREPARE_WORKERS": "1"})
+    return runner.invoke(app, [*args, "--data-dir", str(data_dir)], catch_exceptions=True)
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """KB "k": manual.md and notes.txt, both ingested with the same metadata."""
+    root = tmp_path_factory.mktemp("corpus")
+    (root / "manual.md").write_text("# Manual\n\nE-104 means Wi-Fi authentication failed.\n")
+    (root / "notes.txt").write_text("Firmware 3.2 fixes E-104 on mesh networks.\n")
+    (root / "meta.json").write_text(json.dumps({"tags": ["wifi"], "year": 2020}))
+    data = tmp_path_factory.mktemp("data")
+    done = _run(data, "ingest", str(root / "manual.md"), str(root / "notes.txt"), "--kb", "k",
+                "--meta", "dept=hr", "--meta", "year=2024", "--meta", 'code="007"',
+                "--meta", "issued=2024-05-01", "--meta-file", str(root / "meta.json"))
+    assert done.exit_code == 0, done.output
+    return data
+
+
+def test_ingest_meta_is_typed_listed_changed_by_docs_meta_and_filtered_on(
+    data_dir: Path,
+) -> None:
+    listed = json.loads(_run(data_dir, "docs", "list", "--kb", "k", "--json").stdout)
+    by_name = {d["filename"]: d for d in listed}
+    # --meta overrides the file's year; "007" quoted stays a string; a date is a date
+    assert by_name["manual.md"]["metadata"] == {
+        "tags": ["wifi"], "year": 2024, "dept": "hr", "code": "007",
+        "issued": {"$date": "2024-05-01"}}
+    notes = by_name["notes.txt"]["id"]
+    done = _run(data_dir, "docs", "meta", notes, "--kb", "k", "--meta", "dept=it",
+                "--unset", "tags", "--json")
+    assert done.exit_code == 0, done.output
+    assert json.loads(done.stdout) == {"year": 2024, "dept": "it", "code": "007",
+                                       "issued": {"$date": "2024-05-01"}}
+
+    done = _run(data_dir, "search", "E-104", "--kb", "k", "--mode", "sparse",
+                "--where", "dept=it", "--where", "year=2024", "--json")
+    assert done.exit_code == 0, done.output
+    hits = json.loads(done.stdout)
+    assert hits and {h["document_id"] for h in hits} == {notes}
+    assert all(h["metadata"]["dept"] == "it" for h in hits)
+
+
+def test_a_bad_filter_is_refused_naming_the_offending_part(data_dir: Path) -> None:
+    done = _run(data_dir, "search", "E-104", "--kb", "k", "--mode", "sparse",
+                "--filter", '{"year": {"$between": [1, 2]}}')
+    assert isinstance(done.exception, InvalidInput)  # main() turns it into exit 2
+    assert "filter.year.$between" in str(done.exception)
+    done = _run(data_dir, "search", "E-104", "--kb", "k", "--filter", "{not json")
+    assert isinstance(done.exception, InvalidInput) and "--filter" in str(done.exception)
+
+
+def test_sync_reads_sidecars_as_metadata_never_as_documents(tmp_path: Path) -> None:
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    (folder / "policy.md").write_text("# Policy\n\nExpenses are filed monthly.\n")
+    sidecar = folder / "policy.md.meta.json"
+    sidecar.write_text(json.dumps({"dept": "finance", "issued": {"$date": "2024-02-01"}}))
+    data = tmp_path / "data"
+    done = _run(data, "sync", str(folder), "--kb", "s")
+    assert done.exit_code == 0, done.output
+
+    def listed() -> dict[str, Any]:
+        result = _run(data, "docs", "list", "--kb", "s", "--json")
+        return {d["filename"]: d["metadata"] for d in json.loads(result.stdout)}
+
+    assert listed() == {"policy.md": {"dept": "finance", "issued": {"$date": "2024-02-01"}}}
+    sidecar.write_text(json.dumps({"dept": "hr"}))  # the file itself is unchanged
+    done = _run(data, "sync", str(folder), "--kb", "s")
+    assert done.exit_code == 0 and "1 unchanged" in done.stdout, done.output
+    assert listed() == {"policy.md": {"dept": "hr"}}
+    sidecar.write_text('{"tenant_id": "t1"}')
+    done = _run(data, "sync", str(folder), "--kb", "s")
+    assert isinstance(done.exception, InvalidInput) and "policy.md.meta.json" in str(
+        done.exception) and "reserved" in str(done.exception)
