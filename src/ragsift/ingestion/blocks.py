@@ -13,16 +13,34 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from ragsift.domain.models import CHILD_LEVEL, PARENT_LEVEL, Chunk, Locator
+from ragsift.ingestion.chunk_factory import make_chunk
 from ragsift.ingestion.locators import merge_locators
 from ragsift.ingestion.parsers.base import Block, Section
 
-if TYPE_CHECKING:
-    from ragsift.ingestion.chunking import Chunker
-
 _FILL = 0.95  # aim under the budget: the estimate is unbiased, so the brim overshoots half the time
+
+
+class ChunkSizer(Protocol):
+    """What packing needs of a chunker (chunking.Chunker): its budgets and how it measures
+    and cuts text. A protocol, so this module does not import the chunker that uses it."""
+
+    @property
+    def child_tokens(self) -> int: ...
+
+    @property
+    def overlap_tokens(self) -> int: ...
+
+    @property
+    def parent_tokens(self) -> int: ...
+
+    def count(self, text: str) -> int: ...
+
+    def estimate(self, text: str) -> int: ...
+
+    def sentence_pieces(self, text: str, budget: int) -> list[tuple[str, int]]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,7 +53,7 @@ class _Piece:
 class BlockPacker:
     """Packs the blocks of sections into the parents and children of one document."""
 
-    def __init__(self, chunker: Chunker, document_id: str, kb_id: str) -> None:
+    def __init__(self, chunker: ChunkSizer, document_id: str, kb_id: str) -> None:
         self._chunker = chunker
         self._document_id = document_id
         self._kb_id = kb_id
@@ -127,7 +145,7 @@ class BlockPacker:
         self, parent_id: str | None, level: int, ordinal: int, section: Section, text: str,
         tokens: int, locator: Locator,
     ) -> Chunk:
-        return self._chunker._make(
+        return make_chunk(
             self._document_id, self._kb_id, parent_id, level, ordinal, section, text, tokens,
             locator,
         )

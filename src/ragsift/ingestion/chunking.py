@@ -21,9 +21,10 @@ from dataclasses import dataclass
 
 import rjieba
 
-from ragsift.domain.models import CHILD_LEVEL, PARENT_LEVEL, Chunk, Locator, chunk_id
+from ragsift.domain.models import CHILD_LEVEL, PARENT_LEVEL, Chunk, Locator
 from ragsift.ingestion.blocks import BlockPacker, overlap_start
-from ragsift.ingestion.parsers.base import ParsedDocument, Section
+from ragsift.ingestion.chunk_factory import make_chunk
+from ragsift.ingestion.parsers.base import ParsedDocument
 from ragsift.ports import Tokenizer
 
 _FILL = 0.95
@@ -122,37 +123,19 @@ class Chunker:
                 parent_text = "".join(unit.text for unit in group).strip()
                 if not parent_text:
                     continue
-                parent = self._make(
+                parent = make_chunk(
                     document_id, kb_id, None, PARENT_LEVEL, len(parents), section, parent_text,
                     sum(unit.tokens for unit in group),
                 )
                 parents.append(parent)
                 for text, tokens in self._children(group):
-                    child = self._make(
+                    child = make_chunk(
                         document_id, kb_id, parent.id, CHILD_LEVEL, len(children), section,
                         text, tokens,
                     )
                     children.append(child)
                     origins.append(ChildOrigin(child.id, index, (), child.locator))
         return ChunkedDocument(parents + children, tuple(origins))
-
-    @staticmethod
-    def _make(
-        document_id: str, kb_id: str, parent_id: str | None, level: int, ordinal: int,
-        section: Section, text: str, tokens: int, locator: Locator | None = None,
-    ) -> Chunk:
-        return Chunk(
-            id=chunk_id(document_id, level, ordinal, text),
-            document_id=document_id,
-            kb_id=kb_id,
-            parent_id=parent_id,
-            level=level,
-            ordinal=ordinal,
-            heading_path=section.heading_path,
-            locator=section.locator if locator is None else locator,
-            text=text,
-            token_count=tokens,
-        )
 
     @property
     def child_tokens(self) -> int:

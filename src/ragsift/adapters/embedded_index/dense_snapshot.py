@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 from numpy.typing import NDArray
@@ -15,9 +15,6 @@ from ragsift.adapters.embedded_index.dense_rows import READ_MAX_ROWS, RowReader
 from ragsift.adapters.thread_budget import default_budget
 from ragsift.domain.filters import SearchFilter
 from ragsift.domain.results import ChannelHit
-
-if TYPE_CHECKING:
-    from ragsift.adapters.embedded_index.dense_ann import AnnIndex
 
 Int32Array = NDArray[np.int32]
 IntpArray = NDArray[np.intp]
@@ -32,6 +29,22 @@ _GATHER_BLOCK_ROWS = 256
 # this long on average, multiplying each run in place beats copying the rows out.
 _MIN_MEAN_RUN = 24
 _CACHE_SIZE = 64
+
+
+class _ExactLimit(Protocol):
+    @property
+    def exact_max_rows(self) -> int: ...
+
+
+class ApproximateIndex(Protocol):
+    """What a snapshot asks of the approximate index (dense_ann.AnnIndex). A protocol, so
+    this module, which that index reads, does not import it back."""
+
+    @property
+    def settings(self) -> _ExactLimit: ...
+
+    def candidates(self, snap: Snapshot, kb_id: str, query: Float32Array,
+                   allowed: Candidates, limit: int) -> IntpArray | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +90,7 @@ class Snapshot:
     generation: int = 0
     # The approximate index (a graph per big kb), used for filters allowing more than its
     # exact_max_rows rows.
-    ann: AnnIndex | None = None
+    ann: ApproximateIndex | None = None
     # Reads a few rows without mapping them (dense_rows.py); None: the matrix is read.
     reader: RowReader | None = None
 

@@ -21,7 +21,7 @@ from ragsift.adapters.embedded_index.dense_columns import (
     save_checkpoint,
 )
 from ragsift.adapters.embedded_index.dense_log import DenseFiles, Row, row_of_record
-from ragsift.adapters.embedded_index.dense_snapshot import Snapshot
+from ragsift.adapters.embedded_index.dense_snapshot import ApproximateIndex, Snapshot
 from ragsift.adapters.vector_checks import checked_query, checked_rows, unit_rows
 from ragsift.domain.errors import IndexReadOnly
 from ragsift.domain.filters import SearchFilter
@@ -256,7 +256,7 @@ class DenseMatrixStore:
         snap = self._snapshot_of(base, self._ann if self._ann.available else None)
         return self._extended(snap, tail, sorted(deleted)), len(tail) + len(deleted)
 
-    def _snapshot_of(self, columns: Columns, ann: AnnIndex | None) -> Snapshot:
+    def _snapshot_of(self, columns: Columns, ann: ApproximateIndex | None) -> Snapshot:
         """A snapshot of the current generation holding exactly `columns`' rows."""
         return Snapshot(
             size=columns.size,
