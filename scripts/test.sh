@@ -18,6 +18,7 @@ python -m pip install -q --upgrade pip
 python -m pip install -q -e ".[dev]"
 ruff check src tests benchmarks
 mypy
+lint-imports --no-cache  # the layer contracts of pyproject.toml [tool.importlinter]
 selection=()
 [ "$quick" -eq 1 ] && selection=(-m "not slow")
 python -m pytest -q -n "${RAGSIFT_TEST_WORKERS:-2}" --dist loadfile \
