@@ -183,7 +183,7 @@ def test_earlier_messages_are_the_history_and_system_messages_are_left_out(
     assert prompt[3]["content"].endswith(f"Question: {QUESTION}")
 
 
-def test_a_streamed_completion_arrives_as_chunks_ending_with_the_extension(
+def test_a_streamed_completion_arrives_as_checked_chunks_ending_with_the_extension(
     served: Served, llm_server: LLMServer,
 ) -> None:
     llm_server.control(chat={"deltas": DELTAS, "delay_s": 0.05})
@@ -196,7 +196,10 @@ def test_a_streamed_completion_arrives_as_chunks_ending_with_the_extension(
     assert len({chunk.id for chunk in chunks}) == 1
     assert chunks[0].choices[0].delta.role == "assistant"
     contents = [c.choices[0].delta.content for c in chunks if c.choices[0].delta.content]
-    assert contents == DELTAS  # the model's pieces as they came
+    # the model's pieces, each held back until its links are complete and checked: the
+    # link to evidence 9 (there is none), split across pieces, never goes out
+    assert "".join(contents) == CHECKED and len(contents) == len(DELTAS)
+    assert not any("citation://9" in content for content in contents)
     last = chunks[-1]
     assert last.choices[0].finish_reason == "stop"
     assert all(chunk.choices[0].finish_reason is None for chunk in chunks[:-1])
@@ -284,7 +287,7 @@ def test_a_chat_model_failing_mid_stream_is_an_error_the_sdk_raises(
         for chunk in stream:
             received.extend(c.delta.content or "" for c in chunk.choices)
 
-    assert "".join(received) == "The limit "
+    assert "".join(received) == "The limit"  # the space waits for what follows it
     assert failed.value.code == "chat_model_failed"
 
 
