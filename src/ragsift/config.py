@@ -543,6 +543,14 @@ class Settings(BaseSettings):
         default=3, ge=1, le=20, description="evidence sentences an extractive answer quotes"
     )
 
+    # OpenAI-compatible embeddings (POST /v1/embeddings)
+    embeddings_max_inputs: int = Field(
+        default=256, ge=1, le=4096, description="texts one /v1/embeddings request may carry"
+    )
+    embeddings_max_tokens: int = Field(
+        default=8192, ge=1, description="tokens one /v1/embeddings text may have"
+    )
+
     # rerank (on when a reranker is configured)
     rerank: bool = True
     reranker: Literal["none", "http", "cross-encoder"] = "none"

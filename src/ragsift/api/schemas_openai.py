@@ -92,7 +92,7 @@ class RagsiftTurn(BaseModel):
     conversation_id: str
     turn_id: str
     answer: str = Field(description="the answer with citation links outside the evidence "
-                                    "removed (a stream's deltas are the raw text)")
+                                    "removed (a stream's deltas together are this text)")
     citations: list[Citation]
     assets: list[AssetRef] = Field(default_factory=list, description="the images the answer "
                                    "shows as `![caption](asset://ID)` (GET /api/assets/{id})")

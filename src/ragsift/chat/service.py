@@ -24,6 +24,7 @@ from ragsift.chat.extractive import extractive_answer
 from ragsift.chat.faq import direct_answer_hit, direct_answer_text, faq_evidence, supporting_hits
 from ragsift.chat.prompt import build_messages, conversation_is_chinese
 from ragsift.chat.replies import route_reply
+from ragsift.chat.stream_check import CheckedStream
 from ragsift.domain.assets import AssetRef
 from ragsift.domain.chat import (
     ChatMessage,
@@ -129,7 +130,8 @@ class TurnStarted:
 
 @dataclass(frozen=True, slots=True)
 class AnswerDelta:
-    """A piece of the raw answer text, as the model produced it."""
+    """A piece of the answer: the model's text checked as it streams (chat/stream_check.py),
+    so the pieces together are the final answer."""
 
     text: str
 
@@ -282,13 +284,21 @@ class ChatService:
             # an answer that stopped (or ended) inside a link keeps none of it
             return validate_answer(trim_unfinished_link("".join(parts)), turn.evidence)
 
+        # a model's text is checked as it streams; ragsift's own (extractive, FAQ, routed
+        # replies) comes whole and already checked
+        checked = CheckedStream(turn.evidence) if turn.reply is None and model else None
         try:
             yield TurnStarted(turn)
             async with aclosing(self._deltas(turn, usage)) as deltas:
                 async for delta in deltas:
                     parts.append(delta)
-                    yield AnswerDelta(delta)
+                    text = delta if checked is None else checked.feed(delta)
+                    if text:
+                        yield AnswerDelta(text)
             cited = partial()
+            rest = "" if checked is None else checked.finish(cited.answer)
+            if rest:
+                yield AnswerDelta(rest)
             stored = True  # set first: a cancellation during the write must not overwrite it
             await asyncio.to_thread(
                 self._finish, turn.turn_id, "complete", cited, extractive=extractive, model=model
