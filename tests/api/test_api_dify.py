@@ -1,12 +1,14 @@
 """Dify's External Knowledge API (`POST /dify/retrieval`) against a live `ragsift serve` with
 keys on: the request and record shapes, the normalised score and its threshold, metadata
-conditions as filters (and one refused), the key's scope, and each of Dify's error codes.
+conditions as filters (every operator, on any metadata field; unknown ones refused), the
+key's scope, and each of Dify's error codes.
 
 There is no Dify client library: the contract is checked with httpx, field by field.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -19,11 +21,16 @@ from api.conftest import open_api
 from api.serve_helpers import create_key, serving_with_keys
 
 # each document with its own scope, so every filter can be seen in which documents come back
+# and its own metadata (the upload form's `metadata` field)
 FILES: dict[str, tuple[bytes, dict[str, str]]] = {
     "hotels.md": (HOTELS, {"tenant_id": "acme", "dataset_id": "travel",
-                           "visibility": "public", "source": "wiki"}),
+                           "visibility": "public", "source": "wiki", "metadata": json.dumps(
+                               {"category": "travel", "year": 2024, "code": "TR-100",
+                                "issued": {"$date": "2024-03-01"}})}),
     "leave.md": (LEAVE, {"tenant_id": "globex", "dataset_id": "hr",
-                         "visibility": "internal", "source": "handbook"}),
+                         "visibility": "internal", "source": "handbook", "metadata": json.dumps(
+                             {"category": "hr", "year": 2023, "code": "HR-7",
+                              "issued": {"$date": "2023-06-15"}})}),
     "firmware.txt": (FIRMWARE, {"tenant_id": "acme", "dataset_id": "support",
                                 "visibility": "internal", "source": "tickets"}),
 }
@@ -170,14 +177,37 @@ def test_metadata_conditions_become_scope_filters(dify: Dify) -> None:
     assert len(dify.records(key, request(top_k=10, metadata_condition=None))) == 5
 
 
+def test_difys_operators_filter_on_any_metadata_field(dify: Dify) -> None:
+    names, key = dify.filenames, dify.reader
+
+    # the request shape of Dify's documentation: name a list of one, a string value
+    assert names(key, where(condition(["category"], "is", "hr"))) == {"leave.md"}
+    assert names(key, where(condition("year", "≥", "2024"))) == {"hotels.md"}
+    assert names(key, where(condition("code", "start with", "TR"),
+                            condition("code", "end with", "-7"),
+                            logical_operator="or")) == {"hotels.md", "leave.md"}
+    assert names(key, where(condition("issued", "before", 1700000000))) == {"leave.md"}
+    assert names(key, where(condition("issued", "after", "2024-01-01"))) == {"hotels.md"}
+    # `or` across a metadata key, a scope field and the file name
+    assert names(key, where(condition("category", "contains", "trav"),
+                            condition("source", "is not", "wiki"),
+                            condition("document_name", "is", "leave.md"),
+                            logical_operator="or")) == {"hotels.md", "leave.md", "firmware.txt"}
+    # Dify sends null for the value of empty / not empty, and a null logical_operator
+    assert names(key, request(metadata_condition={"logical_operator": None, "conditions": [
+        {"name": ["category"], "comparison_operator": "empty", "value": None}]})) == \
+        {"firmware.txt"}
+    records = dify.records(key, where(condition("category", "not empty")))
+    assert {r["title"]: r["metadata"]["document_metadata"]["year"] for r in records} == \
+        {"hotels.md": 2024, "leave.md": 2023}
+
+
 @pytest.mark.parametrize(("body", "named"), [
-    (where(condition("tenant_id", "contains", "ac")), "'contains'"),
-    (where(condition("author", "is", "kim")), "'author'"),
-    (where(condition("tenant_id", "is", "acme"), condition("source", "is", "wiki"),
-           logical_operator="or"), "'or'"),
-    (where(condition("tenant_id", "is", ["acme", "globex"])), "'in'"),
+    (where(condition("tenant_id", "between", "ac")), "'between'"),
+    (where(condition("category", "is", ["travel", "hr"])), "'in'"),
+    (where(condition("issued", "before", "next week")), "Unix timestamp"),
 ])
-def test_a_condition_without_a_ragsift_filter_is_refused_naming_it(
+def test_an_unknown_or_malformed_condition_is_refused_naming_it(
     dify: Dify, body: dict[str, Any], named: str,
 ) -> None:
     response = dify.retrieve(dify.reader, body)

@@ -49,6 +49,14 @@ def _passes(raw: dict[str, Any]) -> bool:
     ({"title": {"$contains": "leave"}}, True),  # on a string: a substring
     ({"title": {"$contains": "Leave"}}, False),
     ({"year": {"$contains": "2"}}, False),  # on a number: never
+    ({"title": {"$startswith": "Annual"}}, True),
+    ({"title": {"$startswith": "leave"}}, False),
+    ({"title": {"$endswith": "policy"}}, True),
+    ({"title": {"$endswith": "Policy"}}, False),
+    ({"tags": {"$startswith": "pol"}}, False),  # strings only: never on a list
+    ({"year": {"$endswith": "4"}}, False),  # nor on a number
+    ({"missing": {"$startswith": ""}}, False),
+    ({"$not": {"missing": {"$endswith": "x"}}}, True),
     ({"issued": {"$date": "2024-05-01"}}, True),
     ({"issued": "2024-05-01"}, False),  # a date is not a string
     ({"issued": {"$gte": {"$date": "2024-01-01"}}}, True),
@@ -77,6 +85,7 @@ def test_reference_semantics(raw: dict[str, Any], expected: bool) -> None:
     ({"tags": {"$in": "a"}}, r"filter\.tags\.\$in: \$in takes a list"),
     ({"tags": {"$in": ["a", ["b"]]}}, r"filter\.tags\.\$in\[1\]: a list is not a value"),
     ({"dept": None}, r"filter\.dept: null is not a value"),
+    ({"dept": {"$startswith": 1}}, r"filter\.dept\.\$startswith: \$startswith takes a string"),
     ({"dept": {"$exists": 1}}, r"filter\.dept\.\$exists: \$exists takes true or false"),
     ({"x y": 1}, r"filter\.x y: 'x y' is not a metadata key"),
     ({"$not": {}}, r"filter\.\$not: a filter is a non-empty JSON object"),

@@ -32,11 +32,14 @@ def retrieval_server(
 
 @pytest.fixture(scope="session")
 def library(retrieval_server: Served) -> Handbook:
-    """`library`: hotels.md (tenant acme) and leave.md (tenant globex), both READY."""
+    """`library`: hotels.md (tenant acme; dept travel, year 2024) and leave.md (tenant globex;
+    dept hr, year 2023), both READY."""
     with RagsiftClient(retrieval_server.url, api_key=retrieval_server.admin_key) as client:
         kb = client.create_kb("library")
-        hotels = client.upload_document(kb.id, ("hotels.md", HOTELS), tenant_id="acme")
-        leave = client.upload_document(kb.id, ("leave.md", LEAVE), tenant_id="globex")
+        hotels = client.upload_document(kb.id, ("hotels.md", HOTELS), tenant_id="acme",
+                                        metadata={"dept": "travel", "year": 2024})
+        leave = client.upload_document(kb.id, ("leave.md", LEAVE), tenant_id="globex",
+                                       metadata={"dept": "hr", "year": 2023})
         ready = client.wait_until_ready([hotels, leave], timeout=120)
         assert [d.status for d in ready] == ["READY", "READY"], retrieval_server.server.log_text()
         return Handbook(client.get_kb(kb.id), *ready)

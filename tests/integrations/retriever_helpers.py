@@ -29,7 +29,7 @@ METADATA_KEYS = {
     "rank", "dense_rank", "dense_score", "sparse_rank", "sparse_score", "second_dense_rank",
     "second_dense_score", "fusion_score",
     "rerank_score", "final_score", "retrieval_sources", "merged_from", "chunk_text",
-    "context_text", "context_chunk_ids",
+    "context_text", "context_chunk_ids", "document_metadata",
 }
 
 
@@ -48,6 +48,7 @@ def expected_metadata(hit: RetrievalHit) -> dict[str, Any]:
         "retrieval_sources": list(hit.retrieval_sources), "merged_from": list(hit.merged_from),
         "chunk_text": hit.text, "context_text": hit.context_text,
         "context_chunk_ids": list(hit.context_chunk_ids),
+        "document_metadata": dict(hit.metadata or {}),
     }
 
 

@@ -108,6 +108,24 @@ def test_the_document_whitelist_and_tenant_scope_reach_the_search(
     assert {d.metadata["filename"] for d in only_globex.invoke(HOTEL_LIMIT)} == {"leave.md"}
 
 
+def test_a_metadata_filter_in_the_constructor_and_per_call_reaches_the_search(
+    retrieval_server: Served, library: Handbook,
+) -> None:
+    hr_only = _retriever(retrieval_server, filter={"dept": "hr"})
+    anything = _retriever(retrieval_server)
+
+    found = hr_only.invoke(HOTEL_LIMIT)
+    assert {d.metadata["filename"] for d in found} == {"leave.md"}
+    assert found[0].metadata["document_metadata"] == {"dept": "hr", "year": 2023}
+    assert {d.metadata["filename"] for d in anything.invoke(
+        CARRY_OVER, filter={"year": {"$gte": 2024}})} == {"hotels.md"}
+    # a per-call filter replaces the constructor's, for that call only
+    assert {d.metadata["filename"] for d in hr_only.invoke(
+        HOTEL_LIMIT, filter={"dept": {"$in": ["travel"]}})} == {"hotels.md"}
+    with pytest.raises(ValueError, match=r"filter\.year\.\$gt"):
+        _retriever(retrieval_server, filter={"year": {"$gt": True}})
+
+
 def test_k_is_top_k_and_invoke_keywords_are_search_options_for_that_call_only(
     retrieval_server: Served, library: Handbook,
 ) -> None:

@@ -1,5 +1,6 @@
 """LangChain's own standard retriever suite (`langchain-tests`' RetrieversIntegrationTests, run
-unmodified with its defaults: the count is called `k`) against a live `ragsift serve`."""
+unmodified with its defaults: the count is called `k`) against a live `ragsift serve`, without
+and with a metadata filter configured."""
 
 from __future__ import annotations
 
@@ -41,3 +42,12 @@ class TestRagsiftRetrieverStandard(RetrieversIntegrationTests):
     @property
     def retriever_query_example(self) -> str:
         return CARRY_OVER
+
+
+class TestRagsiftRetrieverStandardWithAFilter(TestRagsiftRetrieverStandard):
+    """The same suite with a metadata filter configured (one both documents pass: the suite
+    needs k=3 passages)."""
+
+    @property
+    def retriever_constructor_params(self) -> dict[str, Any]:
+        return {**self._params, "filter": {"$or": [{"dept": "hr"}, {"year": {"$gte": 2024}}]}}

@@ -12,7 +12,12 @@ from llama_index.core.base.response.schema import Response
 from llama_index.core.llms import MockLLM
 from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.schema import MetadataMode, NodeWithScore, TextNode
-from llama_index.core.vector_stores.types import FilterOperator, MetadataFilter, MetadataFilters
+from llama_index.core.vector_stores.types import (
+    FilterCondition,
+    FilterOperator,
+    MetadataFilter,
+    MetadataFilters,
+)
 from pydantic import ValidationError
 
 from client.client_helpers import Handbook, Served
@@ -113,9 +118,26 @@ def test_similarity_top_k_and_metadata_filters_shape_a_query_engines_sources(
     assert top_one.similarity_top_k == 1
     assert [_text_node(s).metadata["filename"] for s in top_one.retrieve(CARRY_OVER)] == [
         "leave.md"]
-    with pytest.raises(UnsupportedFilterError, match="filter key 'author'"):
-        _retriever(retrieval_server, filters=MetadataFilters(
-            filters=[MetadataFilter(key="author", value="x")]))
+    with pytest.raises(UnsupportedFilterError, match="case-insensitive"):
+        _retriever(retrieval_server, filters=MetadataFilters(filters=[MetadataFilter(
+            key="author", value="x", operator=FilterOperator.TEXT_MATCH_INSENSITIVE)]))
+
+
+def test_metadata_filters_on_metadata_keys_become_a_metadata_filter(
+    retrieval_server: Served, library: Handbook,
+) -> None:
+    recent_or_hr = MetadataFilters(filters=[
+        MetadataFilter(key="year", value=2024, operator=FilterOperator.GTE),
+        MetadataFilters(filters=[MetadataFilter(key="dept", value="hr")]),
+    ], condition=FilterCondition.OR)
+    not_travel = MetadataFilters(filters=[MetadataFilter(key="dept", value="travel")],
+                                 condition=FilterCondition.NOT)
+
+    both = _retriever(retrieval_server, filters=recent_or_hr).retrieve(HOTEL_LIMIT)
+    hr = _retriever(retrieval_server, filters=not_travel).retrieve(HOTEL_LIMIT)
+
+    assert {_text_node(s).metadata["filename"] for s in both} == {"hotels.md", "leave.md"}
+    assert {_text_node(s).metadata["filename"] for s in hr} == {"leave.md"}
 
 
 def test_aquery_and_aretrieve_use_the_async_client(

@@ -72,6 +72,8 @@ def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     docs = tmp_path_factory.mktemp("docs")
     (docs / "travel.md").write_text(TRAVEL, encoding="utf-8")
     (docs / "leave.md").write_text(LEAVE, encoding="utf-8")
+    (docs / "travel.md.meta.json").write_text('{"dept": "travel"}', encoding="utf-8")
+    (docs / "leave.md.meta.json").write_text('{"dept": "hr", "year": 2024}', encoding="utf-8")
     (docs / "other").mkdir()
     (docs / "other" / "plans.md").write_text(OTHER, encoding="utf-8")
     data = tmp_path_factory.mktemp("data")
@@ -109,8 +111,12 @@ def _run(fn: Callable[[], Awaitable[T]]) -> T:
 async def _stdio(data_dir: Path, errlog: Path, *args: str, **env: str
                  ) -> AsyncIterator[ClientSession]:
     command, *rest = ragsift_command()
+    # the SDK starts the server with a minimal environment: keep PYTHONPATH, so that it runs
+    # the source under test (a worktree's src/) rather than the installed package
+    inherited = {name: os.environ[name] for name in ("PYTHONPATH",) if name in os.environ}
     params = StdioServerParameters(command=command, args=[*rest, "mcp", "--data-dir",
-                                                         str(data_dir), *args], env=env)
+                                                         str(data_dir), *args],
+                                   env={**inherited, **env})
     with errlog.open("a") as log:
         async with stdio_client(params, errlog=log) as (read, write), \
                 ClientSession(read, write) as session:
@@ -140,7 +146,9 @@ def test_stdio_lists_the_tools_with_argument_and_result_schemas(
             assert set(tools) == {"search", "explain", "list_knowledge_bases", "get_chunk"}
             search = tools["search"].input_schema
             assert search["required"] == ["query"]
-            assert {"kb", "top_k", "mode", "document_ids", "rerank"} <= set(search["properties"])
+            assert {"kb", "top_k", "mode", "document_ids", "rerank", "filter"} <= set(
+                search["properties"])
+            assert "filter" in tools["explain"].input_schema["properties"]
             assert "ctx" not in search["properties"]
             assert tools["get_chunk"].input_schema["required"] == ["chunk_id"]
             for tool in tools.values():
@@ -153,13 +161,26 @@ def test_stdio_lists_the_tools_with_argument_and_result_schemas(
     _run(check)
 
 
-def test_stdio_search_returns_evidence_with_citations(data_dir: Path, tmp_path: Path) -> None:
-    async def check() -> dict[str, Any]:
+def test_stdio_search_returns_evidence_with_citations_and_takes_a_metadata_filter(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    async def check() -> tuple[dict[str, Any], dict[str, Any], str]:
         async with _stdio(data_dir, tmp_path / "err.log") as session:
-            return _data(await session.call_tool(
+            found = _data(await session.call_tool(
                 "search", {"query": "hotel limit per night", "kb": "handbook", "top_k": 3}))
+            filtered = _data(await session.call_tool("search", {
+                "query": "hotel limit per night", "kb": "handbook", "faq": False,
+                "filter": {"$or": [{"dept": "hr"}, {"dept": {"$startswith": "x"}}]}}))
+            refused = _error_text(await session.call_tool("explain", {
+                "query": "hotel", "kb": "handbook", "filter": {"year": {"$gt": True}}}))
+            return found, filtered, refused
 
-    found = _run(check)
+    found, filtered, refused = _run(check)
+    assert filtered["results"]
+    assert {r["citation"]["file"] for r in filtered["results"]} == {"leave.md"}
+    assert filtered["results"][0]["metadata"] == {"dept": "hr", "year": 2024}
+    assert found["results"][0]["metadata"] == {"dept": "travel"}
+    assert "filter.year.$gt" in refused
     assert found["kb"] == "handbook" and found["query"] == "hotel limit per night"
     best = found["results"][0]
     assert "180 EUR" in best["text"] and best["rank"] == 1

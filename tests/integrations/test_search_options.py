@@ -31,6 +31,19 @@ def test_a_per_call_override_wins_for_that_call_and_is_validated() -> None:
         search.with_options({"top_k": 0})
 
 
+def test_a_metadata_filter_is_an_option_checked_against_the_grammar() -> None:
+    search = RagsiftSearch(base_url="http://127.0.0.1:9", kb="hr", api_key=None,
+                           filter={"dept": "hr"})
+
+    assert search.search_options() == {"filter": {"dept": "hr"}}
+    assert search.with_options({"filter": {"year": {"$gte": 2024}}}) == {
+        "filter": {"year": {"$gte": 2024}}}
+    with pytest.raises(ValueError, match=r"metadata filter: filter\.year\.\$between"):
+        search.with_options({"filter": {"year": {"$between": [1, 2]}}})
+    with pytest.raises(ValueError, match="a filter is a non-empty JSON object"):
+        RagsiftSearch(base_url="http://127.0.0.1:9", kb="hr", api_key=None, filter={})
+
+
 def test_a_frameworks_count_name_becomes_top_k_and_a_disagreement_is_refused() -> None:
     assert rename_count({"k": 3, "kb": "hr"}, "k") == {"top_k": 3, "kb": "hr"}
     assert rename_count({"k": 3, "top_k": 3}, "k") == {"top_k": 3}

@@ -2,10 +2,10 @@
 records with a normalised 0-1 score. Pure functions; the route (api/routes_dify.py) runs them.
 
 Metadata conditions: `is` / `=` (one value) and `in` (a list) on tenant_id, dataset_id,
-visibility, source, document_id and filename (alias document_name, Dify's name for it). Within
-one field the values are a set (`and`: the intersection, `or`: the union); across fields
-ragsift's filters are ANDed, so `or` across different fields has no filter and is refused, as
-is every other field and operator: a condition is never silently dropped.
+visibility, source, document_id and filename (alias document_name, Dify's name for it) are
+scope filters (within one field the values are a set: `and` the intersection, `or` the union),
+checked against the key's scope; every other operator and field, and `or` across fields,
+become one metadata filter (api/dify_conditions.py). A condition is never silently dropped.
 
 Normalised score (README, "Dify external knowledge API"): each hit is calibrated as its
 rerank score when rerank ran (squashed with the logistic function if the reranker answers
@@ -22,9 +22,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ragsift.api.dify_conditions import (
+    FilenameIds,
+    UnsupportedCondition,
+    conditions_filter,
+    field_name,
+)
 from ragsift.api.schemas_dify import Condition, DifyRecord, MetadataCondition
 from ragsift.chat.faq import direct_answer_hit, supporting_hits
-from ragsift.domain.errors import InvalidInput
 from ragsift.domain.results import FaqHit, RetrievalHit, RetrievalResult
 
 # BM25 score at which a BM25-only hit scores 0.5 (typical matches score 1-10 here)
@@ -34,19 +39,12 @@ _FIELDS = {
     "source": "sources", "document_id": "document_ids", "filename": "filenames",
     "document_name": "filenames",
 }
-_ONE_VALUE = frozenset({"is", "="})
-_MANY_VALUES = frozenset({"in"})
-
-
-class UnsupportedCondition(InvalidInput):
-    """A metadata condition ragsift has no filter for (HTTP 400)."""
-
-    code = "unsupported_metadata_condition"
 
 
 @dataclass(frozen=True, slots=True)
 class DifyFilters:
-    """Accepted values per field (None: not filtered); an empty tuple accepts nothing."""
+    """Accepted values per field (None: not filtered; an empty tuple accepts nothing), and
+    the conditions they cannot say as one metadata filter (None: none)."""
 
     tenant_ids: tuple[str, ...] | None = None
     dataset_ids: tuple[str, ...] | None = None
@@ -54,62 +52,66 @@ class DifyFilters:
     sources: tuple[str, ...] | None = None
     document_ids: tuple[str, ...] | None = None
     filenames: tuple[str, ...] | None = None
+    metadata: dict[str, Any] | None = None
 
 
-def _field(condition: Condition) -> str:
-    names = [condition.name] if isinstance(condition.name, str) else condition.name
-    if len(names) != 1:
-        raise UnsupportedCondition(
-            f"a metadata condition names one field; got {len(names)}: {names!r}")
-    name = names[0]
-    if name not in _FIELDS:
-        raise UnsupportedCondition(
-            f"metadata field {name!r} cannot be filtered on; use one of "
-            f"{', '.join(sorted(_FIELDS))}")
-    return name
-
-
-def _values(name: str, condition: Condition) -> tuple[str, ...]:
+def _scope_values(field: str, condition: Condition) -> tuple[str, ...] | None:
+    """The values of an `is` / `=` / `in` condition on a scope field or the file name (kept
+    as scope filters: the key's scope checks them, 1002 outside it), else None."""
     operator, value = condition.comparison_operator, condition.value
-    if operator in _ONE_VALUE:
-        if value is None or isinstance(value, list):
-            raise UnsupportedCondition(
-                f"{name!r} {operator!r} takes one value (use 'in' for a list)")
+    if field not in _FIELDS or value is None:
+        return None
+    if operator in ("is", "=") and not isinstance(value, list):
         return (str(value),)
-    if operator in _MANY_VALUES:
-        if value is None:
-            raise UnsupportedCondition(f"{name!r} 'in' needs a list of values")
-        return tuple(value) if isinstance(value, list) else (str(value),)
-    raise UnsupportedCondition(
-        f"comparison operator {operator!r} (on {name!r}) has no ragsift filter; use 'is', "
-        "'=' or 'in'")
+    if operator == "in":
+        return tuple(str(v) for v in value) if isinstance(value, list) else (str(value),)
+    return None
 
 
-def conditions_to_filters(condition: MetadataCondition | None) -> DifyFilters:
-    """Dify's metadata_condition as ragsift filters; UnsupportedCondition for what has none."""
+def _scope_filters(grouped: dict[str, list[tuple[str, ...]]], union: bool) -> dict[str, Any]:
+    combined: dict[str, tuple[str, ...]] = {}
+    for field, sets in grouped.items():
+        if union:
+            combined[field] = tuple(dict.fromkeys(v for values in sets for v in values))
+            continue
+        kept = dict.fromkeys(sets[0])
+        for values in sets[1:]:
+            kept = {v: None for v in kept if v in values}
+        combined[field] = tuple(kept)
+    return combined
+
+
+def conditions_to_filters(
+    condition: MetadataCondition | None, filename_ids: FilenameIds | None = None,
+) -> DifyFilters:
+    """Dify's metadata_condition as ragsift filters: `is` / `in` on the scope fields and the
+    file name as scope filters (as before metadata), every other condition (and an `or`
+    across fields) as one metadata filter; UnsupportedCondition for an unknown operator.
+    `filename_ids` resolves file-name conditions inside the metadata filter."""
     if condition is None or not condition.conditions:
         return DifyFilters()
+    union = condition.logical_operator == "or"
+    items = [(field, c, _scope_values(field, c))
+             for c in condition.conditions for field in (field_name(c.name),)]
+    resolve = filename_ids or _no_filenames
+    if union and (any(values is None for _, _, values in items)
+                  or len({_FIELDS[field] for field, _, _ in items}) > 1):
+        return DifyFilters(metadata=conditions_filter(
+            [(field, c.comparison_operator, c.value) for field, c, _ in items], "or", resolve))
     grouped: dict[str, list[tuple[str, ...]]] = {}
-    names: set[str] = set()
-    for item in condition.conditions:
-        name = _field(item)
-        names.add(name)
-        grouped.setdefault(_FIELDS[name], []).append(_values(name, item))
-    combined: dict[str, tuple[str, ...]] = {}
-    if (condition.logical_operator or "and") == "or":
-        if len(grouped) > 1:
-            raise UnsupportedCondition(
-                "logical_operator 'or' is supported within one field only (ragsift's filters "
-                f"are ANDed across fields); got {', '.join(sorted(names))}")
-        for field, sets in grouped.items():
-            combined[field] = tuple(dict.fromkeys(v for values in sets for v in values))
-    else:
-        for field, sets in grouped.items():
-            kept = dict.fromkeys(sets[0])
-            for values in sets[1:]:
-                kept = {v: None for v in kept if v in values}
-            combined[field] = tuple(kept)
-    return DifyFilters(**combined)
+    rest: list[tuple[str, str, Any]] = []
+    for field, c, values in items:
+        if values is None:
+            rest.append((field, c.comparison_operator, c.value))
+        else:
+            grouped.setdefault(_FIELDS[field], []).append(values)
+    metadata = conditions_filter(rest, "and", resolve) if rest else None
+    return DifyFilters(**_scope_filters(grouped, union), metadata=metadata)
+
+
+def _no_filenames(raw: dict[str, Any]) -> list[str]:
+    raise UnsupportedCondition("a condition on the file name needs the knowledge base's "
+                               "documents")
 
 
 def _logistic(x: float) -> float:
@@ -146,6 +148,7 @@ def _metadata(hit: RetrievalHit) -> dict[str, Any]:
         "rank": hit.rank, "retrieval_sources": list(hit.retrieval_sources),
         "fusion_score": hit.fusion_score, "dense_score": hit.dense_score,
         "sparse_score": hit.sparse_score, "rerank_score": hit.rerank_score,
+        "document_metadata": hit.metadata or {},
     }
 
 

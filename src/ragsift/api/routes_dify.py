@@ -2,7 +2,8 @@
 
 The knowledge_id is a KB id or name; the search is ragsift's plan, as chat runs it (a FAQ
 entry above the direct-answer threshold is the only record; close entries come before the
-chunks) within the key's scope, with the metadata conditions as filters and the records'
+chunks) within the key's scope, with the metadata conditions as filters (every operator of
+Dify's spec, api/dify_conditions.py) and the records'
 scores normalised to 0-1 (api/dify_mapping.py). Errors are Dify's `{"error_code",
 "error_msg"}` (api/compat_errors.py).
 """
@@ -16,6 +17,7 @@ from starlette.concurrency import run_in_threadpool
 
 from ragsift.api.auth import CurrentPrincipal
 from ragsift.api.deps import State
+from ragsift.api.dify_conditions import FilenameIds, filename_matcher
 from ragsift.api.dify_mapping import DifyFilters, conditions_to_filters, plan_records
 from ragsift.api.errors import ApiError
 from ragsift.api.schemas_dify import DifyErrorBody, DifyRetrievalBody, DifyRetrievalOut
@@ -26,7 +28,8 @@ from ragsift.domain.requests import SearchRequest
 _ERRORS: dict[int | str, dict[str, Any]] = {
     status: {"model": DifyErrorBody, "description": description}
     for status, description in (
-        (400, "3001: invalid request, or a metadata condition ragsift has no filter for"),
+        (400, "3001: invalid request, an unknown comparison operator or an invalid "
+              "metadata condition"),
         (403, "1001: the Authorization header is missing or not `Bearer KEY`; 1002: the key "
               "is unknown, revoked or expired, or may not use this knowledge base"),
         (404, "2001: the knowledge base does not exist"),
@@ -45,6 +48,14 @@ def _knowledge_base(container: Container, knowledge_id: str) -> KnowledgeBase:
     if kb is None:
         raise ApiError(404, "kb_not_found", f"knowledge base {knowledge_id!r} does not exist")
     return kb
+
+
+def _filename_ids(container: Container, kb_id: str) -> FilenameIds:
+    """Resolves a file-name condition inside a metadata filter on the KB's documents."""
+    def ids(raw: dict[str, Any]) -> list[str]:
+        documents = container.repository.list_documents(kb_id)
+        return filename_matcher({d.id: d.filename for d in documents})(raw)
+    return ids
 
 
 def _document_ids(container: Container, kb_id: str, filters: DifyFilters) -> tuple[str, ...] | None:
@@ -67,7 +78,8 @@ async def dify_retrieval(
     container = state.container
     kb = await run_in_threadpool(_knowledge_base, container, body.knowledge_id)
     principal.check_kb(kb.id)
-    filters = conditions_to_filters(body.metadata_condition)
+    filters = await run_in_threadpool(
+        conditions_to_filters, body.metadata_condition, _filename_ids(container, kb.id))
     document_ids = await run_in_threadpool(_document_ids, container, kb.id, filters)
     # the key's scope is the ceiling: conditions may narrow it, never widen it
     scope = principal.ceiling(filters.tenant_ids, filters.dataset_ids, filters.visibilities,
@@ -80,10 +92,11 @@ async def dify_retrieval(
         query=body.query, kb_id=kb.id, top_k=body.retrieval_setting.top_k,
         document_ids=document_ids, sources=filters.sources, tenant_ids=scope["tenant_ids"],
         dataset_ids=scope["dataset_ids"], visibilities=scope["visibilities"],
-        roles=scope["roles"], run_doc=True,
-        # FAQ entries are no documents: a condition naming documents leaves them out
+        roles=scope["roles"], run_doc=True, filter=filters.metadata,
+        # FAQ entries are no documents: a condition naming documents or their metadata
+        # leaves them out
         run_faq=False if filters.document_ids is not None or filters.filenames is not None
-        else None,
+        or filters.metadata is not None else None,
     ))
     state.metrics.observe_retrieval(result.trace)
     setting = body.retrieval_setting

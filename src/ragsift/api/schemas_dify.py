@@ -10,13 +10,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ragsift.api.dify_conditions import OPERATORS
 from ragsift.api.schemas import Text
-
-# Dify's operators; only some have a ragsift filter (api/dify_mapping.py says which).
-ComparisonOperator = Literal[
-    "contains", "not contains", "start with", "end with", "is", "is not", "in", "not in",
-    "empty", "not empty", "=", "≠", ">", "<", "≥", "≤", "before", "after", "null", "not null",
-]
 
 
 class DifyModel(BaseModel):
@@ -37,10 +32,12 @@ class RetrievalSetting(DifyModel):
 class Condition(DifyModel):
     """One metadata condition: a field (Dify sends a string; its older docs a list of one)."""
 
-    name: str | list[str] = Field(description="tenant_id, dataset_id, visibility, source, "
-                                              "document_id or filename")
-    comparison_operator: ComparisonOperator
-    value: str | int | float | list[str] | None = None
+    name: str | list[str] = Field(description="a metadata key, or tenant_id, dataset_id, "
+                                              "visibility, source, document_id or filename")
+    # a string, so that an operator Dify adds later is answered 3001 naming the known ones
+    comparison_operator: str = Field(
+        max_length=32, description="one of Dify's operators: " + ", ".join(OPERATORS))
+    value: str | int | float | list[str | int | float] | None = None
 
 
 class MetadataCondition(DifyModel):

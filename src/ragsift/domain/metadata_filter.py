@@ -6,7 +6,8 @@ evaluator (the backends push the same semantics down; tests compare them with th
               | FIELD: value                         same as {"$eq": value}
               | FIELD: { op: operand, ... }          all operators hold
     op       := $eq $ne $gt $gte $lt $lte (operand: a scalar)
-              | $in $nin (a list of scalars) | $exists (true/false) | $contains (a string)
+              | $in $nin (a list of scalars) | $exists (true/false)
+              | $contains $startswith $endswith (a string)
 
 FIELD is a metadata key or a built-in scope field (source, tenant_id, dataset_id,
 visibility, document_id). Scalars are strings, numbers, booleans and tagged dates
@@ -19,6 +20,8 @@ Semantics, per the field's value v (absent when the document lacks the key):
 - `$gt $gte $lt $lte`: v and x are both strings, numbers, dates or datetimes; false for
   absent, lists, booleans and mixed types. Booleans cannot be ordered (the filter is refused).
 - `$contains s`: on a list v, s is an element; on a string v, s is a substring; else false.
+- `$startswith s` / `$endswith s`: v is a string that begins / ends with s; else false (a
+  list, a number or a date never does).
 - `$exists b`: the key is present (b true) or absent (b false).
 Errors (InvalidInput) name the offending part by its JSON path, e.g. `filter.$or[1].year.$gt`.
 """
@@ -40,10 +43,12 @@ from ragsift.domain.metadata import (
     decode_value,
 )
 
-Op = Literal["$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin", "$exists", "$contains"]
+Op = Literal["$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin", "$exists", "$contains",
+             "$startswith", "$endswith"]
 _SCALAR_OPS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte")
 _ORDER_OPS = ("$gt", "$gte", "$lt", "$lte")
-OPERATORS = (*_SCALAR_OPS, "$in", "$nin", "$exists", "$contains")
+_TEXT_OPS = ("$contains", "$startswith", "$endswith")
+OPERATORS = (*_SCALAR_OPS, "$in", "$nin", "$exists", *_TEXT_OPS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,10 +135,10 @@ class _Parser:
             if not isinstance(operand, bool):
                 raise InvalidInput(f"{path}: $exists takes true or false")
             return Condition(field, "$exists", operand)
-        if op == "$contains":
+        if op in _TEXT_OPS:
             if not isinstance(operand, str):
-                raise InvalidInput(f"{path}: $contains takes a string")
-            return Condition(field, "$contains", operand)
+                raise InvalidInput(f"{path}: {op} takes a string")
+            return Condition(field, op, operand)  # type: ignore[arg-type]
         if op in ("$in", "$nin"):
             if not isinstance(operand, list):
                 raise InvalidInput(f"{path}: {op} takes a list of values")
@@ -208,6 +213,10 @@ def _holds(condition: Condition, record: Mapping[str, Value]) -> bool:
         return found if op == "$in" else not found
     if op == "$contains":
         return isinstance(value, tuple | str) and operand in value
+    if op == "$startswith":
+        return isinstance(value, str) and value.startswith(operand)  # type: ignore[arg-type]
+    if op == "$endswith":
+        return isinstance(value, str) and value.endswith(operand)  # type: ignore[arg-type]
     return _order(value, op, operand)  # type: ignore[arg-type]
 
 

@@ -58,6 +58,10 @@ def _condition(node: Condition) -> Predicate:
     if op == "$contains":
         return lambda record: type(value := record.get(field)) in (tuple, str) and (
             operand in value)  # type: ignore[operator]
+    if op in ("$startswith", "$endswith"):
+        method = str.startswith if op == "$startswith" else str.endswith
+        return lambda record: type(value := record.get(field)) is str and method(
+            value, operand)  # type: ignore[arg-type]
     return _ordered(field, op, operand)
 
 

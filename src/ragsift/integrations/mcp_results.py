@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 from urllib.parse import quote
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -80,6 +81,8 @@ class Evidence(Out):
     score: float = Field(description="the rerank score when reranked, else the fusion score")
     retrieval_sources: list[str] = Field(description="the channels that found it")
     citation: Citation
+    metadata: dict[str, Any] = Field(
+        default_factory=dict, description="the document's metadata (dates as {\"$date\": ...})")
 
 
 class ScoredEvidence(Evidence):
@@ -222,6 +225,7 @@ def _evidence(hit: RetrievalHit) -> dict[str, object]:
         "rank": hit.rank, "text": hit.text, "context": hit.context_text,
         "score": hit.rerank_score if hit.rerank_score is not None else hit.fusion_score,
         "retrieval_sources": list(hit.retrieval_sources),
+        "metadata": dict(hit.metadata or {}),
         "citation": cite(hit.filename, hit.document_id, hit.chunk_id, hit.heading_path,
                          hit.locator),
     }

@@ -153,6 +153,10 @@ Roles = Annotated[list[str] | None, Field(
                                 "left out; none given: only unrestricted documents.")]
 KbVersion = Annotated[int | None, Field(
     ge=0, le=2**31 - 1, description="Search this retained version instead of the active one.")]
+FilterArg = Annotated[dict[str, Any] | None, Field(
+    description='A metadata filter, e.g. {"dept": "hr", "year": {"$gte": 2024}}: operators '
+                "$eq $ne $gt $gte $lt $lte $in $nin $exists $contains $startswith $endswith, "
+                "combined with $and $or $not; results carry each document's metadata.")]
 ChunkId = Annotated[str, Field(min_length=1, max_length=200,
                                description="A chunk id from a citation.")]
 Window = Annotated[int, Field(ge=0, le=5, description="Neighbouring passages on each side.")]
@@ -241,7 +245,7 @@ class RagsiftTools:
         rewrite: RewriteArg = None, small2big: Small2BigArg = None, min_score: MinScore = None,
         faq: FaqArg = None, sources: Values = None, tenant_ids: Values = None,
         dataset_ids: Values = None, visibilities: Values = None, roles: Roles = None,
-        kb_version: KbVersion = None,
+        kb_version: KbVersion = None, filter: FilterArg = None,
     ) -> SearchResult:
         """Search a knowledge base for the evidence to answer a question.
 
@@ -254,6 +258,7 @@ class RagsiftTools:
             "min_score": min_score, "run_faq": faq, "sources": sources,
             "tenant_ids": tenant_ids, "dataset_ids": dataset_ids,
             "visibilities": visibilities, "roles": roles, "kb_version": kb_version,
+            "filter": filter,
         })
         return search_result(kb_found.name, result)
 
@@ -265,6 +270,7 @@ class RagsiftTools:
         auto_merge: Switch = None, min_score: MinScore = None, faq: FaqArg = None,
         sources: Values = None, tenant_ids: Values = None, dataset_ids: Values = None,
         visibilities: Values = None, roles: Roles = None, kb_version: KbVersion = None,
+        filter: FilterArg = None,
     ) -> ExplainResult:
         """Search like `search` and show why: every result's dense, BM25, fusion and rerank
         ranks and scores, and a summary of the retrieval trace (query variants, channels,
@@ -275,7 +281,7 @@ class RagsiftTools:
             "small2big": small2big, "auto_merge": auto_merge, "min_score": min_score,
             "run_faq": faq, "sources": sources, "tenant_ids": tenant_ids,
             "dataset_ids": dataset_ids, "visibilities": visibilities, "roles": roles,
-            "kb_version": kb_version,
+            "kb_version": kb_version, "filter": filter,
         })
         return explain_result(kb_found.name, result)
 

@@ -25,6 +25,8 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 from ragsift.client import AsyncRagsiftClient, ClientValidationError, RagsiftClient, RetrievalHit
 from ragsift.client.calls import search_body
 from ragsift.client.connection import DEFAULT_TIMEOUT_S
+from ragsift.domain.errors import InvalidInput
+from ragsift.domain.metadata_filter import parse_filter
 from ragsift.domain.requests import Fusion, Mode
 from ragsift.integrations.mcp_results import citation_label
 
@@ -40,7 +42,7 @@ OPTION_FIELDS = (
     "mode", "top_k", "candidate_k", "channel_k", "fusion", "rrf_k", "dense_weight",
     "sparse_weight", "tuned_fusion", "rewrite", "rerank", "small2big", "auto_merge", "min_score",
     "consistency", "feedback", "second_dense", "document_ids", "sources", "tenant_ids",
-    "dataset_ids", "visibilities", "roles", "kb_version",
+    "dataset_ids", "visibilities", "roles", "kb_version", "filter",
 )
 
 # what LlamaIndex shows the chat model of each node besides its text
@@ -102,6 +104,9 @@ class RagsiftSearch(BaseModel):
     visibilities: list[str] | None = None
     roles: list[str] | None = Field(default=None, description="the caller's data roles")
     kb_version: int | None = None
+    filter: dict[str, Any] | None = Field(
+        default=None, description="a metadata filter ({\"dept\": \"hr\", \"year\": "
+                                  "{\"$gte\": 2024}}; README, Metadata and filters)")
 
     @model_validator(mode="after")
     def _valid_search(self) -> RagsiftSearch:
@@ -153,11 +158,16 @@ class RagsiftSearch(BaseModel):
 
 
 def _check_options(kb: str | None, kb_id: str | None, options: Mapping[str, Any]) -> None:
-    """Refuse options the API's request model would refuse (ValueError naming each)."""
+    """Refuse options the API's request model would refuse, and a filter outside the filter
+    language's grammar (ValueError naming each)."""
     try:
         search_body("probe", kb, kb_id, options)
+        if options.get("filter") is not None:
+            parse_filter(options["filter"])
     except ClientValidationError as exc:
         raise ValueError(f"invalid ragsift search options: {exc.message}") from None
+    except InvalidInput as exc:
+        raise ValueError(f"invalid ragsift metadata filter: {exc}") from None
 
 
 def rename_count(values: Any, alias: str) -> Any:
@@ -213,4 +223,5 @@ def hit_metadata(hit: RetrievalHit) -> dict[str, Any]:
         "chunk_text": hit.text,
         "context_text": hit.context_text,
         "context_chunk_ids": list(hit.context_chunk_ids),
+        "document_metadata": dict(hit.metadata or {}),
     }

@@ -34,7 +34,7 @@ def _condition() -> st.SearchStrategy[dict[str, Any]]:
         st.tuples(st.sampled_from(("$eq", "$ne")), st.booleans() | st.sampled_from(DOCUMENTS)),
         st.tuples(st.sampled_from(("$in", "$nin")), st.lists(scalars, max_size=3)),
         st.tuples(st.just("$exists"), st.booleans()),
-        st.tuples(st.just("$contains"), words),
+        st.tuples(st.sampled_from(("$contains", "$startswith", "$endswith")), words),
     )
     return st.builds(lambda name, op: {name: {op[0]: op[1]}}, field, ops)
 
