@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -32,3 +33,18 @@ def llm_server(llm_server_process: LLMServer) -> LLMServer:
     """The running fake server, back in "ok" mode with no recorded requests."""
     llm_server_process.reset()
     return llm_server_process
+
+
+_TESTS = Path(__file__).parent
+_SLOW_MODULES = frozenset(
+    line.strip() for line in (_TESTS / "slow_modules.txt").read_text().splitlines()
+    if line.strip() and not line.startswith("#")
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Marks the tests of the modules in slow_modules.txt `slow` (left out by --quick)."""
+    for item in items:
+        module = item.path.relative_to(_TESTS.parent).as_posix()
+        if module in _SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)
