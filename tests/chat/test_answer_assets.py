@@ -5,13 +5,11 @@ answer shows the top item's image, and the service stores the shown images with 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, Iterator, Sequence
-from pathlib import Path
+from collections.abc import AsyncGenerator, Sequence
 
 import pytest
 
 from chat.chat_factories import FIRMWARE, HOTEL, evidence, hit, trace
-from ragsift.adapters.sql import SqlRepository
 from ragsift.adapters.sql.conversation_repository import SqlConversationStore
 from ragsift.chat.assets import (
     caption_text,
@@ -26,7 +24,6 @@ from ragsift.chat.prompt import SYSTEM_PROMPT, build_messages, render_evidence
 from ragsift.chat.service import ChatRequest, ChatService, TurnFinished
 from ragsift.domain.assets import AssetRef
 from ragsift.domain.chat import ChatMessage, Evidence
-from ragsift.domain.models import KnowledgeBase
 from ragsift.domain.requests import SearchRequest
 from ragsift.domain.results import RetrievalResult
 
@@ -174,18 +171,6 @@ class Model:
     async def stream(self, messages: Sequence[ChatMessage]) -> AsyncGenerator[str, None]:
         for delta in self.deltas:
             yield delta
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[SqlConversationStore]:
-    url = f"sqlite:///{tmp_path / 'chat.sqlite'}"
-    repository = SqlRepository(url)
-    repository.create_kb(KnowledgeBase(id="kb1", name="docs", embedding_model="e5",
-                                       embedding_dim=384))
-    conversations = SqlConversationStore(url, migrate=False)
-    yield conversations
-    conversations.close()
-    repository.close()
 
 
 def _run(service: ChatService) -> tuple[TurnFinished, str]:

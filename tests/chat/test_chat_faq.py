@@ -8,17 +8,11 @@ is the real SQLite one. The real stack runs in tests/api/test_api_chat_faq.py.""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
 
 from chat.chat_factories import HOTEL, result
 from chat.test_chat_service import Model
-from ragsift.adapters.sql import SqlRepository
 from ragsift.adapters.sql.conversation_repository import SqlConversationStore
 from ragsift.chat.service import ChatOptions, ChatRequest, ChatService, PreparedTurn
-from ragsift.domain.models import KnowledgeBase
 from ragsift.domain.requests import SearchRequest
 from ragsift.domain.results import FaqHit, RetrievalResult
 from ragsift.domain.trace import RouteTrace
@@ -47,18 +41,6 @@ class FaqRetriever:
         found = result(HOTEL, query=request.query)
         trace = found.trace.model_copy(update={"route": RouteTrace(route=self.route)})
         return found.model_copy(update={"faq_hits": self.faq, "trace": trace})
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[SqlConversationStore]:
-    url = f"sqlite:///{tmp_path / 'chat.sqlite'}"
-    repository = SqlRepository(url)
-    repository.create_kb(KnowledgeBase(id="kb1", name="docs", embedding_model="e5",
-                                       embedding_dim=384))
-    conversations = SqlConversationStore(url, migrate=False)
-    yield conversations
-    conversations.close()
-    repository.close()
 
 
 def _turn(service: ChatService, message: str) -> PreparedTurn:

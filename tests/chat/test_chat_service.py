@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncGenerator, Iterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 
 from chat.chat_factories import FIRMWARE, HOTEL, result
-from ragsift.adapters.sql import SqlRepository
 from ragsift.adapters.sql.conversation_repository import SqlConversationStore
 from ragsift.chat.extractive import EXTRACTIVE_NOTE_EN
 from ragsift.chat.prompt import NO_EVIDENCE_EN, SYSTEM_PROMPT
@@ -32,7 +30,6 @@ from ragsift.chat.service import (
 )
 from ragsift.domain.chat import ChatMessage, ChatModelFailed, ConversationBusy, Turn
 from ragsift.domain.errors import InvalidInput, NotFound, RetrievalUnavailable, UpstreamError
-from ragsift.domain.models import KnowledgeBase
 from ragsift.domain.requests import SearchRequest
 from ragsift.domain.results import RetrievalResult
 
@@ -77,18 +74,6 @@ class Model:
             sent = len(self.deltas)
         finally:
             self.closed_early = sent < len(self.deltas)
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[SqlConversationStore]:
-    url = f"sqlite:///{tmp_path / 'chat.sqlite'}"
-    repository = SqlRepository(url)
-    repository.create_kb(KnowledgeBase(id="kb1", name="docs", embedding_model="e5",
-                                       embedding_dim=384))
-    conversations = SqlConversationStore(url, migrate=False)
-    yield conversations
-    conversations.close()
-    repository.close()
 
 
 def _events(service: ChatService, turn: PreparedTurn) -> list[TurnEvent]:
