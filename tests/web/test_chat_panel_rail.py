@@ -24,17 +24,24 @@ ANSWER = ("Most cities allow 150 dollars a night [1](citation://1), London and T
           "220 dollars [2](citation://2).")
 JS = Path(__file__).resolve().parents[2] / "src" / "ragsift" / "web" / "static" / "js"
 
-# samples the panel's box on every animation frame for 0.6 s (the slide takes 0.22 s)
+# samples the panel's box on every animation frame until it has rested, fully opaque, for 10
+# frames (the slide takes 0.22 s; a loaded machine may start it late), at most 10 s
 SAMPLE = """
 window.__panelSamples = [];
 const started = performance.now();
+let resting = 0;
 const step = () => {
   const panel = document.getElementById("evidence-panel");
   const box = panel.getBoundingClientRect();
   if (!panel.hidden) {
-    window.__panelSamples.push({x: box.x, y: box.y, opacity: +getComputedStyle(panel).opacity});
+    const samples = window.__panelSamples;
+    const sample = {x: box.x, y: box.y, opacity: +getComputedStyle(panel).opacity};
+    const last = samples[samples.length - 1];
+    const still = last && last.x === sample.x && last.y === sample.y;
+    resting = still && sample.opacity === 1 ? resting + 1 : 0;
+    samples.push(sample);
   }
-  if (performance.now() - started < 600) requestAnimationFrame(step);
+  if (resting < 10 && performance.now() - started < 10000) requestAnimationFrame(step);
 };
 requestAnimationFrame(step);
 """
