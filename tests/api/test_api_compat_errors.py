@@ -33,7 +33,7 @@ def test_an_unknown_path_under_a_prefix_answers_in_that_apis_format(
 ) -> None:
     api = make_api()
 
-    missing = api.client.post("/v1/embeddings", json={"input": "x"})
+    missing = api.client.post("/v1/images/generations", json={"prompt": "x"})
     wrong_method = api.client.get("/dify/retrieval")
 
     assert missing.status_code == 404
