@@ -44,3 +44,14 @@ def test_the_cli_role_names_are_the_roles_of_the_keys() -> None:
 
 def test_the_tune_help_names_the_metrics_the_tuner_accepts() -> None:
     assert METRICS == TUNING_METRICS
+
+
+def test_python_dash_m_ragsift_runs_the_same_command_line_without_the_heavy_stacks() -> None:
+    done = subprocess.run([sys.executable, "-m", "ragsift", "--help"], capture_output=True,
+                          text=True, timeout=120, check=True)
+    assert "Usage: python -m ragsift" in done.stdout
+    for command in ("ingest", "search", "serve", "kb", "faq"):
+        assert f" {command} " in done.stdout, command
+    assert _imported_after("import runpy, sys\nsys.argv = ['ragsift', '--help']\n"
+                           "try:\n    runpy.run_module('ragsift', run_name='__main__')\n"
+                           "except SystemExit as exc:\n    assert exc.code == 0\n") == set()

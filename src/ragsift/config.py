@@ -515,7 +515,7 @@ class Settings(BaseSettings):
         "covers little of the KB (RAGSIFT_CROSS_LINGUAL_MIN_SHARE), or all",
     )
     # 2: on the samples, 1 left most English questions' Chinese answers below the top 3 and 3
-    # pushed a same-language answer down (docs/quality.md, scripts/second_dense_weights.py)
+    # pushed a same-language answer down (docs/quality.md, research/second_dense_weights.py)
     second_dense_weight: float = Field(
         default=2.0, ge=0, description="its fusion weight for a cross-lingual query"
     )

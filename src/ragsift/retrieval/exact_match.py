@@ -12,7 +12,7 @@ Rare terms are the KB analyzer's tokens of the query with a document frequency f
 scifact's claims (English prose) rare words are ordinary domain words (clpc, gluten-free,
 triacylglycerol) whose holders are often not the answer, and the word rule cost nDCG@10
 -0.024 [-0.051, -0.001] in a BM25 proxy, while the digit rule was +0.006 [0, +0.015]
-(scripts/exact_match_scifact_proxy.py, docs/quality.md). Chinese words are left to fusion:
+(research/exact_match_scifact_proxy.py, docs/quality.md). Chinese words are left to fusion:
 on afqmc-faq the rare ones were everyday words
 (公积金, 保证金, 看不到); counting them cost nDCG@10 there and significantly on cmrc2018
 (docs/quality.md); a Chinese name's own short BM25 list is kept high by fusion.py's

@@ -1,6 +1,6 @@
 """Grid of fusion settings over the evaluation KBs built by `ragsift eval` (one data dir).
 
-Usage: python scripts/fusion_grid.py --data-dir /tmp/eval-data SET_DIR [SET_DIR ...]
+Usage: python research/fusion_grid.py --data-dir /tmp/eval-data SET_DIR [SET_DIR ...]
 Prints nDCG@10 per set for every configuration and the configurations that do best on all
 sets at once (ranked by their worst gain over dense alone), then a 5-fold cross-validation of
 picking the best configuration per set.

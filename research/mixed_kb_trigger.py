@@ -7,7 +7,7 @@ corpus and over the sample KbScripts takes (`--documents` spread evenly in inges
 how many queries the mixed rule would give the second dense channel (a share >= `--share`;
 a query in the KB's minority script already searched it before, by the minority-script rule).
 
-    python scripts/mixed_kb_trigger.py [--evaldata ../shared/evaldata] [SET ...]
+    python research/mixed_kb_trigger.py [--evaldata ../shared/evaldata] [SET ...]
 """
 
 from __future__ import annotations

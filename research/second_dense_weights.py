@@ -1,7 +1,7 @@
 """Where the answer ranks (top 10, RetrievalService, no rewriter) for English questions over a
 mostly Chinese KB, at several fusion weights of the second dense channel (issue 18, item 6).
 
-    python scripts/second_dense_weights.py DATA_DIR KB [--weights 1,1.5,2,3]
+    python research/second_dense_weights.py DATA_DIR KB [--weights 1,1.5,2,3]
 
 Questions of two kinds, our own (no labelled cross-lingual set exists): the answer is in
 English (same language: the channel must not push it down) or in Chinese (cross-lingual: the

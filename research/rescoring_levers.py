@@ -2,11 +2,11 @@
 fused top-k, pseudo-relevance feedback (RM3 for BM25, Rocchio for dense), and for long
 passages BM25 over chunks scored by the best chunk (MaxP).
 
-Usage: python scripts/rescoring_levers.py [--root ../shared/evaldata] [--cache /tmp/levers]
+Usage: python research/rescoring_levers.py [--root ../shared/evaldata] [--cache /tmp/levers]
        [--evalkb /tmp/evalkb] [--levers consistency,rm3,rocchio,maxp,tantivy,both]
        [--bm25-only] SET [SET ...]
 (`tantivy` times RM3 on a copy of the set's BM25 index in --cache/SET/tantivy/kb; the grids
-live in scripts/rescoring_experiments.py.) Results: a markdown table on stdout and
+live in research/rescoring_experiments.py.) Results: a markdown table on stdout and
 --cache/rescoring_levers.json.
 
 No knowledge base is opened (the eval build holds the data directory's lock): the e5 passage

@@ -9,7 +9,7 @@ weight of each term, never parsed), fuses the list with the KB's e5 list as the 
 (z-score, dense 1, BM25 0.7, 100 per channel) and prints nDCG@10 with a paired-bootstrap 95%
 CI of the difference to the default (all weights 1).
 
-    python scripts/token_class_levers.py --data-dir /tmp/evalkb SET_DIR [SET_DIR ...]
+    python research/token_class_levers.py --data-dir /tmp/evalkb SET_DIR [SET_DIR ...]
 
 The KB eval-SET must exist in the data dir (`ragsift eval SET_DIR` builds it); nothing is
 written. A token that is both a word and a bigram (or a character) takes the larger weight.

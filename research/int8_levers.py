@@ -9,7 +9,7 @@ dir's embedding cache), and both are searched exactly for every dev query (each 
 its own queries); dense alone and the default hybrid (z-score, dense 1, BM25 0.7 over the
 KB's BM25 list, 100 per channel) are scored by nDCG@10 with a paired-bootstrap 95% CI.
 
-    python scripts/int8_levers.py --data-dir /tmp/evalkb SET_DIR [SET_DIR ...]
+    python research/int8_levers.py --data-dir /tmp/evalkb SET_DIR [SET_DIR ...]
 
 Needs the `fast` extra (onnx, onnxruntime); the int8 graph is written to --graph (default
 /tmp/e5-int8-per-channel.onnx) once.

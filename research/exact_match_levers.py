@@ -1,6 +1,6 @@
 """Measures the candidate fixes of issue 34, item 1 (rare exact matches buried by fusion) offline.
 
-Usage: python scripts/exact_match_levers.py --data-dir DIR SET [SET ...]
+Usage: python research/exact_match_levers.py --data-dir DIR SET [SET ...]
        SET: a BEIR folder whose KB eval-NAME is built in DIR (`ragsift eval FOLDER`), or
        `identifiers` (the KB benchmarks/identifier_recall.py builds in DIR)
 Each query's dense and BM25 lists (100 each, as served) and its terms' document frequencies

@@ -1,4 +1,4 @@
-"""The lever grids of scripts/rescoring_levers.py (run that script; this one only holds them)."""
+"""The lever grids of research/rescoring_levers.py (run that script; this one only holds them)."""
 
 from __future__ import annotations
 

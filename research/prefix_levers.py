@@ -6,7 +6,7 @@ set's passages both ways with the ONNX e5 route, searches exactly, fuses each wi
 (z-score 1/0.7, 100 per channel, as the default) and prints nDCG@10 with paired-bootstrap 95%
 CIs against the default.
 
-    python scripts/prefix_levers.py [--root ../shared/evaldata] [--cache /tmp/prefix] SET [...]
+    python research/prefix_levers.py [--root ../shared/evaldata] [--cache /tmp/prefix] SET [...]
 
 Vectors are cached as .npy under --cache/SET (passages "passage: ", passages "query: ",
 queries "query: "), so reruns only score.

@@ -1,7 +1,7 @@
 """Offline measurement of a learned linear re-scoring of the fused candidates (issue 18).
 
 Each query's candidates are the union of the eval KB's e5 and BM25 top-100 lists and USE's
-exact top 100 (the lists `scripts/channel_levers.py score` cached under /tmp/levers/<set>/).
+exact top 100 (the lists `research/channel_levers.py score` cached under /tmp/levers/<set>/).
 A candidate gets a few features (each channel's z-score as fusion computes it, presence in
 each list, the exact e5 / USE cosine z-scored by the list's statistics, query-token
 coverage and idf-weighted coverage over the v2 analyzer, candidate coverage, a quantity
@@ -11,8 +11,8 @@ cross-validation by query (every fold's model trained on the other folds of ever
 from leave-one-set-out; deltas are against the default (z-score, dense 1, BM25 0.7) on the
 same queries with the paired-bootstrap 95% CI.
 
-    python scripts/learned_fusion_levers.py --data-dir /tmp/levers/channels_data SET_DIR ...
-    python scripts/learned_fusion_levers.py --trees SET_DIR ...   # lambdarank (lightgbm)
+    python research/learned_fusion_levers.py --data-dir /tmp/levers/channels_data SET_DIR ...
+    python research/learned_fusion_levers.py --trees SET_DIR ...   # lambdarank (lightgbm)
 
 `--trees` fits LightGBM lambdarank trees instead (`pip install lightgbm`, not a dependency).
 """

@@ -3,7 +3,7 @@ fused candidates. Each of the default's top M candidates takes a share of the fu
 of its most similar fellow candidates (e5 passage cosine), so a candidate that the other
 strong candidates resemble rises, one that stands alone sinks.
 
-    python scripts/neighbour_levers.py [--cache /tmp/levers] [--evalkb DIR] SET [SET ...]
+    python research/neighbour_levers.py [--cache /tmp/levers] [--evalkb DIR] SET [SET ...]
 
 Data as in rescoring_levers.py (e5 vectors from the eval build's embedding cache, exact
 BM25 over the v2 analyzer, z-score fusion dense 1 / BM25 0.7 at 100 per channel). Scores
