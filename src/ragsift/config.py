@@ -258,6 +258,10 @@ class Settings(BaseSettings):
     chunk_tokens: int = Field(default=256, ge=16, le=512)
     chunk_overlap_tokens: int = Field(default=32, ge=0)
     parent_max_tokens: int = Field(default=1024, ge=16)
+    chunk_sections: bool = Field(
+        default=True, description="write a section chunk (L1) over the parents (L2) of one "
+        "top-level heading, sheet, slide or page; `ragsift reindex` adds them to older KBs",
+    )
     ingest_workers: int = Field(
         default=1, ge=1, le=32, description="threads of the API's background ingestion worker"
     )
@@ -571,7 +575,15 @@ class Settings(BaseSettings):
     small2big_window: int = Field(default=1, ge=0, le=10)
     small2big_budget_tokens: int = Field(default=1536, ge=0)
     auto_merge: bool = False
-    auto_merge_threshold: int = Field(default=2, ge=1)
+    auto_merge_threshold: int = Field(
+        default=2, ge=1, description="children (L3) of one parent among the candidates that "
+        "merge into the parent (L2)",
+    )
+    auto_merge_section_threshold: int = Field(
+        default=0, ge=0, description="parents (L2, merged or hit) of one section among the "
+        "candidates that merge into the section (L1); 0: no merge into sections (measured in "
+        "docs/quality.md)",
+    )
     max_document_ids: int = Field(default=50, ge=1)
 
     # user metadata per document (domain/metadata.py) and the filter language on it

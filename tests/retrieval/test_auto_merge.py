@@ -163,3 +163,40 @@ def test_candidate_is_built_from_a_chunk_and_its_score() -> None:
 
 def test_no_candidates_merge_to_nothing() -> None:
     assert auto_merge([], TWO_LEVELS, threshold=2) == []
+
+
+# The chunker's three levels: section S (-1) > parents P1, P2 (0) > children (1).
+SECTIONED = {
+    "S": Chunk(id="S", document_id="d1", kb_id="kb1", parent_id=None, level=-1, ordinal=0,
+               text="S", token_count=300),
+    "P1": node("P1", "S", 0),
+    "P2": node("P2", "S", 0),
+}
+SECTIONED_CANDIDATES = [
+    cand("a", "P1", 0.9), cand("b", "P2", 0.8), cand("c", "P1", 0.7), cand("d", "P2", 0.6),
+]
+
+
+def test_a_section_threshold_of_zero_stops_the_climb_at_the_parents() -> None:
+    merged = auto_merge(SECTIONED_CANDIDATES, SECTIONED, threshold=2,
+                        level_thresholds={0: 2, -1: 0})
+    assert order(merged) == [("P1", 0.9, ("a", "c")), ("P2", 0.8, ("b", "d"))]
+
+
+def test_parents_merge_into_their_section_at_the_section_threshold() -> None:
+    merged = auto_merge(SECTIONED_CANDIDATES, SECTIONED, threshold=2,
+                        level_thresholds={0: 2, -1: 2})
+    assert order(merged) == [("S", 0.9, ("a", "b", "c", "d"))]
+    assert merged[0].level == -1
+    # the section's threshold is its own: three parents are needed, two are there
+    merged = auto_merge(SECTIONED_CANDIDATES, SECTIONED, threshold=2,
+                        level_thresholds={0: 2, -1: 3})
+    assert [m.chunk_id for m in merged] == ["P1", "P2"]
+
+
+def test_a_parent_over_the_context_budget_is_never_merged_into() -> None:
+    merged = auto_merge(SECTIONED_CANDIDATES, SECTIONED, threshold=2,
+                        level_thresholds={0: 2, -1: 2}, max_tokens=200)
+    assert [m.chunk_id for m in merged] == ["P1", "P2"]
+    merged = auto_merge(SECTIONED_CANDIDATES, SECTIONED, threshold=2, max_tokens=0)
+    assert [m.chunk_id for m in merged] == ["a", "b", "c", "d"]
