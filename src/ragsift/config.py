@@ -17,7 +17,8 @@ if TYPE_CHECKING:
 
 RetrievalMode = Literal["dense", "sparse", "hybrid"]
 FusionMethod = Literal["rrf", "weighted", "zscore"]
-_REPLY_KEY = re.compile(r"(greeting|thanks|farewell|acknowledgement|handoff)\.(zh|en)")
+_REPLY_KEY = re.compile(
+    r"(greeting|thanks|farewell|acknowledgement|handoff|out_of_scope)\.(zh|en)")
 
 
 class Settings(BaseSettings):
@@ -456,7 +457,13 @@ class Settings(BaseSettings):
     chat_route_replies: dict[str, str] = Field(
         default_factory=dict, description="replies to chitchat and hand-off turns, a JSON "
         "object keyed <kind>.<zh|en> (kinds: greeting, thanks, farewell, acknowledgement, "
-        "handoff); a key left out keeps its built-in reply",
+        "handoff, out_of_scope); a key left out keeps its built-in reply",
+    )
+    kb_domains: dict[str, str] = Field(
+        default_factory=dict, description="the domains KBs declare, a JSON object keyed by KB "
+        "name or id: a short description with its topics and terms. A message with no word "
+        "of the domain and none of the KB's documents is routed out_of_scope (not searched); "
+        "where the rules are unsure, the chat model decides when one is configured",
     )
     faq_top_k: int = Field(default=3, ge=1, le=50, description="FAQ entries to return")
     chat_faq_evidence_min_score: float = Field(
@@ -656,7 +663,7 @@ class Settings(BaseSettings):
         if unknown:
             raise ValueError(
                 f"RAGSIFT_CHAT_ROUTE_REPLIES has unknown keys {unknown}: use <kind>.<zh|en>, "
-                "kind one of greeting, thanks, farewell, acknowledgement, handoff"
+                "kind one of greeting, thanks, farewell, acknowledgement, handoff, out_of_scope"
             )
         return self
 
