@@ -200,3 +200,14 @@ def test_a_parent_over_the_context_budget_is_never_merged_into() -> None:
     assert [m.chunk_id for m in merged] == ["P1", "P2"]
     merged = auto_merge(SECTIONED_CANDIDATES, SECTIONED, threshold=2, max_tokens=0)
     assert [m.chunk_id for m in merged] == ["a", "b", "c", "d"]
+
+
+def test_sole_children_of_two_parents_count_as_their_parents_for_the_section() -> None:
+    sole = [Candidate("a", "P1", 1, 0.9, whole=True), cand("x", "Q", 0.85),
+            Candidate("b", "P2", 1, 0.8, whole=True)]
+    parents = {**SECTIONED, "Q": node("Q", None, 0)}
+    merged = auto_merge(sole, parents, threshold=2, level_thresholds={0: 2, -1: 2})
+    assert order(merged) == [("S", 0.9, ("a", "b")), ("x", 0.85, ())]
+    # without the section merge, each sole child stays itself (not its same-text parent)
+    merged = auto_merge(sole, parents, threshold=2, level_thresholds={0: 2, -1: 0})
+    assert order(merged) == [("a", 0.9, ()), ("x", 0.85, ()), ("b", 0.8, ())]

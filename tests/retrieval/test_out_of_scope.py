@@ -3,6 +3,7 @@ samples' vocabulary, and the plan on the real stack with the model server for un
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -154,3 +155,17 @@ def test_the_container_is_unchanged_by_a_domain_of_another_kb(
 ) -> None:
     result = search(service_with(kb_domains={"other-kb": "HR"}), kb, "今天天气怎么样？", **QUIET)
     assert result.trace.route.route == "search"
+
+
+def test_an_index_without_bm25_vocabulary_keeps_everyday_questions_searched() -> None:
+    """The Milvus index has no term statistics: the rules cannot tell, so they search."""
+    pytest.importorskip("pymilvus")
+    from ragsift.adapters.milvus.index import MilvusIndex
+    from ragsift.retrieval.scope_judge import ScopeJudge, VocabularyIndex
+
+    assert not issubclass(MilvusIndex, VocabularyIndex)
+    judge = ScopeJudge({"kb": "HR handbook"}, object(), None, 1.0)
+    rules = RouteTrace(route="search", decided_by="rules", reason="a question")
+    route, degradations = asyncio.run(judge.judge("id", "kb", rules, "今天天气怎么样？"))
+    assert (route.route, degradations) == ("search", ())
+    assert "cannot tell" in (route.reason or "")

@@ -9,6 +9,10 @@ after them move up. Nothing else changes order.
 Each level has its own threshold (child -> parent, parent -> section), keyed by the parent's
 level; 0 keeps that level from merging. A parent larger than the token budget of the answer's
 context (Small2Big's) is never merged into: its children stay, and the climb stops there.
+
+A candidate that is its parent's whole text (the parent's only child, `whole`) counts as that
+parent on the level above: two sole children of two parents of one section are two parents
+found. Where nothing merges above it, it stays the child it was.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ class Candidate:
     parent_id: str | None
     level: int
     score: float
+    whole: bool = False  # the chunk's text is its parent's whole text (its only child)
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +43,7 @@ class Merged:
     level: int
     score: float
     merged_from: tuple[str, ...] = ()
+    whole: bool = False
 
     @property
     def is_merged(self) -> bool:
@@ -80,7 +86,7 @@ def auto_merge(
     while True:
         pending = {entry.level for entry in entries} - done
         if not pending:
-            return _in_rank_order(entries, candidates)
+            return _in_rank_order(_unwrapped(entries, candidates), candidates)
         level = max(pending)  # bottom-up: the deepest level not yet merged
         done.add(level)
         entries = _merge_level(entries, level, eligible, lambda lv: thresholds.get(lv, threshold))
@@ -94,7 +100,8 @@ def _deduplicated(candidates: Sequence[Candidate]) -> list[Merged]:
         if item.chunk_id in seen:
             continue
         seen.add(item.chunk_id)
-        entries.append(Merged(item.chunk_id, item.parent_id, item.level, item.score))
+        entries.append(Merged(item.chunk_id, item.parent_id, item.level, item.score,
+                              whole=item.whole))
     return entries
 
 
@@ -111,7 +118,8 @@ def _merge_level(
     merged_at: dict[int, Merged] = {}
     absorbed: set[int] = set()
     for parent_id, positions in groups.items():
-        if len(positions) < threshold_of(parents[parent_id].level):
+        sole = len(positions) == 1 and entries[positions[0]].whole
+        if len(positions) < threshold_of(parents[parent_id].level) and not sole:
             continue
         members = [entries[position] for position in positions]
         # The parent may itself be a candidate already: it joins the merge, not a duplicate.
@@ -133,6 +141,20 @@ def _merge_level(
         for position, entry in enumerate(entries)
         if position not in absorbed
     ]
+
+
+def _unwrapped(entries: list[Merged], candidates: Sequence[Candidate]) -> list[Merged]:
+    """A parent that only stands for its sole child (nothing merged above it) is the child
+    again: the same text, as the candidate it was."""
+    original = {item.chunk_id: item for item in candidates}
+    restored: list[Merged] = []
+    for entry in entries:
+        child = original.get(entry.merged_from[0]) if len(entry.merged_from) == 1 else None
+        if child is not None and child.whole and child.parent_id == entry.chunk_id:
+            entry = Merged(child.chunk_id, child.parent_id, child.level, child.score,
+                           whole=True)
+        restored.append(entry)
+    return restored
 
 
 def _sources(members: Iterable[Merged]) -> tuple[str, ...]:

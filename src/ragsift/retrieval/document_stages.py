@@ -12,12 +12,13 @@ from typing import Any
 from ragsift.domain.assets import Asset, AssetRef
 from ragsift.domain.filters import SearchFilter, valid_at
 from ragsift.domain.metadata_filter import Node
-from ragsift.domain.models import PARENT_LEVEL, SECTION_LEVEL
+from ragsift.domain.models import PARENT_LEVEL, SECTION_LEVEL, Chunk
 from ragsift.domain.requests import SearchRequest
 from ragsift.domain.results import FusedHit, RetrievalHit
 from ragsift.domain.trace import Degradation, StageTrace
 from ragsift.domain.trusted import TrustedBuilder
 from ragsift.ports import Repository, Reranker, Tokenizer, VersionReader
+from ragsift.retrieval.auto_merge import Candidate as MergeCandidate
 from ragsift.retrieval.auto_merge import auto_merge, candidate
 from ragsift.retrieval.candidates import (
     Candidate,
@@ -133,7 +134,7 @@ class AutoMergeStage:
         # a merged parent is the answer's context: with Small2Big on, it must fit its budget
         budget = options.small2big_budget if options.switches.small2big else None
         merged = auto_merge(
-            [candidate(c.chunk, c.fused.fusion_score) for c in candidates], parents, threshold,
+            [_candidate(c, parents) for c in candidates], parents, threshold,
             {PARENT_LEVEL: threshold, SECTION_LEVEL: options.auto_merge_section_threshold},
             budget,
         )
@@ -157,6 +158,14 @@ class AutoMergeStage:
         if sections:
             detail["merged_sections"] = sections
         return CandidateOutcome(tuple(result), StageTrace(status="applied", detail=detail))
+
+
+def _candidate(found: Candidate, parents: Mapping[str, Chunk]) -> MergeCandidate:
+    """The auto-merge candidate of a fused one; `whole` when it is its parent's only child."""
+    chunk = found.chunk
+    parent = parents.get(chunk.parent_id) if chunk.parent_id is not None else None
+    return replace(candidate(chunk, found.fused.fusion_score),
+                   whole=parent is not None and parent.text == chunk.text)
 
 
 class RerankCandidates:
