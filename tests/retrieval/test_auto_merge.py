@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from ragsift.domain.models import Chunk
@@ -211,3 +213,43 @@ def test_sole_children_of_two_parents_count_as_their_parents_for_the_section() -
     # without the section merge, each sole child stays itself (not its same-text parent)
     merged = auto_merge(sole, parents, threshold=2, level_thresholds={0: 2, -1: 0})
     assert order(merged) == [("a", 0.9, ()), ("x", 0.85, ()), ("b", 0.8, ())]
+
+
+class _Neighbours:
+    """Only what Small2Big reads of a repository: a hit's neighbours."""
+
+    def __init__(self, chunks: list[Chunk]) -> None:
+        self._chunks = chunks
+
+    def get_neighbours(self, hits: object, window: int) -> list[Chunk]:
+        return self._chunks
+
+
+def test_small2big_spends_its_budget_on_merged_parents_first() -> None:
+    from ragsift.config import Settings
+    from ragsift.domain.requests import SearchRequest
+    from ragsift.domain.results import FusedHit
+    from ragsift.retrieval.candidates import Candidate as Found
+    from ragsift.retrieval.document_stages import Small2BigStage
+    from ragsift.retrieval.options import resolve_options
+
+    def chunk(chunk_id: str, parent: str | None, level: int, ordinal: int, tokens: int) -> Chunk:
+        return Chunk(id=chunk_id, document_id="d1", kb_id="kb1", parent_id=parent, level=level,
+                     ordinal=ordinal, text=chunk_id, token_count=tokens)
+
+    def found(item: Chunk, merged_from: tuple[str, ...] = ()) -> Found:
+        fused = FusedHit(chunk_id=item.id, document_id="d1", fusion_score=0.5, best_rank=1,
+                         ranks={}, scores={}, retrieval_sources=())
+        return Found(fused, item, "f.md", merged_from)
+
+    merged = found(chunk("P", None, 0, 0, 90), ("p1", "p2"))
+    hit = chunk("q1", "Q", 1, 5, 5)
+    neighbour = chunk("q2", "Q", 1, 6, 10)
+    options = resolve_options(SearchRequest(query="q", kb_id="kb1", small2big=True),
+                              Settings(small2big_budget_tokens=100))
+    stage = Small2BigStage(_Neighbours([neighbour]))  # type: ignore[arg-type]
+    alone = asyncio.run(stage.run([found(hit)], options, None))
+    assert alone.expansions["q1"].context_chunk_ids == ("q1", "q2")
+    # the merged parent's 90 tokens leave 5 after the hit: the 10-token neighbour stays out
+    beside = asyncio.run(stage.run([merged, found(hit)], options, None))
+    assert beside.expansions["q1"].context_chunk_ids == ("q1",)
