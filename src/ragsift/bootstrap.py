@@ -383,6 +383,7 @@ def build_ingestion(container: Container) -> IngestionService:
         chunk_tokens=settings.chunk_tokens,
         overlap_tokens=settings.chunk_overlap_tokens,
         parent_max_tokens=settings.parent_max_tokens,
+        sections=settings.chunk_sections,
     )
     return IngestionService(
         repository=container.repository,

@@ -129,8 +129,9 @@ AutoMergeOpt = Annotated[bool | None, typer.Option(
 MinScore = Annotated[float | None, typer.Option(
     "--min-score", help="Drop hits below this (rerank score if reranked, else fusion).")]
 RouteOpt = Annotated[str | None, typer.Option(
-    "--route", help="auto | search | chitchat | handoff [auto: the plan's rules keep "
-                    "greetings, thanks and requests for a person from the search]")]
+    "--route", help="auto | search | chitchat | handoff | out_of_scope [auto: the plan's "
+                    "rules keep greetings, thanks, requests for a person and, for a KB with a "
+                    "declared domain, messages outside it from the search]")]
 PreviousOpt = Annotated[list[str] | None, typer.Option(
     "--previous", help="An earlier question of the conversation (repeat, oldest first): a "
                        "follow-up is searched with them.")]

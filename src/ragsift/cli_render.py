@@ -42,7 +42,7 @@ def render_hits(console: Console, result: RetrievalResult, snippet: int = 160) -
     if not result.hits:
         route = result.trace.route
         reason = result.trace.scope.empty_reason or "no matching evidence"
-        if route.route in ("chitchat", "handoff"):
+        if route.route in ("chitchat", "handoff", "out_of_scope"):
             reason = (f"not searched: the route is {route.route} ({route.reason}); "
                       "--route search searches anyway")
         console.print(f"[yellow]no results[/]: {reason}")

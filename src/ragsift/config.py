@@ -17,7 +17,8 @@ if TYPE_CHECKING:
 
 RetrievalMode = Literal["dense", "sparse", "hybrid"]
 FusionMethod = Literal["rrf", "weighted", "zscore"]
-_REPLY_KEY = re.compile(r"(greeting|thanks|farewell|acknowledgement|handoff)\.(zh|en)")
+_REPLY_KEY = re.compile(
+    r"(greeting|thanks|farewell|acknowledgement|handoff|out_of_scope)\.(zh|en)")
 
 
 class Settings(BaseSettings):
@@ -258,6 +259,10 @@ class Settings(BaseSettings):
     chunk_tokens: int = Field(default=256, ge=16, le=512)
     chunk_overlap_tokens: int = Field(default=32, ge=0)
     parent_max_tokens: int = Field(default=1024, ge=16)
+    chunk_sections: bool = Field(
+        default=True, description="write a section chunk (L1) over the parents (L2) of one "
+        "top-level heading, sheet, slide or page; `ragsift reindex` adds them to older KBs",
+    )
     ingest_workers: int = Field(
         default=1, ge=1, le=32, description="threads of the API's background ingestion worker"
     )
@@ -452,7 +457,13 @@ class Settings(BaseSettings):
     chat_route_replies: dict[str, str] = Field(
         default_factory=dict, description="replies to chitchat and hand-off turns, a JSON "
         "object keyed <kind>.<zh|en> (kinds: greeting, thanks, farewell, acknowledgement, "
-        "handoff); a key left out keeps its built-in reply",
+        "handoff, out_of_scope); a key left out keeps its built-in reply",
+    )
+    kb_domains: dict[str, str] = Field(
+        default_factory=dict, description="the domains KBs declare, a JSON object keyed by KB "
+        "name or id: a short description with its topics and terms. A message with no word "
+        "of the domain and none of the KB's documents is routed out_of_scope (not searched); "
+        "where the rules are unsure, the chat model decides when one is configured",
     )
     faq_top_k: int = Field(default=3, ge=1, le=50, description="FAQ entries to return")
     chat_faq_evidence_min_score: float = Field(
@@ -571,7 +582,15 @@ class Settings(BaseSettings):
     small2big_window: int = Field(default=1, ge=0, le=10)
     small2big_budget_tokens: int = Field(default=1536, ge=0)
     auto_merge: bool = False
-    auto_merge_threshold: int = Field(default=2, ge=1)
+    auto_merge_threshold: int = Field(
+        default=2, ge=1, description="children (L3) of one parent among the candidates that "
+        "merge into the parent (L2)",
+    )
+    auto_merge_section_threshold: int = Field(
+        default=0, ge=0, description="parents (L2, merged or hit) of one section among the "
+        "candidates that merge into the section (L1); 0: no merge into sections (measured in "
+        "docs/quality.md)",
+    )
     max_document_ids: int = Field(default=50, ge=1)
 
     # user metadata per document (domain/metadata.py) and the filter language on it
@@ -644,7 +663,7 @@ class Settings(BaseSettings):
         if unknown:
             raise ValueError(
                 f"RAGSIFT_CHAT_ROUTE_REPLIES has unknown keys {unknown}: use <kind>.<zh|en>, "
-                "kind one of greeting, thanks, farewell, acknowledgement, handoff"
+                "kind one of greeting, thanks, farewell, acknowledgement, handoff, out_of_scope"
             )
         return self
 

@@ -23,7 +23,8 @@ def api(tmp_path_factory: pytest.TempPathFactory, llm_server_process: LLMServer)
     data = tmp_path_factory.mktemp("route") / "data"
     seed(data)
     settings = chat_settings(llm_server_process.url,
-                             chat_route_replies={"handoff.zh": CUSTOM_HANDOFF})
+                             chat_route_replies={"handoff.zh": CUSTOM_HANDOFF},
+                             kb_domains={"docs": "员工手册、假期、报销 handbook, leave, expenses"})
     with open_api(data, **settings) as app:
         yield app
 
@@ -56,6 +57,17 @@ def test_a_request_for_a_person_gets_the_configured_handoff_reply(api: Api) -> N
 
     assert body["answer"] == CUSTOM_HANDOFF
     assert body["trace"]["route"]["route"] == "handoff" and body["citations"] == []
+
+
+def test_a_question_outside_the_kbs_declared_domain_gets_the_out_of_scope_reply(
+    api: Api, llm_server: LLMServer,
+) -> None:
+    body = _chat(api, "今天天气怎么样？")
+
+    assert body["answer"] == DEFAULT_REPLIES["out_of_scope.zh"]
+    assert (body["citations"], body["evidence"], body["model"]) == ([], [], None)
+    assert body["trace"]["route"]["route"] == "out_of_scope"
+    assert "chat" not in llm_server.last_kinds()
 
 
 def test_the_streamed_greeting_is_one_delta_and_no_citations(api: Api) -> None:

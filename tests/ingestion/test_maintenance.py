@@ -145,3 +145,45 @@ def test_reindex_skips_a_document_without_its_original_and_names_unknown_ones(
     assert document is not None and document.status == DocumentStatus.READY  # untouched
     with pytest.raises(InvalidInput, match="'nope' is not in knowledge base 'docs'"):
         maintenance.reindex(kb, ["nope"])
+
+
+GUIDE = b"""# Guide
+
+## Travel
+
+### Hotels
+
+The hotel limit per night is 150 dollars. In London it rises to 220 dollars.
+
+### Meals
+
+Meals are reimbursed up to 60 dollars per day. Alcohol is not reimbursed.
+
+## Leave
+
+Annual leave is fifteen days a year.
+"""
+
+
+def test_reindex_brings_the_section_level_to_a_kb_chunked_with_two(tmp_path: Path) -> None:
+    two = build(Settings(data_dir=tmp_path, chunk_sections=False, **SMALL_CHUNKS))
+    try:
+        kb = two.ingestion.ensure_kb("docs")
+        document = two.ingestion.ingest_bytes(kb, "guide.md", GUIDE).document
+        assert {c.level for c in two.repository.list_chunks(document.id)} == {0, 1}
+    finally:
+        two.close()
+    three = build(Settings(data_dir=tmp_path, **SMALL_CHUNKS))
+    try:
+        [outcome] = build_maintenance(three).reindex(kb)
+        assert outcome.document.status == DocumentStatus.READY
+        chunks = {c.id: c for c in three.repository.list_chunks(document.id)}
+        [travel] = [c for c in chunks.values() if c.level == -1]
+        assert travel.heading_path == ("Guide", "Travel")
+        children = [c for c in chunks.values() if c.level == CHILD_LEVEL
+                    and c.heading_path[-1] in ("Hotels", "Meals")]
+        assert {chunks[chunks[c.parent_id].parent_id].id  # type: ignore[index]
+                for c in children} == {travel.id}
+        assert three.index.count() == child_count(three, kb)
+    finally:
+        three.close()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from ragsift.domain.models import Chunk
@@ -163,3 +165,91 @@ def test_candidate_is_built_from_a_chunk_and_its_score() -> None:
 
 def test_no_candidates_merge_to_nothing() -> None:
     assert auto_merge([], TWO_LEVELS, threshold=2) == []
+
+
+# The chunker's three levels: section S (-1) > parents P1, P2 (0) > children (1).
+SECTIONED = {
+    "S": Chunk(id="S", document_id="d1", kb_id="kb1", parent_id=None, level=-1, ordinal=0,
+               text="S", token_count=300),
+    "P1": node("P1", "S", 0),
+    "P2": node("P2", "S", 0),
+}
+SECTIONED_CANDIDATES = [
+    cand("a", "P1", 0.9), cand("b", "P2", 0.8), cand("c", "P1", 0.7), cand("d", "P2", 0.6),
+]
+
+
+def test_a_section_threshold_of_zero_stops_the_climb_at_the_parents() -> None:
+    merged = auto_merge(SECTIONED_CANDIDATES, SECTIONED, threshold=2,
+                        level_thresholds={0: 2, -1: 0})
+    assert order(merged) == [("P1", 0.9, ("a", "c")), ("P2", 0.8, ("b", "d"))]
+
+
+def test_parents_merge_into_their_section_at_the_section_threshold() -> None:
+    merged = auto_merge(SECTIONED_CANDIDATES, SECTIONED, threshold=2,
+                        level_thresholds={0: 2, -1: 2})
+    assert order(merged) == [("S", 0.9, ("a", "b", "c", "d"))]
+    assert merged[0].level == -1
+    # the section's threshold is its own: three parents are needed, two are there
+    merged = auto_merge(SECTIONED_CANDIDATES, SECTIONED, threshold=2,
+                        level_thresholds={0: 2, -1: 3})
+    assert [m.chunk_id for m in merged] == ["P1", "P2"]
+
+
+def test_a_parent_over_the_context_budget_is_never_merged_into() -> None:
+    merged = auto_merge(SECTIONED_CANDIDATES, SECTIONED, threshold=2,
+                        level_thresholds={0: 2, -1: 2}, max_tokens=200)
+    assert [m.chunk_id for m in merged] == ["P1", "P2"]
+    merged = auto_merge(SECTIONED_CANDIDATES, SECTIONED, threshold=2, max_tokens=0)
+    assert [m.chunk_id for m in merged] == ["a", "b", "c", "d"]
+
+
+def test_sole_children_of_two_parents_count_as_their_parents_for_the_section() -> None:
+    sole = [Candidate("a", "P1", 1, 0.9, whole=True), cand("x", "Q", 0.85),
+            Candidate("b", "P2", 1, 0.8, whole=True)]
+    parents = {**SECTIONED, "Q": node("Q", None, 0)}
+    merged = auto_merge(sole, parents, threshold=2, level_thresholds={0: 2, -1: 2})
+    assert order(merged) == [("S", 0.9, ("a", "b")), ("x", 0.85, ())]
+    # without the section merge, each sole child stays itself (not its same-text parent)
+    merged = auto_merge(sole, parents, threshold=2, level_thresholds={0: 2, -1: 0})
+    assert order(merged) == [("a", 0.9, ()), ("x", 0.85, ()), ("b", 0.8, ())]
+
+
+class _Neighbours:
+    """Only what Small2Big reads of a repository: a hit's neighbours."""
+
+    def __init__(self, chunks: list[Chunk]) -> None:
+        self._chunks = chunks
+
+    def get_neighbours(self, hits: object, window: int) -> list[Chunk]:
+        return self._chunks
+
+
+def test_small2big_spends_its_budget_on_merged_parents_first() -> None:
+    from ragsift.config import Settings
+    from ragsift.domain.requests import SearchRequest
+    from ragsift.domain.results import FusedHit
+    from ragsift.retrieval.candidates import Candidate as Found
+    from ragsift.retrieval.document_stages import Small2BigStage
+    from ragsift.retrieval.options import resolve_options
+
+    def chunk(chunk_id: str, parent: str | None, level: int, ordinal: int, tokens: int) -> Chunk:
+        return Chunk(id=chunk_id, document_id="d1", kb_id="kb1", parent_id=parent, level=level,
+                     ordinal=ordinal, text=chunk_id, token_count=tokens)
+
+    def found(item: Chunk, merged_from: tuple[str, ...] = ()) -> Found:
+        fused = FusedHit(chunk_id=item.id, document_id="d1", fusion_score=0.5, best_rank=1,
+                         ranks={}, scores={}, retrieval_sources=())
+        return Found(fused, item, "f.md", merged_from)
+
+    merged = found(chunk("P", None, 0, 0, 90), ("p1", "p2"))
+    hit = chunk("q1", "Q", 1, 5, 5)
+    neighbour = chunk("q2", "Q", 1, 6, 10)
+    options = resolve_options(SearchRequest(query="q", kb_id="kb1", small2big=True),
+                              Settings(small2big_budget_tokens=100))
+    stage = Small2BigStage(_Neighbours([neighbour]))  # type: ignore[arg-type]
+    alone = asyncio.run(stage.run([found(hit)], options, None))
+    assert alone.expansions["q1"].context_chunk_ids == ("q1", "q2")
+    # the merged parent's 90 tokens leave 5 after the hit: the 10-token neighbour stays out
+    beside = asyncio.run(stage.run([merged, found(hit)], options, None))
+    assert beside.expansions["q1"].context_chunk_ids == ("q1",)

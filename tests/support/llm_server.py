@@ -2,7 +2,8 @@
 
 Run `python llm_server.py`: it binds 127.0.0.1 on a free port and writes `PORT <n>` on stdout.
 Behaviour is set per test with `POST /_control`; `GET /_last` returns the last request bodies.
-Control body: {"chat": {"mode": ..., "content": str, "stall_s": float, "answers": {follow-up
+Control body: {"chat": {"mode": ..., "content": str, "stall_s": float, "scopes": {message:
+in_scope bool, for scope classifications}, "answers": {follow-up
 question: its standalone question} (answers the standalone-question prompt per question)},
 "rerank": {"mode": ..., "stall_s": float, "raw": <JSON answer>, "raw_body": <answer text sent
 verbatim, e.g. with the JSON literals Infinity / NaN that json.dumps of a control body refuses>},
@@ -126,6 +127,7 @@ def _fault_now(group: str) -> dict[str, Any] | None:
 
 
 FOLLOW_UP_LABEL = "Follow-up question: "
+SCOPE_LABEL = "Message: "  # a scope classification (OpenAIRewriter.in_scope)
 
 
 def _chat_content(config: dict[str, Any], body: dict[str, Any]) -> str:
@@ -138,6 +140,11 @@ def _chat_content(config: dict[str, Any], body: dict[str, Any]) -> str:
         question = last.rsplit(FOLLOW_UP_LABEL, 1)[1].strip()
         text = answers.get(question, question)
         return json.dumps({"method": "standalone", "text": text}, ensure_ascii=False)
+    scopes: dict[str, bool] = config.get("scopes") or {}
+    if SCOPE_LABEL in last and "Knowledge base domain: " in last and config["mode"] == "ok":
+        # scripted per message; unscripted messages are in scope (the prompt's default)
+        message = last.rsplit(SCOPE_LABEL, 1)[1].strip()
+        return json.dumps({"in_scope": scopes.get(message, True)})
     mode = config["mode"]
     if mode == "invalid_json":
         return "Sure! Here is a rewrite: {method: expand"

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import httpx
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, StrictBool, ValidationError
 
 from ragsift.adapters.http_post import RetryPolicy, post_json
 from ragsift.domain.errors import UpstreamError
@@ -56,6 +56,14 @@ Reply with ONE JSON object and nothing else:
 {"method": "standalone", "text": "<the standalone question>"}
 把对话的最后一个问题改写成不依赖上下文的独立问题；保持原语言和所有数字、编号；
 只输出一个 JSON 对象。"""
+SCOPE_PROMPT = """\
+You decide whether a user's message to a question-answering assistant is about the domain of
+its knowledge base, described below. Greetings aside, a message is in scope when the knowledge
+base could plausibly hold its answer; when unsure, say it is in scope. Do not answer it.
+Reply with ONE JSON object and nothing else:
+{"in_scope": true | false}
+判断用户消息是否属于知识库的领域；拿不准时判为属于。只输出一个 JSON 对象。"""
+SCOPE_LABEL = "Message: "
 # each earlier message is cut to this many characters in the prompt (answers can be long)
 HISTORY_CHARS = 400
 FOLLOW_UP_LABEL = "Follow-up question: "
@@ -137,6 +145,18 @@ class OpenAIRewriter:
             proposal = proposal.model_copy(update={"method": "standalone"})
         return proposal
 
+    def in_scope(self, message: str, domain: str) -> bool:
+        """Whether `message` is about the KB's `domain` (a validated JSON answer); raises
+        UpstreamError when the answer is unusable."""
+        prompt = f"Knowledge base domain: {domain}\n{SCOPE_LABEL}{message}"
+        content = self._complete(self._json_body(SCOPE_PROMPT, prompt))
+        data = _json_object(content)
+        try:
+            return ScopeAnswer.model_validate(data).in_scope
+        except ValidationError as exc:
+            raise UpstreamError(f"scope answer does not match the schema: {content[:200]!r}"
+                                ) from exc
+
     def _json_body(self, system: str, user: str) -> dict[str, Any]:
         """A non-streamed, deterministic chat request that must answer one JSON object."""
         return {
@@ -164,8 +184,16 @@ class OpenAIRewriter:
         self._client.close()
 
 
-def parse_proposal(content: str) -> RewriteProposal:
-    """The RewriteProposal in a model's message, tolerating code fences and a think block."""
+class ScopeAnswer(BaseModel):
+    """The model's answer to SCOPE_PROMPT: a strict boolean, nothing else."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    in_scope: StrictBool
+
+
+def _json_object(content: str) -> dict[str, Any]:
+    """The JSON object in a model's message, tolerating code fences and a think block."""
     text = _THINK.sub("", content.strip()).strip()
     fenced = _FENCE.match(text)
     if fenced:
@@ -176,6 +204,12 @@ def parse_proposal(content: str) -> RewriteProposal:
         raise UpstreamError(f"rewriter answer is not JSON: {content[:200]!r}") from exc
     if not isinstance(data, dict):
         raise UpstreamError(f"rewriter answer is not a JSON object: {content[:200]!r}")
+    return data
+
+
+def parse_proposal(content: str) -> RewriteProposal:
+    """The RewriteProposal in a model's message, tolerating code fences and a think block."""
+    data = _json_object(content)
     try:
         return RewriteProposal.model_validate(data)
     except ValidationError as exc:

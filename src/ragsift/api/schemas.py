@@ -155,7 +155,8 @@ class SearchBody(Body):
     run_faq: bool | None = None
     route: RouteChoice | None = Field(
         default=None, description="auto (default): the plan's rules return no hits for a "
-        "greeting, thanks or a request for a person (the trace's `route` says why); "
+        "greeting, thanks, a request for a person or, for a KB with a declared domain "
+        "(RAGSIFT_KB_DOMAINS), a message outside it (the trace's `route` says why); "
         "search: search anyway")
     history: list[HistoryMessage] | None = Field(
         default=None, max_length=40,

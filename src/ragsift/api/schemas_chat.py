@@ -34,8 +34,9 @@ class ChatBody(Body):
     rerank: bool | None = None
     small2big: bool | None = None
     route: RouteChoice | None = Field(
-        default=None, description="auto (default): greetings, thanks and requests for a "
-        "person get a short reply without a search; search: search anyway")
+        default=None, description="auto (default): greetings, thanks, requests for a "
+        "person and messages outside the KB's declared domain get a short reply without a "
+        "search; search: search anyway")
     filter: dict[str, Any] | None = Field(
         default=None, description="a metadata filter, as in /api/retrieval/search")
 

@@ -2,7 +2,7 @@
 
 Defaults in Chinese and English (the message's script picks one); each can be replaced by the
 setting RAGSIFT_CHAT_ROUTE_REPLIES, a JSON object keyed `<kind>.<language>` (kinds: greeting,
-thanks, farewell, acknowledgement, handoff; languages: zh, en).
+thanks, farewell, acknowledgement, handoff, out_of_scope; languages: zh, en).
 """
 
 from __future__ import annotations
@@ -25,12 +25,17 @@ DEFAULT_REPLIES: Mapping[str, str] = {
     "handoff.en": "I cannot transfer you to a person. Please reach a member of staff through "
                   "your organisation's support channel; I can keep answering questions about "
                   "the knowledge base.",
+    # out_of_scope: the KB declares its domain (RAGSIFT_KB_DOMAINS) and the message is not in it
+    "out_of_scope.zh": "这个问题不在本知识库的范围内，我无法回答。请提出与知识库内容相关的问题。",
+    "out_of_scope.en": "That question is outside what this knowledge base covers, so I cannot "
+                       "answer it. Ask me about the topics of the knowledge base.",
 }
 REPLY_KEYS = frozenset(DEFAULT_REPLIES)
 
 
 def route_reply(route: RouteTrace, overrides: Mapping[str, str]) -> str:
-    """The reply to a chitchat or handoff turn, in the message's language."""
-    kind = "handoff" if route.route == "handoff" else (route.kind or "greeting")
+    """The reply to a chitchat, handoff or out_of_scope turn, in the message's language."""
+    kind = route.route if route.route in ("handoff", "out_of_scope") else (
+        route.kind or "greeting")
     key = f"{kind}.{route.language or 'en'}"
     return overrides.get(key) or DEFAULT_REPLIES[key]

@@ -237,7 +237,7 @@ class ChatService:
         """The turn's evidence, and its whole answer when the plan gives one (a route's reply,
         a FAQ's standard answer); None: the model (or the extractive answer) answers."""
         route = result.trace.route
-        if route.route in ("chitchat", "handoff"):
+        if route.route in ("chitchat", "handoff", "out_of_scope"):
             return (), route_reply(route, self._options.route_replies)
         direct = direct_answer_hit(result)
         if direct is not None:

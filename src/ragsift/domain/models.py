@@ -107,7 +107,9 @@ class Locator(Frozen):
 
 
 class Chunk(Frozen):
-    """A piece of a document. Level 0 = parent (a section), level 1 = child (indexed)."""
+    """A piece of a document. Level 1 = child (L3, indexed), level 0 = parent (L2), level -1 =
+    section (L1: a top-level heading's, sheet's, slide's or page's parents together; written
+    only where a document has that structure, so two-level documents stay valid)."""
 
     id: str
     document_id: str
@@ -126,6 +128,7 @@ class Chunk(Frozen):
     valid_to_seq: int = 0
 
 
+SECTION_LEVEL = -1
 PARENT_LEVEL = 0
 CHILD_LEVEL = 1
 

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 Mode = Literal["dense", "sparse", "hybrid"]
 Fusion = Literal["rrf", "weighted", "zscore"]
 # auto: the plan's rules decide; any other value forces that route (search: search anyway)
-RouteChoice = Literal["auto", "search", "chitchat", "handoff"]
+RouteChoice = Literal["auto", "search", "chitchat", "handoff", "out_of_scope"]
 
 
 class HistoryMessage(BaseModel):

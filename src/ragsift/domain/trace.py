@@ -16,6 +16,7 @@ DegradationCode = Literal[
     "faq_retrieval_failed",
     "feedback_failed",
     "exact_match_failed",
+    "route_classification_failed",
 ]
 
 
@@ -85,8 +86,9 @@ class RouteTrace(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    route: Literal["chitchat", "handoff", "search", "faq_direct"] = "search"
-    decided_by: Literal["rules", "request", "default", "faq"] = "default"
+    route: Literal["chitchat", "handoff", "out_of_scope", "search", "faq_direct"] = "search"
+    # llm: the rules were unsure whether a message is in the KB's declared domain
+    decided_by: Literal["rules", "request", "default", "faq", "llm"] = "default"
     reason: str | None = None
     kind: Literal["greeting", "thanks", "farewell", "acknowledgement"] | None = None
     language: Literal["zh", "en"] | None = None

@@ -142,7 +142,8 @@ def _indexer(container: Container, options: EvalOptions) -> CorpusIndexer:
     if options.chunk:
         chunker = Chunker(container.embedder, chunk_tokens=settings.chunk_tokens,
                           overlap_tokens=settings.chunk_overlap_tokens,
-                          parent_max_tokens=settings.parent_max_tokens)
+                          parent_max_tokens=settings.parent_max_tokens,
+                          sections=settings.chunk_sections)
         layout = (f"chunked:{settings.chunk_tokens}/{settings.chunk_overlap_tokens}"
                   f"/{settings.parent_max_tokens}")
     return CorpusIndexer(container.repository, container.index, container.embedder,

@@ -1,5 +1,8 @@
 """Parent/child chunking: sections become parents, children fit the embedder's token budget.
 
+Where the document has the structure (top-level headings, sheets, slides, pages), parents of one
+such part are grouped under a section chunk, a third level (sections.py).
+
 Children's token counts are exact (the embedder's tokenizer); parents carry an estimate.
 
 Children are packed from whole sentences; a sentence longer than the budget is cut between
@@ -25,6 +28,7 @@ from ragsift.domain.models import CHILD_LEVEL, PARENT_LEVEL, Chunk, Locator
 from ragsift.ingestion.blocks import BlockPacker, overlap_start
 from ragsift.ingestion.chunk_factory import make_chunk
 from ragsift.ingestion.parsers.base import ParsedDocument
+from ragsift.ingestion.sections import add_sections
 from ragsift.ports import Tokenizer
 
 _FILL = 0.95
@@ -69,7 +73,7 @@ class ChildOrigin:
 
 @dataclass(frozen=True, slots=True)
 class ChunkedDocument:
-    """A document's chunks (all parents, then all children) and each child's origin."""
+    """A document's chunks (sections, parents, then children) and each child's origin."""
 
     chunks: list[Chunk]
     origins: tuple[ChildOrigin, ...]
@@ -82,7 +86,8 @@ class _Unit:
 
 
 class Chunker:
-    """Turns a parsed document into parent chunks (level 0) and child chunks (level 1)."""
+    """Turns a parsed document into parent chunks (level 0) and child chunks (level 1), and
+    with `sections`, section chunks (level -1) over the parents of one structural part."""
 
     def __init__(
         self,
@@ -90,6 +95,7 @@ class Chunker:
         chunk_tokens: int = 256,
         overlap_tokens: int = 32,
         parent_max_tokens: int = 1024,
+        sections: bool = True,
     ) -> None:
         if chunk_tokens < 8:
             raise ValueError("chunk_tokens must be at least 8")
@@ -101,9 +107,10 @@ class Chunker:
         self._budget = chunk_tokens
         self._overlap = overlap_tokens
         self._parent_budget = parent_max_tokens
+        self._sections = sections
 
     def chunk(self, document_id: str, kb_id: str, parsed: ParsedDocument) -> list[Chunk]:
-        """All parents, then all children; children's ordinals run across the document."""
+        """Sections, parents, then children; children's ordinals run across the document."""
         return self.chunk_document(document_id, kb_id, parsed).chunks
 
     def chunk_document(
@@ -135,7 +142,9 @@ class Chunker:
                     )
                     children.append(child)
                     origins.append(ChildOrigin(child.id, index, (), child.locator))
-        return ChunkedDocument(parents + children, tuple(origins))
+        sections = (add_sections(document_id, kb_id, parents, self._parent_budget)
+                    if self._sections else [])
+        return ChunkedDocument(sections + parents + children, tuple(origins))
 
     @property
     def child_tokens(self) -> int:

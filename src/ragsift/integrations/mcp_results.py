@@ -280,7 +280,7 @@ def explain_result(kb: str, result: RetrievalResult) -> ExplainResult:
 
 def chunk_view(chunk: Chunk, filename: str) -> ChunkView:
     return ChunkView(
-        chunk_id=chunk.id, level="section" if chunk.level == PARENT_LEVEL else "passage",
+        chunk_id=chunk.id, level="section" if chunk.level <= PARENT_LEVEL else "passage",
         ordinal=chunk.ordinal, token_count=chunk.token_count, text=chunk.text,
         citation=cite(filename, chunk.document_id, chunk.id, chunk.heading_path, chunk.locator),
     )

@@ -5,11 +5,19 @@ the deepest level first, then the parents it produced may merge into theirs, and
 whatever level numbers the chunker wrote. A merged parent takes the rank position of its
 best-ranked child and the best child score; its other children leave the list and the hits
 after them move up. Nothing else changes order.
+
+Each level has its own threshold (child -> parent, parent -> section), keyed by the parent's
+level; 0 keeps that level from merging. A parent larger than the token budget of the answer's
+context (Small2Big's) is never merged into: its children stay, and the climb stops there.
+
+A candidate that is its parent's whole text (the parent's only child, `whole`) counts as that
+parent on the level above: two sole children of two parents of one section are two parents
+found. Where nothing merges above it, it stays the child it was.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from ragsift.domain.models import Chunk
@@ -23,6 +31,7 @@ class Candidate:
     parent_id: str | None
     level: int
     score: float
+    whole: bool = False  # the chunk's text is its parent's whole text (its only child)
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +43,7 @@ class Merged:
     level: int
     score: float
     merged_from: tuple[str, ...] = ()
+    whole: bool = False
 
     @property
     def is_merged(self) -> bool:
@@ -50,24 +60,36 @@ def auto_merge(
     candidates: Sequence[Candidate],
     parents: Mapping[str, Chunk],
     threshold: int,
+    level_thresholds: Mapping[int, int] | None = None,
+    max_tokens: int | None = None,
 ) -> list[Merged]:
     """The candidates with every parent that has >= `threshold` children among them merged.
 
     `parents` maps chunk id -> chunk for the ancestors known (`Repository.get_ancestors`); a
     parent missing from it never merges. Children are counted per level: at an upper level a
     child counts when it is itself a candidate or a parent merged from the level below.
+    `level_thresholds` maps a parent level to its own threshold (0: never merged into);
+    a parent with more than `max_tokens` tokens is never merged into.
     """
     if threshold < 1:
         raise ValueError("auto-merge threshold must be >= 1")
+    if any(value < 0 for value in (level_thresholds or {}).values()):
+        raise ValueError("auto-merge level thresholds must be >= 0")
+    thresholds = dict(level_thresholds or {})
+    eligible = {
+        key: chunk for key, chunk in parents.items()
+        if thresholds.get(chunk.level, threshold) > 0
+        and (max_tokens is None or chunk.token_count <= max_tokens)
+    }
     entries = _deduplicated(candidates)
     done: set[int] = set()
     while True:
         pending = {entry.level for entry in entries} - done
         if not pending:
-            return _in_rank_order(entries, candidates)
+            return _in_rank_order(_unwrapped(entries, candidates), candidates)
         level = max(pending)  # bottom-up: the deepest level not yet merged
         done.add(level)
-        entries = _merge_level(entries, level, parents, threshold)
+        entries = _merge_level(entries, level, eligible, lambda lv: thresholds.get(lv, threshold))
 
 
 def _deduplicated(candidates: Sequence[Candidate]) -> list[Merged]:
@@ -78,12 +100,14 @@ def _deduplicated(candidates: Sequence[Candidate]) -> list[Merged]:
         if item.chunk_id in seen:
             continue
         seen.add(item.chunk_id)
-        entries.append(Merged(item.chunk_id, item.parent_id, item.level, item.score))
+        entries.append(Merged(item.chunk_id, item.parent_id, item.level, item.score,
+                              whole=item.whole))
     return entries
 
 
 def _merge_level(
-    entries: list[Merged], level: int, parents: Mapping[str, Chunk], threshold: int
+    entries: list[Merged], level: int, parents: Mapping[str, Chunk],
+    threshold_of: Callable[[int], int],
 ) -> list[Merged]:
     """One bottom-up step: groups of entries at `level` with one known parent merge into it."""
     groups: dict[str, list[int]] = {}
@@ -94,7 +118,8 @@ def _merge_level(
     merged_at: dict[int, Merged] = {}
     absorbed: set[int] = set()
     for parent_id, positions in groups.items():
-        if len(positions) < threshold:
+        sole = len(positions) == 1 and entries[positions[0]].whole
+        if len(positions) < threshold_of(parents[parent_id].level) and not sole:
             continue
         members = [entries[position] for position in positions]
         # The parent may itself be a candidate already: it joins the merge, not a duplicate.
@@ -116,6 +141,20 @@ def _merge_level(
         for position, entry in enumerate(entries)
         if position not in absorbed
     ]
+
+
+def _unwrapped(entries: list[Merged], candidates: Sequence[Candidate]) -> list[Merged]:
+    """A parent that only stands for its sole child (nothing merged above it) is the child
+    again: the same text, as the candidate it was."""
+    original = {item.chunk_id: item for item in candidates}
+    restored: list[Merged] = []
+    for entry in entries:
+        child = original.get(entry.merged_from[0]) if len(entry.merged_from) == 1 else None
+        if child is not None and child.whole and child.parent_id == entry.chunk_id:
+            entry = Merged(child.chunk_id, child.parent_id, child.level, child.score,
+                           whole=True)
+        restored.append(entry)
+    return restored
 
 
 def _sources(members: Iterable[Merged]) -> tuple[str, ...]:

@@ -12,11 +12,13 @@ from typing import Any
 from ragsift.domain.assets import Asset, AssetRef
 from ragsift.domain.filters import SearchFilter, valid_at
 from ragsift.domain.metadata_filter import Node
+from ragsift.domain.models import PARENT_LEVEL, SECTION_LEVEL, Chunk
 from ragsift.domain.requests import SearchRequest
 from ragsift.domain.results import FusedHit, RetrievalHit
 from ragsift.domain.trace import Degradation, StageTrace
 from ragsift.domain.trusted import TrustedBuilder
 from ragsift.ports import Repository, Reranker, Tokenizer, VersionReader
+from ragsift.retrieval.auto_merge import Candidate as MergeCandidate
 from ragsift.retrieval.auto_merge import auto_merge, candidate
 from ragsift.retrieval.candidates import (
     Candidate,
@@ -122,16 +124,19 @@ class AutoMergeStage:
     ) -> CandidateOutcome:
         if not context.options.switches.auto_merge:
             return off(candidates, "not requested")
-        return await asyncio.to_thread(
-            self._merge, candidates, context.options.auto_merge_threshold
-        )
+        return await asyncio.to_thread(self._merge, candidates, context.options)
 
-    def _merge(self, candidates: Sequence[Candidate], threshold: int) -> CandidateOutcome:
+    def _merge(self, candidates: Sequence[Candidate], options: Options) -> CandidateOutcome:
+        threshold = options.auto_merge_threshold
         parents = {
             c.id: c for c in self._repository.get_ancestors([x.chunk.id for x in candidates])
         }
+        # a merged parent is the answer's context: with Small2Big on, it must fit its budget
+        budget = options.small2big_budget if options.switches.small2big else None
         merged = auto_merge(
-            [candidate(c.chunk, c.fused.fusion_score) for c in candidates], parents, threshold
+            [_candidate(c, parents) for c in candidates], parents, threshold,
+            {PARENT_LEVEL: threshold, SECTION_LEVEL: options.auto_merge_section_threshold},
+            budget,
         )
         by_id = {c.chunk.id: c for c in candidates}
         result: list[Candidate] = []
@@ -148,9 +153,19 @@ class AutoMergeStage:
         if not count:
             reason = f"no parent had {threshold} or more children among the candidates"
             return CandidateOutcome(tuple(result), StageTrace(status="skipped", reason=reason))
-        return CandidateOutcome(
-            tuple(result), StageTrace(status="applied", detail={"merged_parents": count})
-        )
+        sections = sum(1 for entry in merged if entry.is_merged and entry.level == SECTION_LEVEL)
+        detail: dict[str, float | int | str] = {"merged_parents": count - sections}
+        if sections:
+            detail["merged_sections"] = sections
+        return CandidateOutcome(tuple(result), StageTrace(status="applied", detail=detail))
+
+
+def _candidate(found: Candidate, parents: Mapping[str, Chunk]) -> MergeCandidate:
+    """The auto-merge candidate of a fused one; `whole` when it is its parent's only child."""
+    chunk = found.chunk
+    parent = parents.get(chunk.parent_id) if chunk.parent_id is not None else None
+    return replace(candidate(chunk, found.fused.fusion_score),
+                   whole=parent is not None and parent.text == chunk.text)
 
 
 class RerankCandidates:
@@ -235,6 +250,8 @@ class Small2BigStage:
         if not options.switches.small2big or not final:
             return ExpandOutcome({}, StageTrace(status="off", reason="not requested"), ran=False)
         hits = [c.chunk for c in final if not c.merged_from]  # a merged parent is context already
+        # ... and its tokens are spent first: the budget holds for the whole answer
+        merged_tokens = sum(c.chunk.token_count for c in final if c.merged_from)
         try:
             neighbours = await asyncio.to_thread(
                 self._repository.get_neighbours, hits, options.small2big_window
@@ -243,7 +260,8 @@ class Small2BigStage:
                 neighbours = [n for n in neighbours
                               if valid_at(n.valid_from_seq, n.valid_to_seq, version)]
             planned = plan_expansion(
-                hits, neighbours, options.small2big_window, options.small2big_budget
+                hits, neighbours, options.small2big_window,
+                max(0, options.small2big_budget - merged_tokens),
             )
         except Exception as exc:
             reason = f"{type(exc).__name__}: {exc}"

@@ -30,6 +30,7 @@ class Options:
     min_score: float | None
     second_dense: bool | None  # None: the settings' policy decides per query
     auto_merge_threshold: int
+    auto_merge_section_threshold: int  # 0: no merge into sections (L1)
     small2big_window: int
     small2big_budget: int
     tuned_fusion: StageTrace
@@ -88,6 +89,7 @@ def resolve_options(
         min_score=request.min_score if request.min_score is not None else settings.min_score,
         second_dense=request.second_dense,
         auto_merge_threshold=settings.auto_merge_threshold,
+        auto_merge_section_threshold=settings.auto_merge_section_threshold,
         small2big_window=settings.small2big_window,
         small2big_budget=settings.small2big_budget_tokens,
         tuned_fusion=_tuned_stage(wanted, tuned),

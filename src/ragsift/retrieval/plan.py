@@ -12,7 +12,13 @@ from ragsift.domain.errors import InvalidInput
 from ragsift.domain.filters import SearchFilter
 from ragsift.domain.requests import SearchRequest
 from ragsift.domain.results import RetrievalResult
-from ragsift.domain.trace import QueryVariant, RetrievalTrace, RouteTrace, StageTrace
+from ragsift.domain.trace import (
+    Degradation,
+    QueryVariant,
+    RetrievalTrace,
+    RouteTrace,
+    StageTrace,
+)
 from ragsift.observability.context import current_request_id
 from ragsift.retrieval.faq import FaqOutcome, FaqSearcher
 from ragsift.retrieval.faq_probe import main_faq_search
@@ -25,6 +31,8 @@ DocumentSearch = Callable[[SearchRequest, int | None], Awaitable[RetrievalResult
 """The document search of a request at a KB version (None: no versions)."""
 VersionOf = Callable[[SearchRequest], Awaitable[int | None]]
 """The KB version a request searches (NotFound for an unknown KB or version)."""
+RouteJudge = Callable[[RouteTrace, str], Awaitable[tuple[RouteTrace, tuple[Degradation, ...]]]]
+"""The rules' route checked against the KB's declared domain (scope_judge.py)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +58,7 @@ def resolve_plan(request: SearchRequest, settings: Settings) -> RetrievalPlan:
 
 async def run_plan(
     request: SearchRequest, settings: Settings, search_documents: DocumentSearch,
-    faq: FaqSearcher | None, version_of: VersionOf,
+    faq: FaqSearcher | None, version_of: VersionOf, judge: RouteJudge | None = None,
 ) -> RetrievalResult:
     """Documents (when run_doc) and FAQ (when run_faq) concurrently, merged into one result.
 
@@ -65,8 +73,13 @@ async def run_plan(
     options = resolve_options(request, settings)
     version = await version_of(request)
     route = decide(request.route, query, settings.route_rules)
+    judged: tuple[Degradation, ...] = ()
+    if judge is not None:
+        route, judged = await judge(route, query)
     if route.route != "search":
-        return _not_searched(request.kb_id, query, options, version, route)
+        result = _not_searched(request.kb_id, query, options, version, route)
+        return result.model_copy(update={"trace": result.trace.model_copy(
+            update={"degradations": judged})}) if judged else result
     faq_filter = compile_filter(request, None, version)
     faq_task = asyncio.create_task(_search_faq(faq, plan, faq_filter, query, options))
     try:
@@ -87,7 +100,8 @@ async def run_plan(
         timings["faq"] = outcome.latency_ms
     timings["total"] = round((time.perf_counter() - started) * 1000, 3)
     trace = trace.model_copy(update={
-        "faq": outcome.trace, "degradations": trace.degradations + outcome.degradations,
+        "faq": outcome.trace,
+        "degradations": judged + trace.degradations + outcome.degradations,
         "timings_ms": timings, "route": faq_route(route, outcome),
     })
     return result.model_copy(update={"faq_hits": outcome.hits, "trace": trace})

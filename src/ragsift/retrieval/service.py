@@ -62,6 +62,7 @@ from ragsift.retrieval.options import Options, resolve_options, wants_tuned_fusi
 from ragsift.retrieval.plan import run_plan
 from ragsift.retrieval.query import validate_query
 from ragsift.retrieval.scope import check_document_ids
+from ragsift.retrieval.scope_judge import ScopeJudge
 from ragsift.retrieval.stages import RerankLimits, cross_lingual_decision, kb_scripts
 
 
@@ -103,6 +104,8 @@ class RetrievalService:
             repository, faq_index, embedder, settings.faq_direct_answer_threshold, reranker
         )
         self._scope = ScopeStage(repository, versions)
+        self._scope_judge = ScopeJudge(settings.kb_domains, index, rewriter,
+                                       settings.llm_timeout_s)
         runner = ChannelRunner(index, embedder)
         second = SecondDensePolicy(
             settings.second_dense_queries, settings.second_dense_weight,
@@ -145,6 +148,7 @@ class RetrievalService:
         result = await run_plan(
             request, self._settings, self._search_documents, self._faq,
             functools.partial(self._version, kb=kb, read=version),
+            None if kb is None else functools.partial(self._scope_judge.judge, kb.id, kb.name),
         )
         if self._observer is not None:
             try:
