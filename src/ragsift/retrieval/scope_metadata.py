@@ -45,14 +45,16 @@ class FilterRecords:
     def __init__(self, repository: Repository) -> None:
         self._repository = repository
         self._cache: dict[str, tuple[tuple[int, str | None], Records]] = {}
-        self._matched: dict[tuple[str, tuple[int, str | None], Node], frozenset[str]] = {}
+        self._matched: dict[tuple[str, tuple[int, str | None], str], frozenset[str]] = {}
         self._lock = threading.Lock()
 
     def matching(self, kb_id: str, node: Node) -> frozenset[str]:
         """The KB's documents that pass `node` (called from a worker thread); the same filter
         on unchanged documents is answered from a cache, as the dense store caches rows."""
         stamp, records = self._records(kb_id)
-        key = (kb_id, stamp, node)
+        # keyed by the repr, not the node: true == 1 and false == 0 (same hash) in Python,
+        # never in the filter language, so equal nodes could stand for different filters
+        key = (kb_id, stamp, repr(node))
         with self._lock:
             found = self._matched.get(key)
         if found is None:
