@@ -57,3 +57,20 @@ def test_a_cached_filter_answer_is_not_reused_for_a_filter_equal_only_in_python(
     assert _allowed(_run(stage, {"flag": 1})) == {"flag-one"}
     assert _allowed(_run(stage, {"flag": {"$in": [0, 1]}})) == {"flag-one"}
     assert _allowed(_run(stage, {"flag": {"$in": [False, True]}})) == {"flag-true"}
+
+
+@pytest.mark.parametrize(("scope", "visible"), [
+    ({"tenant_ids": ["acme"]}, 0), ({"roles": ["sales"]}, 1), ({}, 1), ({"roles": ["hr"]}, 2)])
+def test_the_filter_trace_counts_only_documents_within_the_requests_scope(
+    facts: SqlRepository, scope: dict[str, Any], visible: int,
+) -> None:
+    """Two documents say dept=secret: one of tenant globex, one for the role hr. The count
+    of matched documents (and the empty reason) would otherwise be an oracle on the metadata
+    of documents the caller may not see."""
+    stage = ScopeStage(facts, None)
+    outcome = _run(stage, {"dept": "secret"}, **scope)
+    assert outcome.decision.trace.filter_documents_matched == visible
+    assert len(_allowed(outcome)) == visible
+    if not visible:  # said as of a filter that matches no document at all
+        nothing = _run(stage, {"dept": "absent"}, **scope)
+        assert outcome.decision.trace.empty_reason == nothing.decision.trace.empty_reason
