@@ -165,7 +165,7 @@ def filename_matcher(filenames: dict[str, str]) -> FilenameIds:
     from ragsift.domain.metadata_filter import evaluate, parse_filter
 
     def ids(raw: dict[str, Any]) -> list[str]:
-        node = parse_filter(raw)
+        node = parse_filter(raw, builtins=frozenset({"filename"}))
         return [doc_id for doc_id, name in filenames.items()
                 if evaluate(node, {"filename": name})]
     return ids
