@@ -7,11 +7,10 @@ from typing import Any
 
 import pytest
 
-from ragsift.api.dify_conditions import condition_filter
+from ragsift.api.dify_conditions import UnsupportedCondition, condition_filter
 from ragsift.api.dify_mapping import (
     BM25_HALF,
     DifyFilters,
-    UnsupportedCondition,
     calibrated_score,
     conditions_to_filters,
     normalised_scores,
@@ -178,3 +177,12 @@ def test_each_dify_operator_holds_on_the_documents_it_names(
     operator: str, field: str, value: Any, expected: set[str],
 ) -> None:
     assert _matching(operator, field, value) == expected
+
+
+@pytest.mark.parametrize("value", [1e20, -1e20, float("nan"), "9999-12-31T23:00:00-05:00",
+                                   "0001-01-01T00:00:00+01:00"])
+def test_a_time_condition_on_an_impossible_instant_is_refused_not_a_server_error(
+    value: float | str,
+) -> None:
+    with pytest.raises(UnsupportedCondition, match="Unix timestamp"):
+        condition_filter("published", "before", value)

@@ -4,9 +4,13 @@ its text."""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterator
+
 import pytest
 
 from chat.chat_factories import evidence
+from ragsift.chat import assets
 from ragsift.chat.assets import validate_answer
 from ragsift.chat.citations import trim_unfinished_link
 from ragsift.chat.stream_check import CheckedStream, settled_prefix
@@ -65,3 +69,32 @@ def test_the_settled_prefix_stops_before_whatever_may_still_become_a_link(
     raw: str, settled: str,
 ) -> None:
     assert settled_prefix(raw) == settled
+
+
+class _CountingPattern:
+    """The image-link pattern, counting the characters it is asked to scan."""
+
+    def __init__(self, pattern: re.Pattern[str]) -> None:
+        self.pattern = pattern
+        self.scanned = 0
+
+    def finditer(self, text: str) -> Iterator[re.Match[str]]:
+        self.scanned += len(text)
+        return self.pattern.finditer(text)
+
+    def sub(self, replacement: str, text: str) -> str:
+        return self.pattern.sub(replacement, text)
+
+
+def test_the_check_of_a_long_streamed_answer_costs_its_length_not_its_square(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Checking the whole text again at every delta made an 8,000-character answer scan
+    ~8,000,000 characters (a 28,000-character one: a minute of event-loop CPU)."""
+    line = "The hotel limit is 150 per night in most cities, 220 in Tokyo [来源 1](citation://1).\n"
+    answer = line * (8000 // len(line))
+    counting = _CountingPattern(assets._ASSET_LINKS)
+    monkeypatch.setattr(assets, "_ASSET_LINKS", counting)
+    sent, final = _streamed([answer[i : i + 4] for i in range(0, len(answer), 4)])
+    assert "".join(sent) == final
+    assert counting.scanned < 100 * len(answer)

@@ -88,6 +88,10 @@ def test_reference_semantics(raw: dict[str, Any], expected: bool) -> None:
     ({"dept": {"$startswith": 1}}, r"filter\.dept\.\$startswith: \$startswith takes a string"),
     ({"dept": {"$exists": 1}}, r"filter\.dept\.\$exists: \$exists takes true or false"),
     ({"x y": 1}, r"filter\.x y: 'x y' is not a metadata key"),
+    # reserved for built-ins a filter cannot reach: refused, not silently never matched
+    ({"filename": "a.md"}, r"filter\.filename: 'filename' is a built-in field"),
+    ({"$or": [{"dept": "hr"}, {"kb_id": {"$ne": "x"}}]}, r"filter\.\$or\[1\]\.kb_id: "),
+    ({"allowed_roles": {"$contains": "hr"}}, r"filter\.allowed_roles: "),
     ({"$not": {}}, r"filter\.\$not: a filter is a non-empty JSON object"),
     ({"d": {"$eq": {"$date": "2024-02-30"}}}, r"filter\.d\.\$eq: '2024-02-30' is not an ISO"),
 ])

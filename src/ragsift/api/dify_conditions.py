@@ -80,15 +80,18 @@ def _typed(field: str, operator: str, value: Raw) -> Any:
 
 def _instant(field: str, operator: str, value: Raw) -> datetime:
     one = _one(field, operator, value)
-    if isinstance(one, int | float) and not isinstance(one, bool):
-        return datetime.fromtimestamp(one, UTC)
-    moment = parse_date(one.strip()) if isinstance(one, str) else None
-    if moment is None:
-        raise UnsupportedCondition(f"{field!r} {operator!r} takes a Unix timestamp or an ISO "
-                                   f"date or datetime, got {one!r}")
-    if isinstance(moment, datetime):
-        return moment.astimezone(UTC)
-    return datetime.combine(moment, time(), UTC)
+    try:
+        if isinstance(one, int | float) and not isinstance(one, bool):
+            return datetime.fromtimestamp(one, UTC)
+        moment = parse_date(one.strip()) if isinstance(one, str) else None
+        if isinstance(moment, datetime):
+            return moment.astimezone(UTC)
+        if moment is not None:
+            return datetime.combine(moment, time(), UTC)
+    except (OverflowError, OSError, ValueError):  # NaN, or an instant past year 1 or 9999
+        pass
+    raise UnsupportedCondition(f"{field!r} {operator!r} takes a Unix timestamp or an ISO "
+                               f"date or datetime, got {one!r}")
 
 
 def _time(field: str, operator: str, value: Raw) -> dict[str, Any]:
@@ -162,7 +165,7 @@ def filename_matcher(filenames: dict[str, str]) -> FilenameIds:
     from ragsift.domain.metadata_filter import evaluate, parse_filter
 
     def ids(raw: dict[str, Any]) -> list[str]:
-        node = parse_filter(raw)
+        node = parse_filter(raw, builtins=frozenset({"filename"}))
         return [doc_id for doc_id, name in filenames.items()
                 if evaluate(node, {"filename": name})]
     return ids

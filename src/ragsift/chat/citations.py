@@ -121,7 +121,8 @@ def validate_citations(text: str, evidence: Sequence[Evidence]) -> CitedAnswer:
             word = _word_of(match.group("label"))
             parts.append(before + "".join(citation_link(n, word) for n in kept))
             for n in kept:
-                cited.setdefault(n, _citation(by_n[n]))
+                if n not in cited:  # built once: a pydantic round trip per link is slow
+                    cited[n] = _citation(by_n[n])
         position = match.end()
     parts.append(text[position:])
     return CitedAnswer("".join(parts), tuple(cited.values()), tuple(removed))

@@ -27,6 +27,9 @@ KEY_PATTERN = re.compile(r"[^\W\d_][\w.\-]{0,63}")
 SCOPE_KEYS = frozenset({"source", "tenant_id", "dataset_id", "visibility", "document_id"})
 RESERVED_KEYS = SCOPE_KEYS | frozenset({"kb_id", "chunk_id", "allowed_roles", "roles",
                                         "kb_version", "version", "filename"})
+# a document's allowed roles in its filter record: a `$` name no filter can name (the scope
+# stage reads it to keep the filter within the caller's roles)
+ROLES_FIELD = "$allowed_roles"
 
 Scalar = str | int | float | bool | date | datetime
 Value = Scalar | tuple[str, ...]

@@ -36,6 +36,7 @@ from typing import Any, Literal
 from ragsift.domain.errors import InvalidInput
 from ragsift.domain.metadata import (
     KEY_PATTERN,
+    RESERVED_KEYS,
     SCOPE_KEYS,
     Scalar,
     Value,
@@ -85,8 +86,9 @@ Node = Condition | And | Or | Not
 
 
 class _Parser:
-    def __init__(self, limits: FilterLimits) -> None:
+    def __init__(self, limits: FilterLimits, builtins: frozenset[str]) -> None:
         self._limits = limits
+        self._builtins = builtins
         self._nodes = 0
 
     def _count(self, path: str) -> None:
@@ -116,8 +118,11 @@ class _Parser:
         if not isinstance(key, str) or key.startswith("$"):
             raise InvalidInput(f"{path}: unknown operator {key!r}; logical operators are "
                                "$and, $or, $not")
-        if key not in SCOPE_KEYS and not KEY_PATTERN.fullmatch(key):
+        if key not in self._builtins and not KEY_PATTERN.fullmatch(key):
             raise InvalidInput(f"{path}: {key!r} is not a metadata key or a scope field")
+        if key in RESERVED_KEYS and key not in self._builtins:  # no document has it
+            raise InvalidInput(f"{path}: {key!r} is a built-in field a filter cannot name; "
+                               f"the built-ins it can: {', '.join(sorted(self._builtins))}")
         if isinstance(value, Mapping) and value and all(
                 isinstance(k, str) and k.startswith("$") for k in value):
             if set(value) <= {"$date", "$datetime"}:  # a tagged date, compared for equality
@@ -159,9 +164,13 @@ class _Parser:
         return value
 
 
-def parse_filter(raw: Any, limits: FilterLimits | None = None) -> Node:
-    """The filter tree of a JSON filter, or InvalidInput naming the offending part's path."""
-    return _Parser(limits or FilterLimits()).filter(raw, "filter", 1)
+def parse_filter(
+    raw: Any, limits: FilterLimits | None = None, builtins: frozenset[str] = SCOPE_KEYS,
+) -> Node:
+    """The filter tree of a JSON filter, or InvalidInput naming the offending part's path.
+    `builtins`: the built-in fields the records it is evaluated on hold (the other reserved
+    keys are refused: no record has them, so a filter on one would silently never hold)."""
+    return _Parser(limits or FilterLimits(), builtins).filter(raw, "filter", 1)
 
 
 def _kind(value: Value) -> str:

@@ -71,7 +71,8 @@ class ScopeStage:
         if metadata_filter is not None:
             # pushed down as the document allow-list both channels already filter on
             matched = await asyncio.to_thread(self._records.matching, request.kb_id,
-                                              metadata_filter)
+                                              metadata_filter,
+                                              compile_filter(request, None, version))
             decision = narrow_by_filter(decision, matched)
             if decision.allowed is not None and not decision.allowed:
                 return ScopeOutcome(decision, None)

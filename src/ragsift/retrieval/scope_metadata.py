@@ -14,7 +14,8 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from ragsift.domain.metadata import Value, decode_metadata
+from ragsift.domain.filters import SearchFilter, roles_allow
+from ragsift.domain.metadata import ROLES_FIELD, Value, decode_metadata
 from ragsift.domain.metadata_filter import Node
 from ragsift.domain.metadata_predicate import compile_predicate
 from ragsift.ports import Repository
@@ -33,6 +34,15 @@ def matching_documents(node: Node, records: Records) -> frozenset[str]:
     return frozenset(doc_id for doc_id, values in records.items() if holds(values))
 
 
+def in_scope(record: Mapping[str, Value], scope: SearchFilter) -> bool:
+    """Whether a document's filter record is within the scope fields and roles of `scope`."""
+    for name, accepted in scope.scope_fields().items():
+        if record.get(name) not in accepted:
+            return False
+    roles = record.get(ROLES_FIELD)
+    return roles_allow(roles if isinstance(roles, tuple) else (), scope.roles)
+
+
 def typed_records(fields: Mapping[str, Mapping[str, Any]]) -> dict[str, Mapping[str, Value]]:
     """filter_fields' JSON form decoded into typed values, per document."""
     return {doc_id: decode_metadata(values) for doc_id, values in fields.items()}
@@ -45,14 +55,24 @@ class FilterRecords:
     def __init__(self, repository: Repository) -> None:
         self._repository = repository
         self._cache: dict[str, tuple[tuple[int, str | None], Records]] = {}
-        self._matched: dict[tuple[str, tuple[int, str | None], Node], frozenset[str]] = {}
+        self._matched: dict[tuple[str, tuple[int, str | None], str], frozenset[str]] = {}
         self._lock = threading.Lock()
 
-    def matching(self, kb_id: str, node: Node) -> frozenset[str]:
-        """The KB's documents that pass `node` (called from a worker thread); the same filter
-        on unchanged documents is answered from a cache, as the dense store caches rows."""
+    def matching(self, kb_id: str, node: Node, scope: SearchFilter) -> frozenset[str]:
+        """The KB's documents within `scope` (its scope fields and roles) that pass `node`
+        (called from a worker thread); the same filter on unchanged documents is answered
+        from a cache, as the dense store caches rows."""
         stamp, records = self._records(kb_id)
-        key = (kb_id, stamp, node)
+        # the caller's scope first: what passes is counted in the trace, and a count of
+        # documents the caller may not see would tell their metadata
+        return frozenset(doc_id for doc_id in self._matching(kb_id, stamp, records, node)
+                         if in_scope(records[doc_id], scope))
+
+    def _matching(self, kb_id: str, stamp: tuple[int, str | None], records: Records,
+                  node: Node) -> frozenset[str]:
+        # keyed by the repr, not the node: true == 1 and false == 0 (same hash) in Python,
+        # never in the filter language, so equal nodes could stand for different filters
+        key = (kb_id, stamp, repr(node))
         with self._lock:
             found = self._matched.get(key)
         if found is None:

@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from ragsift.adapters.sql.orm import DocumentRow
 from ragsift.domain.errors import NotFound
+from ragsift.domain.metadata import ROLES_FIELD
 
 # ids per IN list: well under SQLite's oldest bound-variable limit
 _IN_BATCH = 500
@@ -32,16 +33,19 @@ class MetadataRepositoryMixin:
                 raise NotFound(f"document {document_id!r} does not exist")
 
     def filter_fields(self, kb_id: str) -> dict[str, dict[str, Any]]:
-        """document id -> its metadata (JSON form) and scope fields, for every document of
-        `kb_id`: what a metadata filter is evaluated on (status is checked by the search)."""
+        """document id -> its metadata (JSON form), scope fields and allowed roles (as
+        ROLES_FIELD), for every document of `kb_id`: what a metadata filter is evaluated on
+        (status is checked by the search)."""
         query = select(DocumentRow.id, DocumentRow.meta, DocumentRow.source,
                        DocumentRow.tenant_id, DocumentRow.dataset_id, DocumentRow.visibility,
-                       ).where(DocumentRow.kb_id == kb_id)
+                       DocumentRow.allowed_roles).where(DocumentRow.kb_id == kb_id)
         fields: dict[str, dict[str, Any]] = {}
         with self._sessions.begin() as session:
-            for doc_id, meta, source, tenant, dataset, visibility in session.execute(query):
+            for doc_id, meta, source, tenant, dataset, visibility, roles in session.execute(
+                    query):
                 scope = {"source": source, "tenant_id": tenant, "dataset_id": dataset,
-                         "visibility": visibility, "document_id": doc_id}
+                         "visibility": visibility, "document_id": doc_id,
+                         ROLES_FIELD: list(roles) if roles else None}
                 fields[doc_id] = {**(meta or {}),
                                   **{k: v for k, v in scope.items() if v is not None}}
         return fields
