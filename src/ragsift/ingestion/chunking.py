@@ -102,6 +102,14 @@ class Chunker:
         self._overlap = overlap_tokens
         self._parent_budget = parent_max_tokens
 
+    def sized(self, chunk_tokens: int, overlap_tokens: int, parent_max_tokens: int) -> Chunker:
+        """This chunker when its sizes are these, else one with the same tokenizer (a KB's
+        own chunking; ValueError for sizes that do not fit together)."""
+        if (chunk_tokens, overlap_tokens, parent_max_tokens) == (
+                self._budget, self._overlap, self._parent_budget):
+            return self
+        return Chunker(self._tokenizer, chunk_tokens, overlap_tokens, parent_max_tokens)
+
     def chunk(self, document_id: str, kb_id: str, parsed: ParsedDocument) -> list[Chunk]:
         """All parents, then all children; children's ordinals run across the document."""
         return self.chunk_document(document_id, kb_id, parsed).chunks
