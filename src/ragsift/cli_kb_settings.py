@@ -6,7 +6,8 @@ from typing import Annotated, Any
 
 import typer
 
-from ragsift.cli_common import DataDir, JsonFlag, echo_json, kb_named, open_container, out
+from ragsift.cli_common import DataDir, JsonFlag, echo_json, load_settings, out
+from ragsift.domain.errors import InvalidInput
 
 SetOpt = Annotated[list[str] | None, typer.Option(
     "--set", help="Override a setting, key=value (repeatable): chunk_tokens=128, ocr=off, "
@@ -26,16 +27,26 @@ def kb_settings_command(
     with code 2 and changes nothing. After a chunking, OCR or asset change the command to
     reindex the KB's documents is printed.
     """
-    from ragsift.api.routes_kb_settings import settings_out
+    from ragsift.adapters.sql import SqlRepository
     from ragsift.kb_settings import parse_assignment
+    from ragsift.kb_settings_service import KbSettingsService, settings_out
 
     values = dict(parse_assignment(text) for text in set_ or [])
-    with open_container(data_dir, follow=not (set_ or unset)) as container:
-        kb = kb_named(container, name)
-        service = container.kb_settings
+    settings = load_settings(data_dir)
+    settings.data_dir.mkdir(parents=True, exist_ok=True)  # as every command does
+    # the database alone: no embedder or index is opened (it runs beside `ragsift serve`)
+    repository = SqlRepository(settings.resolved_database_url)
+    try:
+        kb = repository.get_kb_by_name(name)
+        if kb is None:
+            known = ", ".join(k.name for k in repository.list_kbs()) or "none"
+            raise InvalidInput(f"unknown knowledge base {name!r} (known: {known})")
+        service = KbSettingsService(repository, settings)
         view = (service.update(kb.id, values, unset or []) if set_ or unset
                 else service.view(kb.id))
-        body = settings_out(view, kb.name)
+    finally:
+        repository.close()
+    body = settings_out(view, kb.name)
     if as_json:
         echo_json(body.model_dump(mode="json"))
         return

@@ -12,10 +12,9 @@ from typing import Any
 from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
-from ragsift import kb_settings
 from ragsift.api.deps import State, require_kb
 from ragsift.api.errors import ERROR_RESPONSES
-from ragsift.kb_settings_service import KbSettingsView
+from ragsift.kb_settings_service import KbSettingsOut, settings_out
 
 router = APIRouter(prefix="/api/kbs", tags=["knowledge bases"], responses=ERROR_RESPONSES)
 
@@ -27,45 +26,6 @@ class KbSettingsPatch(BaseModel):
 
     set: dict[str, Any] = Field(default_factory=dict, description="key: value overrides")
     unset: list[str] = Field(default_factory=list, description="overrides to drop")
-
-
-class ReindexHint(BaseModel):
-    """How the documents get the current settings: the reindex endpoint and command."""
-
-    endpoint: str
-    command: str
-
-
-class KbSettingsOut(BaseModel):
-    """Effective values, the KB's overrides, the defaults (process settings), the keys that
-    need a reindex, the settings its documents were built with and what changed since."""
-
-    kb_id: str
-    effective: dict[str, Any]
-    overrides: dict[str, Any]
-    defaults: dict[str, Any]
-    overridden: list[str]
-    reindex_keys: list[str]
-    search_keys: list[str]
-    built_with: dict[str, Any] | None
-    changed_since_build: list[str]
-    reindex_required: bool
-    reindex: ReindexHint | None
-
-
-def settings_out(view: KbSettingsView, kb_name: str) -> KbSettingsOut:
-    """The response body of a KB's settings (the CLI's --json prints the same)."""
-    hint = ReindexHint(
-        endpoint=f"POST /api/kbs/{view.kb_id}/reindex",
-        command=f"ragsift reindex --kb {kb_name}",
-    ) if view.reindex_required else None
-    return KbSettingsOut(
-        kb_id=view.kb_id, effective=view.effective, overrides=view.overrides,
-        defaults=view.defaults, overridden=sorted(view.overrides),
-        reindex_keys=list(kb_settings.INGEST_KEYS), search_keys=list(kb_settings.SEARCH_KEYS),
-        built_with=view.built_with, changed_since_build=list(view.changed_since_build),
-        reindex_required=view.reindex_required, reindex=hint,
-    )
 
 
 @router.get("/{kb_id}/settings")
