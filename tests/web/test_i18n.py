@@ -25,7 +25,7 @@ PAGES = WEB / "pages"
 LANGUAGES = ("en", "zh-CN")
 KEY = r"[A-Za-z][\w-]*(?:\.[\w-]+)+"
 # a key still showing as itself (a missing string) somewhere in a page's text
-SHOWN_KEY = re.compile(r"\b(?:common|documents|chat|debug|panel|evidence|trace|rail)"
+SHOWN_KEY = re.compile(r"\b(?:common|documents|chat|debug|panel|evidence|trace|rail|settings)"
                        r"\.[a-z][\w]*(?:\.[\w-]+)*\b")
 
 
