@@ -13,8 +13,8 @@ from typer.testing import CliRunner
 from ragsift.adapters.sql import SqlRepository
 from ragsift.cli import app
 from ragsift.config import Settings
-from ragsift.domain.models import Document, DocumentStatus, KnowledgeBase
 from ragsift.domain.errors import InvalidInput
+from ragsift.domain.models import Document, DocumentStatus, KnowledgeBase
 
 
 def _run(data_dir: Path, *args: str) -> Any:
