@@ -123,11 +123,13 @@ async function save(event) {
       { method: "PATCH", json: body });
     say($("settings-error"), "");
     say($("settings-notice"), t("settings.saved"));
+    render();
   } catch (failure) {
+    // the fields keep what was typed, so the value the message names can be corrected
     say($("settings-notice"), "");
     say($("settings-error"), t("settings.error.save", { reason: describe(failure) }));
+    $("settings-save").disabled = false;
   }
-  render();
 }
 
 async function reindex() {
