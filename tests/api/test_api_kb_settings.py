@@ -4,11 +4,13 @@ leaves them unset, a reindex clears "changed since build", and versions record t
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from api.api_helpers import Api, assert_error
+from api.conftest import open_api
 
 # ~250 tokens of prose: 32-token children (the app's default here) vs 128-token children
 LONG = "\n\n".join(
@@ -18,6 +20,13 @@ LONG = "\n\n".join(
 ).encode()
 FAQ = b'{"question": "How do I reset the router?", "answer": "Hold reset for 10 s."}\n'
 
+
+
+@pytest.fixture(scope="module")
+def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
+    """One app for the module (each test uses its own KB)."""
+    with open_api(tmp_path_factory.mktemp("kb_settings") / "data") as started:
+        yield started
 
 
 def children(api: Api, document_id: str) -> int:
