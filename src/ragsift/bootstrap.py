@@ -21,6 +21,8 @@ from ragsift.adapters.thread_budget import configure as configure_thread_budget
 from ragsift.chat.service import ChatOptions, ChatService
 from ragsift.config import Settings
 from ragsift.embedder_dimension import resolve_dimension
+from ragsift.kb_settings import defaults as kb_settings_defaults
+from ragsift.kb_settings_service import KbSettingsService
 from ragsift.ports import (
     ChatModel,
     Embedder,
@@ -68,6 +70,8 @@ class Container:
     # KB versions: documents and FAQ entries are written into their KB's draft by reference
     drafts: DraftWriter
     object_store: ObjectStore
+    # a KB's own settings (ragsift/kb_settings.py): the process settings are its defaults
+    kb_settings: KbSettingsService
     _ingestion: IngestionService | None = field(default=None, init=False, repr=False)
     _faq: FaqService | None = field(default=None, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
@@ -324,6 +328,9 @@ def build(settings: Settings, upgrade_sparse_layout: bool = False,
     data_dir.mkdir(parents=True, exist_ok=True)
     configure_thread_budget(settings.blas_threads)
     repository = SqlRepository(settings.resolved_database_url)
+    # sealed versions record the KB's effective settings: these under its overrides
+    repository.kb_setting_defaults = kb_settings_defaults(settings)
+    kb_settings = KbSettingsService(repository, settings)
     bare = build_embedder(settings)
     # a hosted embedder's dimension from a KB's record first: no startup call to it
     dimension = resolve_dimension(bare, repository)
@@ -345,6 +352,7 @@ def build(settings: Settings, upgrade_sparse_layout: bool = False,
         tuning=repository, versions=repository, observer=build_observer(settings),
         # the swap check's idf comes from the embedded BM25 store (others: min_idf unchecked)
         rescorers=(ConsistencyStage(settings, getattr(index, "sparse_term_stats", None)),),
+        kb_defaults=kb_settings.search_defaults,
     )
     versions = VersionService(repository, index, retrieval, object_store, drafts, settings,
                               faq_index=faq_index)
@@ -363,7 +371,7 @@ def build(settings: Settings, upgrade_sparse_layout: bool = False,
     return Container(
         settings, repository, index, embedder, retrieval, faq_index,
         conversations=conversations, chat=chat, versions=versions, drafts=drafts,
-        object_store=object_store,
+        object_store=object_store, kb_settings=kb_settings,
     )
 
 
@@ -405,4 +413,5 @@ def build_ingestion(container: Container) -> IngestionService:
             memory_bytes=settings.prepare_memory_mb * 1024 * 1024,
             parse=ParseLimits.from_settings(settings),
         ),
+        profile=container.kb_settings.profile,
     )

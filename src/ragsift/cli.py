@@ -26,6 +26,7 @@ from ragsift.cli_common import (
 from ragsift.cli_eval import eval_command
 from ragsift.cli_faq import faq_app
 from ragsift.cli_files import ingest, sync
+from ragsift.cli_kb_settings import kb_settings_command
 from ragsift.cli_keys import audit, keys_app
 from ragsift.cli_maintenance import fill_second_dense, rebuild_sparse, reindex
 from ragsift.cli_mcp import mcp as mcp_command
@@ -61,6 +62,7 @@ kb_app = typer.Typer(help="Knowledge bases.", no_args_is_help=True)
 docs_app = typer.Typer(help="Documents of a knowledge base.", no_args_is_help=True)
 app.add_typer(kb_app, name="kb")
 kb_app.add_typer(version_app, name="version")
+kb_app.command("settings")(kb_settings_command)
 app.add_typer(docs_app, name="docs")
 app.add_typer(faq_app, name="faq")
 app.add_typer(keys_app, name="keys")

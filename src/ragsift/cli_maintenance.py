@@ -138,6 +138,8 @@ def reindex(kb: KbName, doc_id: DocIds = None, data_dir: DataDir = None,
                 knowledge_base, doc_id or None, progress=lambda n: bar.advance(chunks, n),
                 done=lambda _: bar.advance(task),
             )
+        if not doc_id:  # the whole KB was rebuilt with its settings
+            container.kb_settings.mark_built(knowledge_base.id)
     bad = [o for o in outcomes if o.skipped or o.document.status != DocumentStatus.READY]
     if as_json:
         echo_json([_outcome_json(outcome) for outcome in outcomes])

@@ -25,7 +25,7 @@ PAGES = WEB / "pages"
 LANGUAGES = ("en", "zh-CN")
 KEY = r"[A-Za-z][\w-]*(?:\.[\w-]+)+"
 # a key still showing as itself (a missing string) somewhere in a page's text
-SHOWN_KEY = re.compile(r"\b(?:common|documents|chat|debug|panel|evidence|trace|rail)"
+SHOWN_KEY = re.compile(r"\b(?:common|documents|chat|debug|panel|evidence|trace|rail|settings)"
                        r"\.[a-z][\w]*(?:\.[\w-]+)*\b")
 
 
@@ -302,7 +302,7 @@ def test_a_chinese_browser_gets_chinese_pages_and_english_is_remembered(
     assert texts["lang"] == "zh-CN" and texts["switchValue"] == "zh-CN"
     assert texts["switchName"] == "语言"
     assert texts["title"] == "ragsift · 文档"
-    assert texts["nav"] == "检索调试|对话|文档|常见问题|API"
+    assert texts["nav"] == "检索调试|对话|文档|常见问题|设置|API"
     assert texts["kbTitle"] == "知识库" and texts["uploadTitle"] == "上传文档"
     assert texts["documentsTitle"] == "handbook 的文档"
     assert texts["count"] == "3 个文档"
@@ -318,7 +318,7 @@ def test_a_chinese_browser_gets_chinese_pages_and_english_is_remembered(
 
     texts = _texts(chinese)  # re-rendered in place, no reload
     assert texts["lang"] == "en"
-    assert texts["nav"] == "Retrieval debug|Chat|Documents|FAQ|API"
+    assert texts["nav"] == "Retrieval debug|Chat|Documents|FAQ|Settings|API"
     assert texts["kbTitle"] == "Knowledge base"
     assert texts["documentsTitle"] == "Documents of handbook"
     assert texts["count"] == "3 documents" and texts["status"] == "READY"
@@ -334,7 +334,7 @@ def test_a_chinese_browser_gets_chinese_pages_and_english_is_remembered(
 
     # the other pages follow the remembered choice, their headers included
     for path, name in (("/web/faq", "FAQ"), ("/web/chat", "Chat"),
-                       ("/web/debug", "Retrieval debug")):
+                       ("/web/debug", "Retrieval debug"), ("/web/settings", "Settings")):
         chinese.open(f"{path}?kb={kb_id}")
         texts = _texts(chinese)
         assert texts["lang"] == "en" and texts["switchValue"] == "en", path

@@ -22,6 +22,7 @@ EXPECTED_ASSETS = {
     "js/assets.js", "js/chatcards.js", "js/i18n.js", "js/langswitch.js",
     "js/strings/chat.js", "js/strings/common.js", "js/strings/debug.js",
     "js/strings/documents.js", "js/strings/panel.js",
+    "js/settings.js", "js/strings/settings.js",  # per-KB settings (issue 38)
     "vendor/marked.esm.js", "vendor/purify.min.js",
     "vendor/LICENSE-marked.txt", "vendor/LICENSE-dompurify.txt",
     "vendor/LICENSE-dompurify-MPL.txt",
@@ -55,7 +56,7 @@ def test_static_assets_skip_unknown_types_and_directories(tmp_path: Path) -> Non
     }
 
 
-PAGE_NAMES = ["debug", "chat", "documents", "faq"]
+PAGE_NAMES = ["debug", "chat", "documents", "faq", "settings"]
 
 
 @pytest.mark.parametrize("page", PAGE_NAMES)

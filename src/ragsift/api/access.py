@@ -38,6 +38,7 @@ RULES: tuple[Rule, ...] = (
     _rule("POST", r"/v1/chat/completions", Role.READER),
     _rule("POST", r"/v1/embeddings", Role.READER),
     _rule("GET HEAD", r"/api/kbs(/\{kb_id\})?", Role.READER),
+    _rule("GET HEAD", r"/api/kbs/\{kb_id\}/settings", Role.READER),  # PATCH: admin
     _rule("GET HEAD", r"/api/kbs/\{kb_id\}/documents|/api/documents/\{document_id\}"
           r"(/chunks|/assets|/pages/\{page\}\.png)?", Role.READER),
     _rule("GET HEAD", r"/api/assets/\{asset_id\}", Role.READER),

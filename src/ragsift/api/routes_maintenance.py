@@ -85,4 +85,7 @@ def reindex_kb(kb_id: str, state: State) -> ReindexOut:
             continue
         state.worker.submit(document.id, reindex=True)
         queued.append(document.id)
+    # every document is being rebuilt with the KB's settings (a skipped one is being
+    # ingested with them already): no longer "changed since build"
+    container.kb_settings.mark_built(kb.id)
     return ReindexOut(queued=queued, skipped=skipped)

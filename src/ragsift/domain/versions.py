@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -57,6 +57,9 @@ class KbVersion(Frozen):
     chunks: int = 0  # indexed (child) chunks valid in this version
     added: int = 0  # indexed chunks this version added
     retired: int = 0  # indexed chunks this version retired
+    # the KB's effective settings when sealed (ragsift/kb_settings.py; None: sealed before
+    # versions recorded them)
+    settings: dict[str, Any] | None = None
 
 
 class QueryDiff(Frozen):

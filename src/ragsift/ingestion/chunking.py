@@ -109,6 +109,14 @@ class Chunker:
         self._parent_budget = parent_max_tokens
         self._sections = sections
 
+    def sized(self, chunk_tokens: int, overlap_tokens: int, parent_max_tokens: int) -> Chunker:
+        """This chunker when its sizes are these, else one with the same tokenizer (a KB's
+        own chunking; ValueError for sizes that do not fit together)."""
+        if (chunk_tokens, overlap_tokens, parent_max_tokens) == (
+                self._budget, self._overlap, self._parent_budget):
+            return self
+        return Chunker(self._tokenizer, chunk_tokens, overlap_tokens, parent_max_tokens)
+
     def chunk(self, document_id: str, kb_id: str, parsed: ParsedDocument) -> list[Chunk]:
         """Sections, parents, then children; children's ordinals run across the document."""
         return self.chunk_document(document_id, kb_id, parsed).chunks

@@ -34,6 +34,7 @@ from ragsift.ingestion.preparation import (
     index_records,
     prepare_in_pool,
 )
+from ragsift.ingestion.profile import IngestProfile
 from ragsift.ingestion.states import DocumentStates, missing, object_key
 from ragsift.ports import (
     Embedder,
@@ -63,6 +64,8 @@ class Staging:
     pool: Callable[[], PreparationPool | None]
     documents: int
     texts: int = 0
+    # a KB's own chunking and parsing settings by kb id (None: the process settings)
+    profile: Callable[[str], IngestProfile | None] = lambda _kb_id: None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -108,11 +111,12 @@ class Dispatcher:
         if pool is None:
             chunked = chunk_document(
                 self._staging.chunker, document.id, document.kb_id, document.filename, data,
-                self._staging.limits.parse,
+                self._staging.limits.parse, self._staging.profile(document.kb_id),
             )
         else:
-            result = pool.result(pool.submit(Job(document, data,
-                                                 self.sparse_analyzer(document.kb_id))))
+            result = pool.result(pool.submit(Job(
+                document, data, self.sparse_analyzer(document.kb_id),
+                self._staging.profile(document.kb_id))))
             if isinstance(result, Failed):
                 raise DocumentRejected(_reason(document, result))
             chunked = result
@@ -171,6 +175,7 @@ class Dispatcher:
         """Each document claimed (ours, PARSING) with its original and its kb's BM25
         analyzer, or its failure; a batch of documents per claim."""
         analyzers: dict[str, Analyzer | None] = {}
+        profiles: dict[str, IngestProfile | None] = {}
         me = this_process().token()
         for start in range(0, len(document_ids), self._documents):
             ids = document_ids[start : start + self._documents]
@@ -184,7 +189,8 @@ class Dispatcher:
                     continue
                 if document.kb_id not in analyzers:
                     analyzers[document.kb_id] = self.sparse_analyzer(document.kb_id)
-                yield Job(document, data, analyzers[document.kb_id])
+                    profiles[document.kb_id] = self._staging.profile(document.kb_id)
+                yield Job(document, data, analyzers[document.kb_id], profiles[document.kb_id])
 
     def _stage(self, group: Sequence[tuple[Document, Chunked]]) -> list[_Staged | IngestOutcome]:
         """The chunked documents INDEXING with their children to embed (one statement each

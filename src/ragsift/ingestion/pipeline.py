@@ -17,7 +17,7 @@ import hashlib
 import logging
 import threading
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -32,6 +32,7 @@ from ragsift.ingestion.dispatch import Dispatcher, Staging
 from ragsift.ingestion.embedding import Progress
 from ragsift.ingestion.outcomes import IngestOutcome
 from ragsift.ingestion.preparation import PreparationPool, Prepared, WorkerLimits, picklable
+from ragsift.ingestion.profile import IngestProfile
 from ragsift.ingestion.recovery import Recovery
 from ragsift.ingestion.registration import NewFile, Registrar
 from ragsift.ingestion.revisions import Replacer
@@ -44,6 +45,10 @@ from ragsift.versions.writer import DraftWriter
 __all__ = ["IngestOutcome", "IngestionService", "NewFile"]
 
 logger = logging.getLogger(__name__)
+
+
+def _process_settings(_kb_id: str) -> IngestProfile | None:
+    return None
 
 
 class IngestionService:
@@ -65,11 +70,13 @@ class IngestionService:
         batch_documents: int | None = None,
         data_dir: Path | None = None,
         embed_concurrency: int = 1,
+        profile: Callable[[str], IngestProfile | None] | None = None,
     ) -> None:
         """`batch_size`: texts per embedder call; `batch_documents` (default: batch_size):
         documents registered, claimed and staged together; `data_dir`: where the local stores
         write, named (with its free space) when the disk is full; `embed_concurrency`: the
-        embedder calls sent at once (staged groups hold that many batches at least)."""
+        embedder calls sent at once (staged groups hold that many batches at least); `profile`:
+        a KB's own chunking and parsing settings by kb id (ragsift/kb_settings.py)."""
         batch_documents = batch_size if batch_documents is None else batch_documents
         if min(max_file_bytes, batch_size, workers, batch_documents, embed_concurrency) < 1:
             raise ValueError("max_file_bytes, batch_size, batch_documents, workers and "
@@ -103,7 +110,8 @@ class IngestionService:
         self._dispatch = Dispatcher(
             repository, index, embedder, object_store, versions, self._states, self._assets,
             Staging(chunker, self._limits, batch_size, self._preparer, batch_documents,
-                    texts=embed_concurrency * batch_size),
+                    texts=embed_concurrency * batch_size,
+                    profile=profile or _process_settings),
         )
         self._replacer = Replacer(repository, index, object_store, versions,
                                   self._dispatch.prepare, object_key, self._written,

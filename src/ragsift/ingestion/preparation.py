@@ -46,6 +46,7 @@ from ragsift.ingestion.assets import StagedAsset, attach_assets
 from ragsift.ingestion.chunking import Chunker
 from ragsift.ingestion.parsers import parse_document
 from ragsift.ingestion.parsers.limits import ParseLimits
+from ragsift.ingestion.profile import IngestProfile
 from ragsift.ports import Vectors
 from ragsift.processes import die_with_parent
 from ragsift.storage_full import describe
@@ -55,8 +56,8 @@ logger = logging.getLogger(__name__)
 Analyzer = tuple[int, Callable[[str], list[str]]]
 """(analyzer version, picklable analyzer) of the BM25 index a document goes to."""
 T = TypeVar("T")
-_JobArgs = tuple[str, str, str, bytes, Analyzer | None]
-"""What a worker gets of a job: document id, kb id, filename, bytes, analyzer."""
+_JobArgs = tuple[str, str, str, bytes, Analyzer | None, IngestProfile | None]
+"""What a worker gets of a job: document id, kb id, filename, bytes, analyzer, KB profile."""
 _START_METHOD = "fork" if sys.platform == "linux" else "spawn"
 # Jobs in flight per worker: enough to keep workers busy while the parent embeds and writes
 # a batch, few enough to bound the documents held in memory.
@@ -93,11 +94,13 @@ class Prepared:
 
 @dataclass(frozen=True, slots=True)
 class Job:
-    """One document to prepare: its stored original and its kb's BM25 analyzer."""
+    """One document to prepare: its stored original, its kb's BM25 analyzer and its kb's
+    own chunking and parsing settings (None: the process settings)."""
 
     document: Document
     data: bytes
     analyzer: Analyzer | None
+    profile: IngestProfile | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,9 +126,18 @@ class Failed:
 
 def chunk_document(
     chunker: Chunker, document_id: str, kb_id: str, filename: str, data: bytes,
-    limits: ParseLimits | None = None,
+    limits: ParseLimits | None = None, profile: IngestProfile | None = None,
 ) -> Chunked:
-    """Parents, children and images of one file; DocumentRejected when it has no text."""
+    """Parents, children and images of one file; DocumentRejected when it has no text.
+
+    `profile`: the KB's own chunk sizes, OCR and asset settings over `chunker` and `limits`.
+    """
+    if profile is not None:
+        try:
+            chunker = profile.chunker(chunker)
+        except ValueError as exc:  # sizes that no longer fit the process settings' others
+            raise DocumentRejected(f"the knowledge base's chunk settings: {exc}") from exc
+        limits = profile.limits(limits)
     parsed = parse_document(filename, data, limits)
     chunked = chunker.chunk_document(document_id, kb_id, parsed)
     if not any(chunk.level == CHILD_LEVEL for chunk in chunked.chunks):
@@ -184,12 +196,13 @@ def _start_worker(chunker: Chunker, limits: WorkerLimits, parent_pid: int) -> No
 
 
 def _prepare_in_worker(
-    document_id: str, kb_id: str, filename: str, data: bytes, analyzer: Analyzer | None
+    document_id: str, kb_id: str, filename: str, data: bytes, analyzer: Analyzer | None,
+    profile: IngestProfile | None = None,
 ) -> Chunked | Failed:
     assert _worker_chunker is not None, "worker started without a chunker"
     try:
         chunked = chunk_document(_worker_chunker, document_id, kb_id, filename, data,
-                                 _worker_parse_limits)
+                                 _worker_parse_limits, profile)
         analyzed = (analyze_children(chunked.chunks, analyzer) if analyzer is not None
                     else {})
     except DocumentRejected as exc:
@@ -209,7 +222,8 @@ def _prepare_group_in_worker(items: list[_JobArgs]) -> list[Chunked | Failed]:
 
 def _job_args(job: Job) -> _JobArgs:
     document = job.document
-    return document.id, document.kb_id, document.filename, job.data, job.analyzer
+    return (document.id, document.kb_id, document.filename, job.data, job.analyzer,
+            job.profile)
 
 
 class PreparationPool:

@@ -160,7 +160,9 @@ class FaqSearcher:
         ranked, reranked = await self._rerank(variants[0].text, live, found, options, rerank)
         final = ranked[:top_k]
         top_dense = best_dense(final[0], direct_only=True) if final else None
-        direct = top_dense is not None and top_dense >= self._threshold
+        threshold = (self._threshold if options.faq_direct_threshold is None
+                     else options.faq_direct_threshold)
+        direct = top_dense is not None and top_dense >= threshold
         hits = tuple(
             _to_faq_hit(rank, hit, found[hit.chunk_id], direct and rank == 1)
             for rank, hit in enumerate(final, start=1)
@@ -168,7 +170,7 @@ class FaqSearcher:
         detail: dict[str, float | int | str] = {
             "entries": entries, "candidates": fused_count(lists),
             "not_in_facts": len(candidates) - len(live), "returned": len(hits),
-            "threshold": self._threshold,
+            "threshold": threshold,
             "top_dense_score": "-" if top_dense is None else round(top_dense, 4),
             "direct_answer": int(direct), "variants": len(variants),
             "searched_variants": len(todo),

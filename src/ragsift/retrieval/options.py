@@ -34,6 +34,7 @@ class Options:
     small2big_window: int
     small2big_budget: int
     tuned_fusion: StageTrace
+    faq_direct_threshold: float | None = None  # the KB's own; None: the FAQ searcher's
 
 
 def wants_tuned_fusion(request: SearchRequest, settings: Settings) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ragsift.config import Settings
 from ragsift.domain.errors import InvalidInput
@@ -59,11 +59,13 @@ def resolve_plan(request: SearchRequest, settings: Settings) -> RetrievalPlan:
 async def run_plan(
     request: SearchRequest, settings: Settings, search_documents: DocumentSearch,
     faq: FaqSearcher | None, version_of: VersionOf, judge: RouteJudge | None = None,
+    faq_threshold: float | None = None,
 ) -> RetrievalResult:
     """Documents (when run_doc) and FAQ (when run_faq) concurrently, merged into one result.
 
     The KB version is read once, before both start, so documents and FAQ entries come from
-    the same version; both searches apply the request's scope. A FAQ failure is a
+    the same version; both searches apply the request's scope. `faq_threshold`: the KB's
+    own FAQ direct-answer threshold (None: the process setting). A FAQ failure is a
     degradation; a document failure fails the request as before. A message routed away from
     the search (a greeting, a request for a person) searches neither, and says so.
     """
@@ -71,6 +73,8 @@ async def run_plan(
     query = validate_query(request.query, settings.max_query_chars)
     plan = resolve_plan(request, settings)
     options = resolve_options(request, settings)
+    if faq_threshold is not None:
+        options = replace(options, faq_direct_threshold=faq_threshold)
     version = await version_of(request)
     route = decide(request.route, query, settings.route_rules)
     judged: tuple[Degradation, ...] = ()

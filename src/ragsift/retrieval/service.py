@@ -30,6 +30,7 @@ from ragsift.domain.trace import (
     StageTrace,
     Switches,
 )
+from ragsift.kb_settings import SearchDefaults, with_kb_defaults
 from ragsift.observability.context import current_request_id
 from ragsift.ports import (
     Embedder,
@@ -91,8 +92,11 @@ class RetrievalService:
         versions: VersionReader | None = None,
         observer: Observer | None = None,
         rescorers: Sequence[CandidateStage] = (),
+        kb_defaults: Callable[[str], SearchDefaults | None] | None = None,
     ) -> None:
-        """`rescorers`: post-fusion stages run after auto-merge and before rerank."""
+        """`rescorers`: post-fusion stages run after auto-merge and before rerank;
+        `kb_defaults`: a KB's own search defaults (ragsift/kb_settings.py) by kb id."""
+        self._kb_defaults = kb_defaults
         self._repository = repository
         # told of every finished search (OpenTelemetry spans); never fails a search
         self._observer = observer
@@ -142,13 +146,15 @@ class RetrievalService:
         # the KB and its version are read once per search, in one hop to a thread: the KB for
         # the embedder check here, the version for the plan (see _version)
         self._metadata_filter(request)  # a bad filter is refused whatever the route
-        kb, version = await asyncio.to_thread(self._kb_and_version, request)
+        kb, version, defaults = await asyncio.to_thread(self._kb_and_version, request)
+        request = with_kb_defaults(request, defaults)
         self._check_embedder(request, kb)
         started_ns = time.time_ns()
         result = await run_plan(
             request, self._settings, self._search_documents, self._faq,
             functools.partial(self._version, kb=kb, read=version),
             None if kb is None else functools.partial(self._scope_judge.judge, kb.id, kb.name),
+            faq_threshold=None if defaults is None else defaults.faq_direct_threshold,
         )
         if self._observer is not None:
             try:
@@ -351,16 +357,21 @@ class RetrievalService:
 
     def _kb_and_version(
         self, request: SearchRequest
-    ) -> tuple[KnowledgeBase | None, int | Exception | None]:
-        """The KB, and the version a search of it reads (or why none could be read: raised
-        by _version, after the plan's own checks, as when it was read there)."""
+    ) -> tuple[KnowledgeBase | None, int | Exception | None, SearchDefaults | None]:
+        """The KB, the version a search of it reads (or why none could be read: raised
+        by _version, after the plan's own checks, as when it was read there), and the KB's
+        own search defaults."""
         kb = self._repository.get_kb(request.kb_id)
-        if kb is None or self._versions is None:
-            return kb, None
+        if kb is None:
+            return kb, None, None
+        defaults = None if self._kb_defaults is None else self._kb_defaults(kb.id)
+        if self._versions is None:
+            return kb, None, defaults
         try:
-            return kb, self._versions.searchable_version(request.kb_id, request.kb_version)
+            return (kb, self._versions.searchable_version(request.kb_id, request.kb_version),
+                    defaults)
         except Exception as exc:  # NotFound for a version not retained, or a database error
-            return kb, exc
+            return kb, exc, defaults
 
     async def _version(
         self, request: SearchRequest, kb: KnowledgeBase | None, read: int | Exception | None

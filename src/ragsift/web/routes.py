@@ -26,7 +26,7 @@ CONTENT_TYPES = {
     ".txt": "text/plain; charset=utf-8",
 }
 PAGES = {"debug": "debug.html", "chat": "chat.html", "documents": "documents.html",
-         "faq": "faq.html"}
+         "faq": "faq.html", "settings": "settings.html"}
 
 # Defence in depth: rendered Markdown is sanitised by DOMPurify, and even if something slipped
 # through, no inline or foreign script, style, frame or image source would run or load.
@@ -69,7 +69,7 @@ def build_router(assets: dict[str, tuple[Path, str]]) -> APIRouter:
         filename = PAGES.get(page)
         if filename is None:
             raise ApiError(404, "not_found", f"no page {page!r}; try /web/debug, /web/chat, "
-                           "/web/documents or /web/faq")
+                           "/web/documents, /web/faq or /web/settings")
         return FileResponse(PAGES_DIR / filename, media_type=CONTENT_TYPES[".html"],
                             headers=_PAGE_HEADERS)
 

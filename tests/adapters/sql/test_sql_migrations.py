@@ -21,7 +21,8 @@ from ragsift.adapters.sql.orm import Base, make_engine
 EXPECTED_TABLES = {"alembic_version", "knowledge_bases", "documents", "chunks", "faq_entries",
                    "kb_fusion_tuning", "ingest_jobs",
                    "kb_version_state", "kb_versions", "kb_activations",
-                   "conversations", "conversation_turns", "api_keys", "audit_log", "assets"}
+                   "conversations", "conversation_turns", "api_keys", "audit_log", "assets",
+                   "kb_settings"}
 
 
 def _tables(url: str) -> set[str]:

@@ -93,6 +93,10 @@ class FaqRepositoryMixin:
     _sessions: sessionmaker[Session]
     _engine: Engine
 
+    def settings_snapshot(self, session: Session, kb_id: str) -> dict[str, Any]:
+        """The KB's effective settings (KbSettingsRepositoryMixin)."""
+        raise NotImplementedError
+
     # ---- writes ---------------------------------------------------------------------------
 
     def commit_faq(
@@ -130,7 +134,8 @@ class FaqRepositoryMixin:
             if not changes:
                 return FaqCommitted(added=())
             lock_state(session, commit.kb_id, changes=changes)
-            sealed = _seal(session, commit.kb_id, commit.draft_seq, note) if seal else None
+            sealed = (_seal(session, commit.kb_id, commit.draft_seq, note,
+                            self.settings_snapshot(session, commit.kb_id)) if seal else None)
             if sealed is not None and activate:
                 _activate(session, commit.kb_id, sealed.seq, "publish", False, None)
         logger.debug("FAQ of %s: %d added, %d retired, %d dropped in draft %d", commit.kb_id,

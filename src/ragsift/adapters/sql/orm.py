@@ -200,6 +200,21 @@ class KbFusionTuningRow(Base):
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
 
+class KbSettingsRow(Base):
+    """A KB's own settings (ragsift/kb_settings.py): its overrides of the process settings,
+    and the chunking its documents were last built with (0015)."""
+
+    __tablename__ = "kb_settings"
+
+    kb_id: Mapped[str] = mapped_column(
+        ID, ForeignKey("knowledge_bases.id", ondelete="CASCADE"), primary_key=True
+    )
+    overrides: Mapped[dict[str, Any]] = mapped_column(JSON)
+    # the effective ingestion settings at the last full build (NULL: never recorded)
+    built: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
 class IngestJobRow(Base):
     """The latest ingestion job of a document, leased by worker processes (job_queue.py)."""
 
@@ -304,6 +319,8 @@ class KbVersionRow(Base):
     chunks: Mapped[int] = mapped_column(Integer)
     added: Mapped[int] = mapped_column(Integer)
     retired: Mapped[int] = mapped_column(Integer)
+    # the KB's effective settings when this version was sealed (0015; NULL before)
+    settings: Mapped[dict[str, Any] | None] = mapped_column(JSON)
 
 
 class KbActivationRow(Base):

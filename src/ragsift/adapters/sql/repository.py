@@ -22,6 +22,7 @@ from ragsift.adapters.sql.chunk_queries import (
 )
 from ragsift.adapters.sql.faq_repository import FaqRepositoryMixin
 from ragsift.adapters.sql.ingest_batches import IngestBatchMixin
+from ragsift.adapters.sql.kb_settings_repository import KbSettingsRepositoryMixin
 from ragsift.adapters.sql.key_repository import KeyRepositoryMixin
 from ragsift.adapters.sql.metadata_repository import MetadataRepositoryMixin
 from ragsift.adapters.sql.migrate import upgrade_to_head
@@ -32,6 +33,7 @@ from ragsift.adapters.sql.orm import (
     FaqEntryRow,
     KbActivationRow,
     KbFusionTuningRow,
+    KbSettingsRow,
     KbVersionRow,
     KbVersionStateRow,
     KnowledgeBaseRow,
@@ -72,7 +74,9 @@ def _now() -> datetime:
 
 
 class SqlRepository(
-    AssetRepositoryMixin, FaqRepositoryMixin, TuningRepositoryMixin, VersionRepositoryMixin,
+    # first: its settings_snapshot stands for VersionCommitMixin's stub
+    KbSettingsRepositoryMixin, AssetRepositoryMixin, FaqRepositoryMixin, TuningRepositoryMixin,
+    VersionRepositoryMixin,
     OwnerRepositoryMixin, KeyRepositoryMixin, IngestBatchMixin, MetadataRepositoryMixin,
 ):
     """Knowledge bases, documents, chunks and FAQ entries in SQLite or PostgreSQL; thread-safe."""
@@ -82,6 +86,7 @@ class SqlRepository(
         # A fresh data directory just works: the schema is created or upgraded here.
         upgrade_to_head(url, self._engine)
         self._sessions = sessionmaker(self._engine, expire_on_commit=False)
+        self.kb_setting_defaults = {}
 
     def close(self) -> None:
         """Release every pooled connection."""
@@ -147,6 +152,7 @@ class SqlRepository(
             session.execute(delete(DocumentRow).where(DocumentRow.kb_id == kb_id))
             session.execute(delete(FaqEntryRow).where(FaqEntryRow.kb_id == kb_id))
             session.execute(delete(KbFusionTuningRow).where(KbFusionTuningRow.kb_id == kb_id))
+            session.execute(delete(KbSettingsRow).where(KbSettingsRow.kb_id == kb_id))
             for version_table in (KbActivationRow, KbVersionRow, KbVersionStateRow):
                 session.execute(delete(version_table).where(version_table.kb_id == kb_id))
             session.execute(delete(KnowledgeBaseRow).where(KnowledgeBaseRow.id == kb_id))

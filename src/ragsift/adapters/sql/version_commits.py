@@ -60,7 +60,7 @@ def version_from_row(row: KbVersionRow) -> KbVersion:
     """The domain value of a kb_versions row."""
     return KbVersion(
         kb_id=row.kb_id, seq=row.seq, created_at=to_utc(row.created_at), note=row.note,
-        chunks=row.chunks, added=row.added, retired=row.retired,
+        chunks=row.chunks, added=row.added, retired=row.retired, settings=row.settings,
     )
 
 
@@ -85,6 +85,10 @@ class VersionCommitMixin:
 
     _sessions: sessionmaker[Session]
 
+    def settings_snapshot(self, session: Session, kb_id: str) -> dict[str, Any]:
+        """The KB's effective settings (KbSettingsRepositoryMixin)."""
+        raise NotImplementedError
+
     def commit_draft(
         self, commits: Sequence[DraftCommit], seal: bool = False, activate: bool = False,
         note: str | None = None,
@@ -107,7 +111,8 @@ class VersionCommitMixin:
                 raise DraftMoved(f"the draft of knowledge base {kb_id!r} is no longer "
                                  f"version {draft_seq}")
             _apply(session, commits)
-            sealed = _seal(session, kb_id, draft_seq, note) if seal else None
+            sealed = (_seal(session, kb_id, draft_seq, note,
+                            self.settings_snapshot(session, kb_id)) if seal else None)
             if sealed is not None and activate:
                 _activate(session, kb_id, sealed.seq, "publish", False, None)
             return sealed
@@ -123,7 +128,7 @@ class VersionCommitMixin:
             seq = session.scalar(
                 select(KbVersionStateRow.draft_seq).where(KbVersionStateRow.kb_id == kb_id))
             assert seq is not None
-            return _seal(session, kb_id, seq, note)
+            return _seal(session, kb_id, seq, note, self.settings_snapshot(session, kb_id))
 
     def activate_version(
         self, kb_id: str, seq: int, action: ActivationAction, forced: bool = False,
@@ -258,8 +263,10 @@ def _indexed_count(session: Session, kb_id: str, *conditions: Any) -> int:
         table.kb_id == kb_id, table.level == CHILD_LEVEL, *conditions)) or 0)
 
 
-def _seal(session: Session, kb_id: str, seq: int, note: str | None) -> KbVersion | None:
-    """Turn draft `seq` into a sealed version (the state row is locked by the caller)."""
+def _seal(session: Session, kb_id: str, seq: int, note: str | None,
+          settings: dict[str, Any]) -> KbVersion | None:
+    """Turn draft `seq` into a sealed version (the state row is locked by the caller) that
+    records the KB's effective `settings`."""
     state = session.get(KbVersionStateRow, kb_id)
     assert state is not None and state.draft_seq == seq
     if state.draft_changes == 0:
@@ -272,6 +279,7 @@ def _seal(session: Session, kb_id: str, seq: int, note: str | None) -> KbVersion
         chunks=_indexed_count(session, kb_id, valid),
         added=_indexed_count(session, kb_id, table.valid_from_seq == seq),
         retired=_indexed_count(session, kb_id, table.valid_to_seq == seq),
+        settings=settings,
     )
     session.add(row)
     state.draft_seq = seq + 1

@@ -15,6 +15,9 @@ register({
     "common.nav.faq": "FAQ",
     "common.nav.api": "API",
     "common.lang.label": "Language",
+    // per-KB settings (issue 38): the settings page in the header
+    "common.title.settings": "ragsift · knowledge-base settings",
+    "common.nav.settings": "Settings",
     "common.lang.en": "English",
     "common.lang.zh-CN": "中文",
 
@@ -120,6 +123,9 @@ register({
     "common.nav.faq": "常见问题",
     "common.nav.api": "API",
     "common.lang.label": "语言",
+    // per-KB settings (issue 38): the settings page in the header
+    "common.title.settings": "ragsift · 知识库设置",
+    "common.nav.settings": "设置",
     "common.lang.en": "English",
     "common.lang.zh-CN": "中文",
 
