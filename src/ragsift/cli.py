@@ -25,6 +25,7 @@ from ragsift.cli_common import (
 )
 from ragsift.cli_eval import eval_command
 from ragsift.cli_faq import faq_app
+from ragsift.cli_feedback import feedback_app
 from ragsift.cli_files import ingest, sync
 from ragsift.cli_keys import audit, keys_app
 from ragsift.cli_maintenance import fill_second_dense, rebuild_sparse, reindex
@@ -63,6 +64,7 @@ app.add_typer(kb_app, name="kb")
 kb_app.add_typer(version_app, name="version")
 app.add_typer(docs_app, name="docs")
 app.add_typer(faq_app, name="faq")
+app.add_typer(feedback_app, name="feedback")
 app.add_typer(keys_app, name="keys")
 app.command("audit")(audit)
 app.command("tune")(tune_command)
