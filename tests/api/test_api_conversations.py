@@ -14,7 +14,8 @@ from api.chat_helpers import chat_settings, copy_data, seed
 from api.conftest import open_api
 
 TURN_KEYS = {"id", "question", "answer", "citations", "assets", "evidence", "trace",
-             "extractive", "created_at", "status"}
+             "extractive", "created_at", "status", "version_of", "version", "superseded",
+             "feedback"}
 SUMMARY_KEYS = {"id", "title", "kb_id", "created_at", "updated_at", "generating", "turn_count"}
 
 
