@@ -35,7 +35,7 @@ def _complete(store: SqlConversationStore, record: Turn, answer: str,
                                              citations=done().citations))
 
 
-def test_search_matches_title_question_or_answer_and_the_list_filters_by_kb(
+def test_search_matches_title_question_or_answer_the_list_filters_by_kb_and_rename_keeps_order(
     store: SqlConversationStore,
 ) -> None:
     _complete(store, turn("t1", question="hotel limit?"), "150 dollars", NEW)
@@ -54,17 +54,12 @@ def test_search_matches_title_question_or_answer_and_the_list_filters_by_kb(
     assert ids(text="nowhere") == set()
     assert ids(kb_id="kb1") == {"conv1", "conv3"}
     assert ids(kb_id="kb2", text="hotel") == set()
-
-
-def test_rename_keeps_the_list_position_and_unknown_is_not_found(
-    store: SqlConversationStore,
-) -> None:
-    _complete(store, turn("t1"), "a", NEW)
     before = store.get_summary("conv1")
     store.rename_conversation("conv1", "Hotels in Tokyo")
     after = store.get_summary("conv1")
     assert after is not None and before is not None
     assert (after.title, after.updated_at) == ("Hotels in Tokyo", before.updated_at)
+    assert ids(text="tokyo") == {"conv1"}
     with pytest.raises(NotFound):
         store.rename_conversation("nope", "x")
 
