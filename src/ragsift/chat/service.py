@@ -23,6 +23,7 @@ from ragsift.chat.evidence import evidence_from_hits
 from ragsift.chat.extractive import extractive_answer
 from ragsift.chat.faq import direct_answer_hit, direct_answer_text, faq_evidence, supporting_hits
 from ragsift.chat.prompt import build_messages, conversation_is_chinese
+from ragsift.chat.regenerate import check_regenerate
 from ragsift.chat.replies import route_reply
 from ragsift.chat.stream_check import CheckedStream
 from ragsift.domain.assets import AssetRef
@@ -219,7 +220,8 @@ class ChatService:
             history = await asyncio.to_thread(self._history, conversation_id, request.kb_id,
                                               request.regenerate_turn_id)
         if request.regenerate_turn_id is not None:
-            await asyncio.to_thread(self._check_regenerate, request, question)
+            await asyncio.to_thread(check_regenerate, self._store, request.conversation_id,
+                                    request.regenerate_turn_id, question)
         result = await self._retriever.search(SearchRequest(
             query=question, kb_id=request.kb_id, mode=request.mode, top_k=request.top_k,
             document_ids=request.document_ids, rewrite=request.rewrite,
@@ -255,20 +257,6 @@ class ChatService:
         faq = tuple(faq_evidence(hit, n) for n, hit in enumerate(
             supporting_hits(result.faq_hits, self._options.faq_evidence_min_score), start=1))
         return faq + evidence_from_hits(result.hits, start=len(faq) + 1), None
-
-    def _check_regenerate(self, request: ChatRequest, question: str) -> None:
-        """A regenerated turn answers the same question of the same conversation again (that
-        it is the last turn is checked when it is stored)."""
-        assert request.regenerate_turn_id is not None
-        if request.conversation_id is None:
-            raise InvalidInput("regenerate needs the conversation_id of the turn")
-        turn = self._store.get_turn(request.conversation_id, request.regenerate_turn_id)
-        if turn is None:
-            raise NotFound(f"turn {request.regenerate_turn_id!r} does not exist in "
-                           f"conversation {request.conversation_id!r}")
-        if turn.question != question:
-            raise InvalidInput("regenerate answers the turn's own question again: send it as "
-                               "the message (a new question is a new turn)")
 
     def _history(
         self, conversation_id: str, kb_id: str, regenerate_turn_id: str | None = None
