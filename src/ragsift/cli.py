@@ -25,6 +25,7 @@ from ragsift.cli_common import (
 )
 from ragsift.cli_eval import eval_command
 from ragsift.cli_faq import faq_app
+from ragsift.cli_feedback import feedback_app
 from ragsift.cli_files import ingest, sync
 from ragsift.cli_kb_settings import kb_settings_command
 from ragsift.cli_keys import audit, keys_app
@@ -65,6 +66,7 @@ kb_app.add_typer(version_app, name="version")
 kb_app.command("settings")(kb_settings_command)
 app.add_typer(docs_app, name="docs")
 app.add_typer(faq_app, name="faq")
+app.add_typer(feedback_app, name="feedback")
 app.add_typer(keys_app, name="keys")
 app.command("audit")(audit)
 app.command("tune")(tune_command)

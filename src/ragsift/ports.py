@@ -20,6 +20,7 @@ from ragsift.domain.chat import (
     TurnOutcome,
 )
 from ragsift.domain.faq import FaqCommit, FaqCommitted, FaqEntry
+from ragsift.domain.feedback import FeedbackRecord, Rating, TurnFeedback
 from ragsift.domain.filters import SearchFilter
 from ragsift.domain.index_records import IndexRecord
 from ragsift.domain.jobs import IngestJob, JobKind
@@ -467,11 +468,32 @@ class ConversationStore(Protocol):
         """(whether the conversation exists, the API key it belongs to)."""
         ...
 
-    def list_conversations(self, owner_key: str | None = None) -> list[ConversationSummary]:
-        """Every conversation, most recently updated first."""
+    def list_conversations(
+        self, owner_key: str | None = None, kb_id: str | None = None, text: str | None = None,
+    ) -> list[ConversationSummary]:
+        """Every conversation (filtered when given), most recently updated first."""
         ...
 
     def get_conversation(self, conversation_id: str) -> Conversation | None: ...
+
+    def get_turn(self, conversation_id: str, turn_id: str) -> Turn | None: ...
+
+    def rename_conversation(self, conversation_id: str, title: str) -> None:
+        """NotFound when unknown."""
+        ...
+
+    def set_feedback(
+        self, conversation_id: str, turn_id: str, feedback: TurnFeedback | None
+    ) -> None:
+        """Replace the turn's feedback; NotFound, or ConversationBusy while it generates."""
+        ...
+
+    def list_feedback(
+        self, owner_key: str | None = None, kb_id: str | None = None,
+        rating: Rating | None = None, offset: int = 0, limit: int | None = None,
+    ) -> tuple[list[FeedbackRecord], int]:
+        """Rated turns, newest feedback first: one page and the total."""
+        ...
 
     def delete_conversation(self, conversation_id: str) -> None:
         """NotFound when unknown; ConversationBusy while one of its turns is generating."""

@@ -322,3 +322,32 @@ def test_recover_fails_turns_a_stopped_process_left_generating(
     stored = _turn(store, turn.conversation_id)
     assert (stored.status, stored.error) == ("failed", INTERRUPTED)
     assert service.recover() == 0
+
+
+def test_a_regenerated_answer_is_built_from_the_history_before_the_turn_it_replaces(
+    store: SqlConversationStore,
+) -> None:
+    retriever = Retriever(HOTEL)
+    service = ChatService(retriever, store, Model(["It is 150 [1](citation://1)."]),
+                          ChatOptions(history_turns=2))
+    first = asyncio.run(service.prepare(ChatRequest(kb_id="kb1", message="hotel limit?")))
+    _events(service, first)
+    second = asyncio.run(service.prepare(ChatRequest(
+        kb_id="kb1", message="and in Tokyo?", conversation_id=first.conversation_id)))
+    _events(service, second)
+    with pytest.raises(InvalidInput, match="the turn's own question"):
+        asyncio.run(service.prepare(ChatRequest(
+            kb_id="kb1", message="something else", conversation_id=first.conversation_id,
+            regenerate_turn_id=second.turn_id)))
+
+    again = asyncio.run(service.prepare(ChatRequest(
+        kb_id="kb1", message="and in Tokyo?", conversation_id=first.conversation_id,
+        regenerate_turn_id=second.turn_id)))
+    _events(service, again)
+
+    # the search saw the first turn only, not the answer being replaced
+    assert [m.content for m in retriever.requests[-1].history] == [
+        "hotel limit?", "It is 150 [1](citation://1)."]
+    turns = store.get_conversation(first.conversation_id).turns  # type: ignore[union-attr]
+    assert [(t.id, t.version, t.superseded) for t in turns] == [
+        (first.turn_id, 1, False), (second.turn_id, 1, True), (again.turn_id, 2, False)]

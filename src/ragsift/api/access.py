@@ -31,6 +31,7 @@ RULES: tuple[Rule, ...] = (
     _rule(_ANY, r"/api/retrieval/.*", Role.READER),
     _rule(_ANY, r"/api/chat(/stream)?", Role.READER),
     _rule(_ANY, r"/api/conversations(/.*)?", Role.READER),  # each key sees its own
+    _rule("GET HEAD", r"/api/feedback", Role.READER),  # on its own conversations
     _rule("GET HEAD DELETE", r"/api/kbs/\{kb_id\}/conversations(/\{conversation_id\})?",
           Role.READER),
     _rule("POST", r"/dify/retrieval", Role.READER),  # Dify's External Knowledge API

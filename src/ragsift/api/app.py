@@ -20,6 +20,7 @@ from ragsift.api import (
     routes_documents,
     routes_embeddings,
     routes_faq,
+    routes_feedback,
     routes_health,
     routes_kb,
     routes_kb_settings,
@@ -105,7 +106,7 @@ def create_app(
     for module in (routes_kb, routes_documents, routes_assets, routes_faq, routes_retrieval,
                    routes_health, routes_chat, routes_conversations, routes_maintenance,
                    routes_versions, routes_keys, routes_dify, routes_openai,
-                   routes_embeddings, routes_kb_settings):
+                   routes_embeddings, routes_kb_settings, routes_feedback):
         app.include_router(module.router, dependencies=guarded)
     app.include_router(routes_conversations.kb_router, dependencies=guarded)
     install_web(app)  # the web pages: /web/debug, /web/chat (their API calls carry the key)

@@ -1,14 +1,17 @@
-"""Conversations: list, get (the stored turns, never searching again), delete; also under
-their knowledge base."""
+"""Conversations: list (filtered by KB, searched by title and content), get (the stored turns,
+never searching again), rename, delete; also under their knowledge base."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Response
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Response
 
 from ragsift.api.auth import CurrentPrincipal
 from ragsift.api.deps import State, require_kb
 from ragsift.api.errors import ERROR_RESPONSES, ApiError, ErrorBody
 from ragsift.api.schemas_chat import ConversationDetailOut, ConversationOut
+from ragsift.api.schemas_feedback import RenameBody
 from ragsift.domain.chat import ConversationBusy
 from ragsift.domain.errors import NotFound
 
@@ -16,12 +19,24 @@ router = APIRouter(prefix="/api/conversations", tags=["conversations"],
                    responses=ERROR_RESPONSES)
 
 
+SearchText = Annotated[str | None, Query(
+    max_length=200, description="only conversations whose title, or a question or answer of "
+    "one of their turns, contains this text (case-insensitive)")]
+KbFilter = Annotated[str | None, Query(max_length=200, description="only this KB's")]
+
+
 @router.get("")
-def list_conversations(state: State, principal: CurrentPrincipal) -> list[ConversationOut]:
+def list_conversations(
+    state: State, principal: CurrentPrincipal, q: SearchText = None, kb_id: KbFilter = None,
+) -> list[ConversationOut]:
     """The conversations of the calling key (every one when auth is off), newest first."""
+    if kb_id is not None:
+        principal.check_kb(kb_id)
+    text = q.strip() if q else None
     return [
         ConversationOut.model_validate(summary.model_dump())
-        for summary in state.container.conversations.list_conversations(principal.name)
+        for summary in state.container.conversations.list_conversations(
+            principal.name, kb_id=kb_id, text=text or None)
     ]
 
 
@@ -32,6 +47,19 @@ def get_conversation(conversation_id: str, state: State) -> ConversationDetailOu
     if conversation is None:
         raise NotFound(f"conversation {conversation_id!r} does not exist")
     return ConversationDetailOut.of(conversation)
+
+
+@router.patch("/{conversation_id}")
+def rename_conversation(
+    conversation_id: str, body: RenameBody, state: State
+) -> ConversationOut:
+    """Rename a conversation (its list position is kept)."""
+    conversations = state.container.conversations
+    conversations.rename_conversation(conversation_id, body.title)
+    summary = conversations.get_summary(conversation_id)
+    if summary is None:  # deleted meanwhile
+        raise NotFound(f"conversation {conversation_id!r} does not exist")
+    return ConversationOut.model_validate(summary.model_dump())
 
 
 @router.delete("/{conversation_id}", status_code=204, response_class=Response, responses={
@@ -66,10 +94,7 @@ def list_kb_conversations(
     """The knowledge base's conversations of the calling key (every one when auth is off),
     newest first."""
     require_kb(state.container, kb_id)
-    return [
-        conversation for conversation in list_conversations(state, principal)
-        if conversation.kb_id == kb_id
-    ]
+    return list_conversations(state, principal, kb_id=kb_id)
 
 
 @kb_router.get("/{conversation_id}")

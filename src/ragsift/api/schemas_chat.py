@@ -11,6 +11,7 @@ from ragsift.api.schemas import Body, Id, Name, Text
 from ragsift.chat.service import ChatAnswer, ChatRequest
 from ragsift.domain.assets import AssetRef
 from ragsift.domain.chat import Citation, Conversation, Evidence, Turn, TurnStatus
+from ragsift.domain.feedback import TurnFeedback
 from ragsift.domain.requests import Mode, RouteChoice
 from ragsift.domain.trace import RetrievalTrace
 
@@ -39,6 +40,9 @@ class ChatBody(Body):
         "search; search: search anyway")
     filter: dict[str, Any] | None = Field(
         default=None, description="a metadata filter, as in /api/retrieval/search")
+    regenerate_turn_id: Id | None = Field(
+        default=None, description="answer this turn (the conversation's last) again as a new "
+        "version of it; the old version is kept. `message` must be its question")
 
     @model_validator(mode="after")
     def _one_kb(self) -> ChatBody:
@@ -53,7 +57,7 @@ class ChatBody(Body):
             mode=self.mode, top_k=self.top_k,
             document_ids=None if self.document_ids is None else tuple(self.document_ids),
             rewrite=self.rewrite, rerank=self.rerank, small2big=self.small2big,
-            route=self.route, filter=self.filter,
+            route=self.route, filter=self.filter, regenerate_turn_id=self.regenerate_turn_id,
         )
 
 
@@ -141,6 +145,11 @@ class TurnOut(BaseModel):
     extractive: bool
     created_at: datetime
     status: TurnStatus
+    version_of: str | None = Field(description="regenerated: the first version's turn id")
+    version: int = Field(description="1 for the first answer, then 2, 3... per regenerate")
+    superseded: bool = Field(description="a later version replaced it (kept, not in the "
+                             "next prompt's history)")
+    feedback: TurnFeedback | None = Field(description="the user's feedback, if any")
 
     @classmethod
     def of(cls, turn: Turn) -> TurnOut:
@@ -149,6 +158,8 @@ class TurnOut(BaseModel):
             citations=list(turn.citations), assets=list(turn.assets),
             evidence=list(turn.evidence), trace=turn.trace,
             extractive=turn.extractive, created_at=turn.created_at, status=turn.status,
+            version_of=turn.version_of, version=turn.version, superseded=turn.superseded,
+            feedback=turn.feedback,
         )
 
 

@@ -23,6 +23,7 @@ from ragsift.chat.evidence import evidence_from_hits
 from ragsift.chat.extractive import extractive_answer
 from ragsift.chat.faq import direct_answer_hit, direct_answer_text, faq_evidence, supporting_hits
 from ragsift.chat.prompt import build_messages, conversation_is_chinese
+from ragsift.chat.regenerate import check_regenerate
 from ragsift.chat.replies import route_reply
 from ragsift.chat.stream_check import CheckedStream
 from ragsift.domain.assets import AssetRef
@@ -98,6 +99,9 @@ class ChatRequest:
     history: tuple[tuple[str, str], ...] = ()
     # a metadata filter (domain/metadata_filter.py), ANDed with the scope
     filter: dict[str, Any] | None = None
+    # answer the conversation's last turn again as a new version of it (the old one is kept);
+    # `message` must be that turn's question
+    regenerate_turn_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +118,8 @@ class PreparedTurn:
     # the whole answer of a turn the plan routed away from the search (a greeting, a
     # request for a person: no evidence) or answered by a FAQ entry (its evidence); no model
     reply: str | None = None
+    # the turn this one is a new version of (regenerate)
+    version_of: str | None = None
 
     @property
     def faq_direct(self) -> bool:
@@ -211,7 +217,11 @@ class ChatService:
             history = list(request.history[-keep:]) if keep > 0 else []
         else:
             conversation_id = request.conversation_id
-            history = await asyncio.to_thread(self._history, conversation_id, request.kb_id)
+            history = await asyncio.to_thread(self._history, conversation_id, request.kb_id,
+                                              request.regenerate_turn_id)
+        if request.regenerate_turn_id is not None:
+            await asyncio.to_thread(check_regenerate, self._store, request.conversation_id,
+                                    request.regenerate_turn_id, question)
         result = await self._retriever.search(SearchRequest(
             query=question, kb_id=request.kb_id, mode=request.mode, top_k=request.top_k,
             document_ids=request.document_ids, rewrite=request.rewrite,
@@ -229,6 +239,7 @@ class ChatService:
             conversation_id=conversation_id, turn_id=uuid.uuid4().hex,
             new_conversation=new_conversation, question=question, evidence=evidence,
             trace=result.trace, messages=messages, reply=reply,
+            version_of=request.regenerate_turn_id,
         )
 
     def _evidence(
@@ -247,7 +258,9 @@ class ChatService:
             supporting_hits(result.faq_hits, self._options.faq_evidence_min_score), start=1))
         return faq + evidence_from_hits(result.hits, start=len(faq) + 1), None
 
-    def _history(self, conversation_id: str, kb_id: str) -> list[tuple[str, str]]:
+    def _history(
+        self, conversation_id: str, kb_id: str, regenerate_turn_id: str | None = None
+    ) -> list[tuple[str, str]]:
         summary = self._store.get_summary(conversation_id)
         if summary is None:
             raise NotFound(f"conversation {conversation_id!r} does not exist")
@@ -257,7 +270,10 @@ class ChatService:
             )
         if summary.generating:
             raise ConversationBusy(f"conversation {conversation_id!r} is still answering")
-        turns = self._store.recent_turns(conversation_id, self._options.history_turns)
+        keep = self._options.history_turns
+        turns = self._store.recent_turns(conversation_id, keep + 1 if regenerate_turn_id else keep)
+        # a regenerated answer is built from the history before the turn it replaces
+        turns = [turn for turn in turns if turn.id != regenerate_turn_id][-keep:] if keep else []
         return [(turn.question, turn.answer) for turn in turns]
 
     async def run(self, turn: PreparedTurn) -> AsyncGenerator[TurnEvent, None]:
@@ -270,6 +286,7 @@ class ChatService:
         record = Turn(
             id=turn.turn_id, conversation_id=turn.conversation_id, question=turn.question,
             evidence=turn.evidence, trace=turn.trace, created_at=_now(),
+            version_of=turn.version_of,
         )
         await self._start(record, turn.new_conversation)
         # a FAQ's standard answer is neither generated nor extracted

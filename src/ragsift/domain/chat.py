@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ragsift.domain.assets import AssetRef
 from ragsift.domain.errors import RagsiftError
+from ragsift.domain.feedback import TurnFeedback
 from ragsift.domain.models import Locator
 from ragsift.domain.trace import RetrievalTrace
 
@@ -91,6 +92,13 @@ class Turn(BaseModel):
     error: str | None = None
     created_at: datetime
     finished_at: datetime | None = None
+    # regenerated answers (0014): every version is its own turn; `version_of` is the first
+    # version's id (None for a first version), `version` counts from 1, and a `superseded`
+    # version is kept and shown but left out of the next prompt's history
+    version_of: str | None = None
+    version: int = 1
+    superseded: bool = False
+    feedback: TurnFeedback | None = None
 
 
 class ConversationSummary(BaseModel):

@@ -17,6 +17,7 @@ from sqlalchemy import Select, delete, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
+from ragsift.adapters.sql import conversation_extras as extras
 from ragsift.adapters.sql.migrate import upgrade_to_head
 from ragsift.adapters.sql.orm import (
     ConversationRow,
@@ -39,6 +40,7 @@ from ragsift.domain.chat import (
     TurnOutcome,
 )
 from ragsift.domain.errors import NotFound
+from ragsift.domain.feedback import FeedbackRecord, Rating, TurnFeedback
 from ragsift.domain.trace import RetrievalTrace
 
 logger = logging.getLogger(__name__)
@@ -84,6 +86,8 @@ def turn_from_row(row: ConversationTurnRow) -> Turn:
         model=row.model, status=row.status,  # type: ignore[arg-type]  # written from TurnStatus
         error=row.error, created_at=to_utc(row.created_at),
         finished_at=None if row.finished_at is None else to_utc(row.finished_at),
+        version_of=row.version_of, version=row.version or 1, superseded=bool(row.superseded),
+        feedback=extras.feedback_of(row),
     )
 
 
@@ -112,7 +116,8 @@ class SqlConversationStore:
         if limit <= 0:
             return []
         query = (
-            select(_T).where(_T.conversation_id == conversation_id, _T.status == "complete")
+            select(_T).where(_T.conversation_id == conversation_id, _T.status == "complete",
+                             _T.superseded.is_(False))
             .order_by(_T.position.desc()).limit(limit)
         )
         with self._sessions() as session:
@@ -128,6 +133,8 @@ class SqlConversationStore:
         try:
             with storable("chat turn"), self._sessions.begin() as session:
                 position = self._next_position(session, turn, new_conversation)
+                root, version = (None, 1) if turn.version_of is None else extras.supersede(
+                    session, turn)
                 session.add(_T(
                     id=turn.id, conversation_id=turn.conversation_id, position=position,
                     question=turn.question, answer="", citations=[],
@@ -135,7 +142,7 @@ class SqlConversationStore:
                     assets=None,
                     trace=turn.trace.model_dump(mode="json"), extractive=False, model=None,
                     status=GENERATING, error=None, created_at=to_utc(turn.created_at),
-                    finished_at=None,
+                    finished_at=None, version_of=root, version=version, superseded=False,
                 ))
         except IntegrityError as exc:
             if new_conversation is not None and not self._kb_exists(new_conversation.kb_id):
@@ -195,11 +202,18 @@ class SqlConversationStore:
                 return
             session.execute(update(_C).where(_C.id == conversation_id).values(updated_at=now))
 
-    def list_conversations(self, owner_key: str | None = None) -> list[ConversationSummary]:
-        """Every conversation (of `owner_key` when given), most recently updated first."""
+    def list_conversations(
+        self, owner_key: str | None = None, kb_id: str | None = None, text: str | None = None,
+    ) -> list[ConversationSummary]:
+        """Every conversation (of `owner_key`, of `kb_id`, whose title or turns contain `text`,
+        when given), most recently updated first."""
         query = _summaries().order_by(_C.updated_at.desc(), _C.id.desc())
         if owner_key is not None:
             query = query.where(_C.owner_key == owner_key)
+        if kb_id is not None:
+            query = query.where(_C.kb_id == kb_id)
+        if text:
+            query = extras.matching(query, text)
         with self._sessions() as session:
             return [_summary(*found) for found in session.execute(query)]
 
@@ -224,6 +238,43 @@ class SqlConversationStore:
             created_at=summary.created_at, updated_at=summary.updated_at,
             generating=summary.generating, turns=tuple(turn_from_row(row) for row in rows),
         )
+
+    def rename_conversation(self, conversation_id: str, title: str) -> None:
+        """Set the conversation's title; NotFound when unknown."""
+        with self._sessions.begin() as session:
+            extras.rename(session, conversation_id, title)
+
+    def get_turn(self, conversation_id: str, turn_id: str) -> Turn | None:
+        """The turn of this conversation, or None."""
+        with self._sessions() as session:
+            try:
+                return turn_from_row(extras.turn_row(session, conversation_id, turn_id))
+            except NotFound:
+                return None
+
+    def set_feedback(
+        self, conversation_id: str, turn_id: str, feedback: TurnFeedback | None
+    ) -> None:
+        """Store (replace) the turn's feedback; NotFound for an unknown turn, ConversationBusy
+        while it is generating."""
+        with storable("feedback"), self._sessions.begin() as session:
+            extras.store_feedback(
+                session, extras.turn_row(session, conversation_id, turn_id), feedback)
+
+    def list_feedback(
+        self, owner_key: str | None = None, kb_id: str | None = None,
+        rating: Rating | None = None, offset: int = 0, limit: int | None = None,
+    ) -> tuple[list[FeedbackRecord], int]:
+        """Rated turns (of `owner_key`'s conversations, of `kb_id`, with `rating`, when given),
+        newest feedback first: one page and the total."""
+        query = extras.feedback_query(owner_key, kb_id, rating)
+        with self._sessions() as session:
+            total = extras.count(session, query)
+            page = query.offset(offset)
+            if limit is not None:
+                page = page.limit(limit)
+            records = [extras.feedback_record(row, kb) for row, kb in session.execute(page)]
+        return records, total
 
     def delete_conversation(self, conversation_id: str) -> None:
         """Remove a conversation and its turns; NotFound, or ConversationBusy while generating."""

@@ -28,6 +28,7 @@ from sqlalchemy import (
     event,
     select,
 )
+from sqlalchemy import false as sql_false
 from sqlalchemy import text as sql_text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DataError
@@ -266,6 +267,7 @@ class ConversationTurnRow(Base):
         ),
         # finding turns a stopped process left generating, without reading the JSON columns
         Index("ix_conversation_turns_status", "status"),
+        Index("ix_conversation_turns_feedback_at", "feedback_at"),
     )
 
     id: Mapped[str] = mapped_column(ID, primary_key=True)
@@ -286,6 +288,13 @@ class ConversationTurnRow(Base):
     error: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # regenerated versions and a user's feedback (0014, domain/chat.py Turn)
+    version_of: Mapped[str | None] = mapped_column(ID)
+    version: Mapped[int] = mapped_column(Integer, server_default="1", default=1)
+    superseded: Mapped[bool] = mapped_column(Boolean, server_default=sql_false(), default=False)
+    feedback: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    feedback_rating: Mapped[str | None] = mapped_column(String(8))
+    feedback_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
 
 class KbVersionStateRow(Base):

@@ -8,6 +8,10 @@
 // conversation is opened again; the list marks it as generating meanwhile. Stop stops the
 // answer on screen. Every message goes through t() (strings/chat.js) and is shown again in the
 // new language when the language changes.
+//
+// Issue 38: each answer has its tools (turntools.js: copy, rating, regenerate of the last one);
+// a regenerated answer is a new version of its turn, shown in place of the old one with the
+// earlier versions folded under it.
 import { api, errorFrom, request } from "./api.js";
 import { initKeyControl } from "./auth.js";
 import { ConversationList } from "./conversations.js";
@@ -18,6 +22,7 @@ import { t, translatePage } from "./i18n.js";
 import { readEvents } from "./sse.js";
 import "./strings/chat.js";
 import { TurnView } from "./turn.js";
+import { TurnTools } from "./turntools.js";
 
 const $ = (id) => document.getElementById(id);
 const FINISHED_STATUSES = new Set(["done", "complete", "completed", "answered", "ok"]);
@@ -43,6 +48,7 @@ const switches = Object.fromEntries(SWITCHES.map((name) => [name, { chosen: null
 const conversations = new ConversationList({
   list: $("conversation-list"),
   notice: $("side-notice"),
+  search: $("conversation-search"),
   onOpen: (id) => openConversation(id),
   onDeleted: (id, items) => {
     if (id !== state.conversationId) return;
@@ -125,9 +131,15 @@ function leaveThread() {
   setBusy();
 }
 
-function addTurn(question) {
+function makeView(question, ids) {
   const view = new TurnView(question, openEvidence);
   views.set(view.element, view);
+  view.attachTools(new TurnTools(view, { ids, onRegenerate: regenerate }));
+  return view;
+}
+
+function addTurn(question, ids = () => null) {
+  const view = makeView(question, ids);
   $("empty-thread")?.remove();
   thread.append(view.element);
   view.element.scrollIntoView({ block: "end" });
@@ -212,15 +224,58 @@ async function openConversation(id) {
   }
   leaveThread();
   if (state.notice?.[0] === "chat.notice.openFailed") notice();
-  for (const turn of conversation.turns) {
-    const view = addTurn(turn.question);
-    view.setEvidence(turn.evidence);
-    view.setAnswer(turn.answer, turn.citations, turn.assets);
-    view.setTrace(turn.trace);
-    storedStatus(view, turn);
+  // a regenerated turn's earlier versions (superseded) fold under the version shown
+  const earlier = new Map();
+  for (const turn of conversation.turns.filter((item) => item.superseded)) {
+    const root = turn.version_of || turn.id;
+    earlier.set(root, [...(earlier.get(root) || []), turn]);
+  }
+  for (const turn of conversation.turns.filter((item) => !item.superseded)) {
+    const view = storedTurn(conversation.id, turn);
+    thread.append(view.element);
+    const older = earlier.get(turn.version_of || turn.id) || [];
+    if (older.length) showVersions(view, turn, older.map((o) => storedTurn(conversation.id, o)));
   }
   if (!conversation.turns.length) thread.append(emptyHint());
+  markLast();
   show(conversation.id, conversation.kb_id);
+}
+
+/** The view of a stored turn, as it was answered, with its tools and feedback. */
+function storedTurn(conversationId, turn) {
+  const view = makeView(turn.question, () => ({ conversationId, turnId: turn.id }));
+  view.element.dataset.turnId = turn.id;
+  view.element.dataset.version = String(turn.version || 1);
+  view.setEvidence(turn.evidence);
+  view.setAnswer(turn.answer, turn.citations, turn.assets);
+  view.setTrace(turn.trace);
+  view.tools.setFeedback(turn.feedback);
+  storedStatus(view, turn);
+  return view;
+}
+
+function showVersions(view, turn, older) {
+  const summary = h("summary", {});
+  const label = () => {
+    summary.textContent = t("chat.versions.summary", { version: turn.version, count: older.length });
+  };
+  label();
+  view.onRelabel = label;
+  view.versionSlot.replaceChildren(h("details", { class: "versions" }, summary,
+    ...older.map((item) => item.element)));
+}
+
+/** Only the conversation's last answer can be regenerated. */
+function markLast() {
+  const turns = [...thread.children].filter((node) => node.matches?.("article.turn"));
+  turns.forEach((node, index) => views.get(node)?.tools.setRegenerable(index === turns.length - 1));
+}
+
+/** Answer the last turn's question again: a new version of it, the old one kept. */
+function regenerate(view) {
+  const turnId = view.element.dataset.turnId;
+  if (state.shown || !turnId) return;
+  ask(view.question, { regenerate_turn_id: turnId }, view);
 }
 
 function onTrace(stream, data) {
@@ -280,16 +335,29 @@ async function send(event) {
   if (!kbId) return notice("chat.notice.chooseKb");
   notice();
   input.value = "";
-  const view = addTurn(message);
+  await ask(message);
+}
+
+/** Stream one answer; `extra` joins the request (regenerate), `replaced` is the turn a
+ * regenerated answer replaces (hidden meanwhile, the conversation re-read when it is done). */
+async function ask(message, extra = {}, replaced = null) {
+  const kbId = state.conversationId ? state.kbId : kbSelect.value;
+  if (replaced) replaced.element.hidden = true;
+  let stream = null;
+  let view = null;
+  // rated once stored: the turn's ids are known from its trace, it is complete when done
+  const ids = () => ({ conversationId: stream?.conversationId,
+    turnId: view?.element.dataset.done ? view.element.dataset.turnId : null });
+  view = addTurn(message, ids);
   view.setStatus("chat.status.searching");
   const controller = new AbortController();
   const sent = options();
-  const stream = { controller, view, question: message, kbId, sent,
+  stream = { controller, view, question: message, kbId, sent,
     conversationId: state.conversationId, nodes: null };
   streams.add(stream);
   state.shown = stream;
   setBusy();
-  const body = { conversation_id: state.conversationId, kb_id: kbId, message, ...sent };
+  const body = { conversation_id: state.conversationId, kb_id: kbId, message, ...sent, ...extra };
   let finished = false;
   let faqDirect = false;
   try {
@@ -314,6 +382,7 @@ async function send(event) {
       } else if (name === "done") {
         finished = true;
         view.element.dataset.done = "true";
+        markLast();
         view.setStatus(faqDirect ? "chat.status.faq"
           : data.extractive && view.evidence.length ? "chat.status.extractive" : null);
       }
@@ -344,6 +413,13 @@ async function send(event) {
     }
     setBusy();
     conversations.refresh();
+  }
+  if (replaced) {
+    if (finished && state.conversationId === stream.conversationId) {
+      await openConversation(stream.conversationId); // the new version, the old folded under
+    } else {
+      replaced.element.hidden = false;
+    }
   }
 }
 
@@ -407,6 +483,7 @@ async function loadKbs() {
     const kbs = await api("/api/kbs");
     const locked = state.conversationId ? state.kbId : null;
     kbSelect.replaceChildren(...kbs.map((kb) => h("option", { value: kb.id }, kb.name)));
+    conversations.setKbNames(kbs);
     if (locked) lockKb(locked);
     if (!kbs.length) notice("chat.notice.noKb");
     else if (["chat.notice.listKbsFailed", "chat.notice.noKb"].includes(state.notice?.[0])) notice();

@@ -10,12 +10,15 @@ import { t } from "./i18n.js";
 import { renderMarkdown } from "./markdown.js";
 import "./strings/chat.js";
 import { traceSections } from "./trace.js";
+import { planParts } from "./turntools.js";
 
 const RENDER_EVERY_MS = 40;
 
 export class TurnView {
   constructor(question, onOpenEvidence) {
+    this.question = question;
     this.onOpenEvidence = onOpenEvidence;
+    this.tools = null; // TurnTools (turntools.js), attached by chat.js
     this.evidence = [];
     this.citations = [];
     this.assets = [];
@@ -28,10 +31,14 @@ export class TurnView {
     this.status = h("p", { class: "status", role: "status", hidden: true });
     this.cards = h("div", { class: "cards-slot" });
     this.traceSlot = h("div", { class: "trace-slot" });
+    // the plan's route (when it did not just search) and whether history was used
+    this.plan = h("p", { class: "turn-plan small muted", hidden: true });
+    this.toolsSlot = h("div", { class: "tools-slot" });
+    this.versionSlot = h("div", { class: "version-slot" });
     this.element = h("article", { class: "turn" },
-      h("div", { class: "question" }, question),
+      h("div", { class: "question" }, question), this.plan,
       h("div", { class: "answer" }, this.markdown, this.status),
-      this.cards, this.traceSlot);
+      this.toolsSlot, this.versionSlot, this.cards, this.traceSlot);
   }
 
   /** The evidence item (or, failing that, the citation) numbered n. */
@@ -63,9 +70,22 @@ export class TurnView {
       ? evidenceCards(this.evidence, cited, this.onOpenEvidence) : "");
   }
 
+  attachTools(tools) {
+    this.tools = tools;
+    this.toolsSlot.replaceChildren(tools.element);
+  }
+
+  renderPlan() {
+    const parts = planParts(this.trace);
+    this.plan.textContent = parts.map((part) => t(...part)).join(" · ");
+    this.plan.hidden = !parts.length;
+    if (parts.length) this.element.dataset.route = this.trace?.route?.route || "search";
+  }
+
   setTrace(trace) {
     if (!trace) return;
     this.trace = trace;
+    this.renderPlan();
     const open = this.traceSlot.querySelector("details")?.open;
     this.traceSlot.replaceChildren(h("details", { class: "turn-trace", open: Boolean(open) },
       h("summary", {}, t("chat.trace")), ...traceSections(trace)));
@@ -77,6 +97,8 @@ export class TurnView {
     this.renderCards();
     if (this.trace) this.setTrace(this.trace);
     if (this.statusKey) this.setStatus(...this.statusKey);
+    this.tools?.render();
+    this.onRelabel?.();
   }
 
   /** Append streamed text; the Markdown is re-rendered at most every RENDER_EVERY_MS. */

@@ -66,6 +66,16 @@ register({
     "rail.confirmDelete": "Delete the conversation “{title}”?",
     "rail.listFailed": "Could not list conversations: {reason}",
     "rail.notDeleted": "Not deleted: {reason}",
+    // conversation rename, search and accessible names (issue 38)
+    "rail.rename": "Rename",
+    "rail.renameLabel": "Rename conversation: {title}",
+    "rail.renameField": "New title",
+    "rail.renameSave": "Save",
+    "rail.renameCancel": "Cancel",
+    "rail.notRenamed": "Not renamed: {reason}",
+    "rail.search": "Search conversations",
+    "rail.searchPlaceholder": "Search titles and answers",
+    "rail.noMatch": "No conversation matches “{query}”.",
   },
   "zh-CN": {
     "panel.cards": "证据",
@@ -130,5 +140,15 @@ register({
     "rail.confirmDelete": "要删除对话“{title}”吗？",
     "rail.listFailed": "无法获取对话列表：{reason}",
     "rail.notDeleted": "未删除：{reason}",
+    // conversation rename, search and accessible names (issue 38)
+    "rail.rename": "重命名",
+    "rail.renameLabel": "重命名对话：{title}",
+    "rail.renameField": "新标题",
+    "rail.renameSave": "保存",
+    "rail.renameCancel": "取消",
+    "rail.notRenamed": "未重命名：{reason}",
+    "rail.search": "搜索对话",
+    "rail.searchPlaceholder": "搜索标题和回答",
+    "rail.noMatch": "没有与“{query}”匹配的对话。",
   },
 });
