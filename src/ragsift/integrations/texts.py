@@ -151,6 +151,12 @@ class RagsiftTexts(RagsiftSearch):
             return [k for batch in _batches(keys, MAX_KEYS)
                     for k in client.delete_texts(kb_id, batch)]
 
+    def keys_where(self, name: str, value: Any) -> list[str]:
+        """The keys of the KB's documents whose metadata `name` is `value` (lists the KB)."""
+        with self._client() as client:
+            documents = client.list_documents(self._kb_of(client))
+        return [d.key for d in documents if d.key and d.metadata.get(name) == value]
+
     def search_texts(self, query: str, k: int, **overrides: Any) -> list[TextHit]:
         """The best hit of each of the `k` texts that match `query` best."""
         hits = self.search_hits(query, **{**overrides, "top_k": _fetch(k)})
@@ -203,6 +209,11 @@ class RagsiftTexts(RagsiftSearch):
             kb_id = await self._akb_of(client)
             return [k for batch in _batches(keys, MAX_KEYS)
                     for k in await client.delete_texts(kb_id, batch)]
+
+    async def akeys_where(self, name: str, value: Any) -> list[str]:
+        async with self._aclient() as client:
+            documents = await client.list_documents(await self._akb_of(client))
+        return [d.key for d in documents if d.key and d.metadata.get(name) == value]
 
     async def asearch_texts(self, query: str, k: int, **overrides: Any) -> list[TextHit]:
         hits = await self.asearch_hits(query, **{**overrides, "top_k": _fetch(k)})
