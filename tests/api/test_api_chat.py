@@ -35,9 +35,9 @@ DELTAS = ["The hotel limit is 150 dollars [", "1](citation://1); in Tokyo 220 [1
 VALIDATED = "The hotel limit is 150 dollars [1](citation://1); in Tokyo 220 [1](citation://1)."
 EVIDENCE_KEYS = {"n", "chunk_id", "document_id", "filename", "heading_path", "locator", "text",
                  "context_text", "score", "assets", "dense_score", "sparse_score",
-                 "fusion_score", "rerank_score", "kind", "question", "source"}
+                 "fusion_score", "rerank_score", "kind", "question", "source", "relevance"}
 CITATION_KEYS = {"n", "chunk_id", "document_id", "filename", "locator", "heading_path", "text",
-                 "kind", "question", "source"}
+                 "kind", "question", "source", "relevance"}
 Seeded = tuple[Path, dict[str, str]]
 
 
@@ -102,6 +102,7 @@ def test_json_chat_answers_from_numbered_evidence_with_validated_citations(
     [citation] = body["citations"]
     assert set(citation) == CITATION_KEYS
     assert {k: citation[k] for k in CITATION_KEYS} == {k: top[k] for k in CITATION_KEYS}
+    assert all(0.0 <= item["relevance"] <= 1.0 for item in evidence)  # calibrated, per hit
     assert body["trace"]["query"] == QUESTION and body["trace"]["kb_id"] == seeded[1]["kb"]
     assert body["trace"]["returned_count"] == len(evidence)
 

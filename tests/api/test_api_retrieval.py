@@ -36,6 +36,25 @@ def test_search_returns_the_plain_array_of_hits(ready: tuple[Api, str, dict[str,
             "retrieval_sources", "locator", "heading_path"} <= set(top)
 
 
+@pytest.mark.parametrize("fusion", ["zscore", "weighted", "rrf"])
+def test_every_hit_of_search_and_explain_carries_a_relevance_in_0_1_monotone_in_the_fused_score(
+    ready: tuple[Api, str, dict[str, str]], fusion: str,
+) -> None:
+    api, kb_id, _ = ready
+    body = {"kb_id": kb_id, "query": "hotel limit per night", "top_k": 5, "fusion": fusion}
+    searched = api.client.post("/api/retrieval/search", json=body).json()
+    explained = api.client.post("/api/retrieval/explain", json=body).json()["results"]
+
+    for hits in (searched, explained):
+        assert len(hits) >= 2
+        assert all(0.0 <= hit["relevance"] <= 1.0 for hit in hits)
+        by_fused = sorted(hits, key=lambda hit: hit["fusion_score"])
+        relevance = [hit["relevance"] for hit in by_fused]
+        assert relevance == sorted(relevance)
+    # the raw scores stay
+    assert all(isinstance(hit["fusion_score"], float) for hit in searched)
+
+
 def test_search_by_knowledge_base_name_with_overrides(
     ready: tuple[Api, str, dict[str, str]],
 ) -> None:

@@ -28,7 +28,7 @@ METADATA_KEYS = {
     "chunk_id", "document_id", "parent_id", "filename", "heading_path", "locator", "citation",
     "rank", "dense_rank", "dense_score", "sparse_rank", "sparse_score", "second_dense_rank",
     "second_dense_score", "fusion_score",
-    "rerank_score", "final_score", "retrieval_sources", "merged_from", "chunk_text",
+    "rerank_score", "final_score", "relevance", "retrieval_sources", "merged_from", "chunk_text",
     "context_text", "context_chunk_ids", "document_metadata",
 }
 
@@ -45,6 +45,7 @@ def expected_metadata(hit: RetrievalHit) -> dict[str, Any]:
         "second_dense_rank": hit.second_dense_rank, "second_dense_score": hit.second_dense_score,
         "fusion_score": hit.fusion_score, "rerank_score": hit.rerank_score,
         "final_score": hit.fusion_score if hit.rerank_score is None else hit.rerank_score,
+        "relevance": hit.relevance,
         "retrieval_sources": list(hit.retrieval_sources), "merged_from": list(hit.merged_from),
         "chunk_text": hit.text, "context_text": hit.context_text,
         "context_chunk_ids": list(hit.context_chunk_ids),

@@ -62,7 +62,7 @@ def test_a_query_engine_answers_from_ragsifts_hits_with_their_metadata(
         assert node.metadata == expected_metadata(hit)
         assert node.text == (hit.context_text or hit.text)
         assert node.ref_doc_id == hit.document_id
-        assert scored.score == node.metadata["final_score"]
+        assert scored.score == node.metadata["relevance"] == hit.relevance
     top = _text_node(response.source_nodes[0])
     assert (top.metadata["filename"], top.ref_doc_id) == ("leave.md", library.leave.id)
     # the model saw the evidence and its citation, not the scores
@@ -72,7 +72,7 @@ def test_a_query_engine_answers_from_ragsifts_hits_with_their_metadata(
     assert "fusion_score" not in answer and "chunk_id" not in answer
 
 
-def test_the_score_is_the_rerank_score_or_else_the_fused_score(
+def test_the_score_is_the_calibrated_relevance_whether_reranked_or_not(
     retrieval_server: Served, library: Handbook,
 ) -> None:
     reranked = _retriever(retrieval_server).retrieve(HOTEL_LIMIT)
@@ -80,10 +80,17 @@ def test_the_score_is_the_rerank_score_or_else_the_fused_score(
 
     assert reranked and fused
     for scored in reranked:
-        assert scored.score == _text_node(scored).metadata["rerank_score"] is not None
+        metadata = _text_node(scored).metadata
+        assert metadata["rerank_score"] is not None
+        assert scored.score == metadata["relevance"] and 0.0 <= metadata["relevance"] <= 1.0
     for scored in fused:
         metadata = _text_node(scored).metadata
-        assert metadata["rerank_score"] is None and scored.score == metadata["fusion_score"]
+        assert metadata["rerank_score"] is None and metadata["final_score"] == metadata[
+            "fusion_score"]
+        assert scored.score == metadata["relevance"] and 0.0 <= metadata["relevance"] <= 1.0
+    # monotone in the fused score within the request
+    ordered = sorted(fused, key=lambda s: _text_node(s).metadata["fusion_score"])
+    assert [s.score for s in ordered] == sorted(s.score or 0.0 for s in fused)
 
 
 def test_node_text_is_the_small2big_window_unless_chunks_are_asked_for(

@@ -205,6 +205,7 @@ def test_stdio_explain_adds_every_score_and_a_trace_summary(
     best = explained["results"][0]
     assert "结转" in best["text"] and best["citation"]["file"] == "leave.md"
     assert best["dense_rank"] is not None and best["fusion_score"] == best["score"]
+    assert 0.0 <= explained["results"][1]["relevance"] <= best["relevance"] <= 1.0
     trace = explained["trace"]
     assert trace["mode"] == "hybrid" and trace["returned_count"] == 2
     # the handbook is mostly English: a Chinese query also searches the second dense channel

@@ -28,6 +28,7 @@ from ragsift.api import (
     routes_maintenance,
     routes_openai,
     routes_retrieval,
+    routes_texts,
     routes_versions,
 )
 from ragsift.api.auth import AuditMiddleware, Authorizer
@@ -106,7 +107,7 @@ def create_app(
     for module in (routes_kb, routes_documents, routes_assets, routes_faq, routes_retrieval,
                    routes_health, routes_chat, routes_conversations, routes_maintenance,
                    routes_versions, routes_keys, routes_dify, routes_openai,
-                   routes_embeddings, routes_kb_settings, routes_feedback):
+                   routes_embeddings, routes_kb_settings, routes_feedback, routes_texts):
         app.include_router(module.router, dependencies=guarded)
     app.include_router(routes_conversations.kb_router, dependencies=guarded)
     install_web(app)  # the web pages: /web/debug, /web/chat (their API calls carry the key)

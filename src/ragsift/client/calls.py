@@ -49,7 +49,7 @@ class Call(Generic[T]):
     path: str
     parse: Callable[[httpx.Response], T]
     json: Any = None
-    params: Mapping[str, str] | None = None
+    params: Mapping[str, str | list[str]] | None = None
     upload: Upload | None = None
     # sending it twice has the effect of sending it once (decides retries of lost connections)
     idempotent: bool = False

@@ -12,7 +12,9 @@ import httpx
 
 from ragsift.api.schemas import ExplainOut, FaqImportOut, KbOut, UploadedDocument
 from ragsift.api.schemas_chat import ChatOut, ConversationDetailOut, ConversationOut
+from ragsift.api.schemas_texts import TextOut
 from ragsift.client import calls
+from ragsift.client import texts as texts_calls
 from ragsift.client.calls import Call
 from ragsift.client.connection import DEFAULT_TIMEOUT_S, client_headers
 from ragsift.client.errors import RagsiftConnectionError, error_from_response
@@ -104,6 +106,20 @@ class RagsiftClient:
 
     def delete_document(self, document_id: str) -> None:
         self._run(calls.delete_document(document_id))
+
+    def write_texts(self, kb_id: str, texts: Sequence[Mapping[str, Any]]
+                    ) -> list[UploadedDocument]:
+        """Store plain texts under the caller's keys (`{"key", "text", "metadata"}` each): a
+        key written again is replaced (upsert). Ingested in the background, like uploads."""
+        return self._run(texts_calls.write_texts(kb_id, texts))
+
+    def read_texts(self, kb_id: str, keys: Sequence[str]) -> list[TextOut]:
+        """The stored texts of `keys` (keys no document holds are left out)."""
+        return self._run(texts_calls.read_texts(kb_id, keys))
+
+    def delete_texts(self, kb_id: str, keys: Sequence[str]) -> list[str]:
+        """Delete the documents of `keys`; the keys that named one come back."""
+        return self._run(texts_calls.delete_texts(kb_id, keys))
 
     def set_metadata(self, document_id: str, metadata: Mapping[str, Any], *,
                      replace: bool = False) -> Document:

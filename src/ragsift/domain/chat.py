@@ -54,6 +54,9 @@ class Citation(BaseModel):
     kind: CitationKind = "chunk"
     question: str | None = None
     source: str | None = None
+    # the hit's calibrated 0..1 relevance (RetrievalHit.relevance; None: a FAQ entry, or a
+    # turn stored before it was kept)
+    relevance: float | None = None
 
 
 class Evidence(Citation):

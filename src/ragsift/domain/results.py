@@ -85,6 +85,9 @@ class RetrievalHit(BaseModel):
     sparse_score: float | None
     fusion_score: float
     rerank_score: float | None = None
+    # calibrated 0..1 (ragsift.retrieval.relevance): monotone in fusion_score within a request;
+    # None only in hits built elsewhere
+    relevance: float | None = None
     retrieval_sources: tuple[str, ...]
     merged_from: tuple[str, ...] = ()
     # the second dense channel's (USE) rank and cosine, when it was searched and found the hit

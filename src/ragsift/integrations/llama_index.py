@@ -13,8 +13,9 @@
 Each hit becomes a `NodeWithScore`: a TextNode (id = chunk id, source = the document, parent =
 the section chunk) whose text is the Small2Big context window when Small2Big ran for it, else
 the chunk text (`content="chunk"`: always the chunk), with the metadata of
-`ragsift.integrations.search.hit_metadata`, and score = the final score (rerank when it ran,
-else fused). `similarity_top_k` (LlamaIndex's name) is an alias of `top_k`; `filters`
+`ragsift.integrations.search.hit_metadata`, and score = the hit's calibrated `relevance`
+(0..1, so SimilarityPostprocessor cut-offs work; the raw scores stay in the metadata).
+`similarity_top_k` (LlamaIndex's name) is an alias of `top_k`; `filters`
 (`MetadataFilters`) become scope options as `ragsift.integrations.llama_filters` describes
 (EQ / IN on document_id, source, tenant_id, dataset_id, visibility; anything else raises
 UnsupportedFilterError). Of the metadata only `citation` (file › headings, page) is shown to
@@ -42,7 +43,7 @@ from ragsift.integrations.llama_filters import filter_options
 from ragsift.integrations.search import (
     LLM_METADATA_KEYS,
     RagsiftSearch,
-    final_score,
+    framework_score,
     hit_metadata,
     rename_count,
 )
@@ -102,4 +103,4 @@ def to_node(hit: RetrievalHit, text: str) -> NodeWithScore:
         excluded_embed_metadata_keys=list(metadata),
         relationships=relationships,
     )
-    return NodeWithScore(node=node, score=final_score(hit))
+    return NodeWithScore(node=node, score=framework_score(hit))

@@ -79,6 +79,9 @@ class Evidence(Out):
     context: str | None = Field(
         description="the chunk with its neighbours (Small2Big), when that stage ran")
     score: float = Field(description="the rerank score when reranked, else the fusion score")
+    relevance: float | None = Field(
+        default=None, description="calibrated relevance in 0..1 (monotone in the fusion score "
+                                  "within a search)")
     retrieval_sources: list[str] = Field(description="the channels that found it")
     citation: Citation
     metadata: dict[str, Any] = Field(
@@ -224,6 +227,7 @@ def _evidence(hit: RetrievalHit) -> dict[str, object]:
     return {
         "rank": hit.rank, "text": hit.text, "context": hit.context_text,
         "score": hit.rerank_score if hit.rerank_score is not None else hit.fusion_score,
+        "relevance": hit.relevance,
         "retrieval_sources": list(hit.retrieval_sources),
         "metadata": dict(hit.metadata or {}),
         "citation": cite(hit.filename, hit.document_id, hit.chunk_id, hit.heading_path,

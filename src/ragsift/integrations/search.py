@@ -9,8 +9,10 @@ What a hit becomes (the same in both frameworks):
 - its text: the Small2Big context window (the chunk with its neighbours) when Small2Big ran
   for that hit, else the chunk text; `content="chunk"` always gives the chunk text;
 - its metadata (`hit_metadata`): ids, file, locator, heading path, a citation label, every
-  stage's rank and score, the final score (rerank when it ran, else fused) and the context
-  window; `chunk_text` is always the chunk itself.
+  stage's rank and score, the final score (rerank when it ran, else fused), the calibrated
+  `relevance` (0..1; ragsift.retrieval.relevance) and the context window; `chunk_text` is
+  always the chunk itself.
+- its score, where a framework has one (`framework_score`): `relevance`.
 """
 
 from __future__ import annotations
@@ -190,6 +192,12 @@ def final_score(hit: RetrievalHit) -> float:
     return hit.rerank_score if hit.rerank_score is not None else hit.fusion_score
 
 
+def framework_score(hit: RetrievalHit) -> float:
+    """The score a framework gets (similarity cut-offs, thresholds assume 0..1): the hit's
+    calibrated `relevance`, or its final score from a server too old to send one."""
+    return final_score(hit) if hit.relevance is None else hit.relevance
+
+
 def hit_text(hit: RetrievalHit, content: Content = "context") -> str:
     """The Small2Big context window when it ran for the hit (and `content` wants it), else the
     chunk text."""
@@ -218,6 +226,7 @@ def hit_metadata(hit: RetrievalHit) -> dict[str, Any]:
         "fusion_score": hit.fusion_score,
         "rerank_score": hit.rerank_score,
         "final_score": final_score(hit),
+        "relevance": hit.relevance,
         "retrieval_sources": list(hit.retrieval_sources),
         "merged_from": list(hit.merged_from),
         "chunk_text": hit.text,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -285,15 +285,18 @@ class HitStage:
         self._repository = repository
 
     async def run(
-        self, final: Sequence[Candidate], expansions: Mapping[str, Expansion]
+        self, final: Sequence[Candidate], expansions: Mapping[str, Expansion],
+        relevance: Callable[[float], float] | None = None,
     ) -> tuple[RetrievalHit, ...]:
+        """`relevance`: the calibrated relevance of a fused score (None: left unset)."""
         assets = await self._assets_of(final)
         metadata = await asyncio.to_thread(
             self._repository.document_metadata, {c.chunk.document_id for c in final}
         ) if final else {}
         return tuple(
             _to_hit(rank, c, expansions.get(c.chunk.id), assets,
-                    metadata.get(c.chunk.document_id, {}))
+                    metadata.get(c.chunk.document_id, {}),
+                    None if relevance is None else relevance(c.fused.fusion_score))
             for rank, c in enumerate(final, start=1)
         )
 
@@ -310,7 +313,7 @@ _hit = TrustedBuilder(RetrievalHit)
 
 def _to_hit(
     rank: int, c: Candidate, expansion: Expansion | None, assets: dict[str, Asset],
-    metadata: dict[str, Any],
+    metadata: dict[str, Any], relevance: float | None = None,
 ) -> RetrievalHit:
     # unvalidated: every value comes typed from validated chunks, fused hits and expansions
     hit, chunk = c.fused, c.chunk
@@ -325,6 +328,7 @@ def _to_hit(
         "sparse_rank": sparse_rank, "sparse_score": sparse_score,
         "second_dense_rank": second_rank, "second_dense_score": second_score,
         "fusion_score": hit.fusion_score, "rerank_score": c.rerank_score,
+        "relevance": relevance,
         "retrieval_sources": hit.retrieval_sources, "merged_from": c.merged_from,
         "context_chunk_ids": expansion.context_chunk_ids if expansion else (),
         "context_text": expansion.text if expansion else None,

@@ -62,6 +62,7 @@ from ragsift.retrieval.fusion import Padding, fuse, fused_count, padded_lists
 from ragsift.retrieval.options import Options, resolve_options, wants_tuned_fusion
 from ragsift.retrieval.plan import run_plan
 from ragsift.retrieval.query import validate_query
+from ragsift.retrieval.relevance import relevance
 from ragsift.retrieval.scope import check_document_ids
 from ragsift.retrieval.scope_judge import ScopeJudge
 from ragsift.retrieval.stages import RerankLimits, cross_lingual_decision, kb_scripts
@@ -242,7 +243,8 @@ class RetrievalService:
         expanded = await self._small2big.run(final, options, version)
         if expanded.ran:
             timings["small2big"] = _ms(stage)
-        hits = await self._hits.run(final, expanded.expansions)
+        hits = await self._hits.run(final, expanded.expansions,
+                                    lambda score: relevance(score, options.fusion))
         timings["total"] = _ms(started)
         failures = (*retrieved.degradations, *_some(feedback.degradation),
                     *_some(exact.degradation), *degradations, *_some(expanded.degradation))
