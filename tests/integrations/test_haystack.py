@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+# Haystack sends usage telemetry from a pipeline run unless told not to; tests never call out.
+os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 haystack = pytest.importorskip("haystack")  # the `haystack` extra (in the dev dependencies)
 
 from haystack import Document, Pipeline  # noqa: E402
