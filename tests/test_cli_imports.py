@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Iterable
+from pathlib import Path
 
 from ragsift.auth.keys import Role
 from ragsift.cli_keys import RoleName
@@ -16,13 +18,13 @@ HEAVY = ("fastapi", "sqlalchemy", "numpy", "tantivy", "PIL", "pypdfium2", "pydan
          "ragsift.config", "ragsift.ingestion.parsers")
 
 
-def _imported_after(code: str) -> set[str]:
-    """The HEAVY modules a fresh interpreter holds after running `code`."""
+def _imported_after(code: str, heavy: Iterable[str] = HEAVY) -> set[str]:
+    """The `heavy` modules a fresh interpreter holds after running `code`."""
     probe = f"{code}\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))"
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                           timeout=120, check=True)
     modules = set(json.loads(done.stdout.splitlines()[-1]))
-    return {name for name in HEAVY if name in modules}
+    return {name for name in heavy if name in modules}
 
 
 def test_importing_the_cli_imports_none_of_the_heavy_stacks() -> None:
@@ -55,3 +57,15 @@ def test_python_dash_m_ragsift_runs_the_same_command_line_without_the_heavy_stac
     assert _imported_after("import runpy, sys\nsys.argv = ['ragsift', '--help']\n"
                            "try:\n    runpy.run_module('ragsift', run_name='__main__')\n"
                            "except SystemExit as exc:\n    assert exc.code == 0\n") == set()
+
+
+def test_listing_kbs_and_documents_imports_no_index_embedder_or_services(tmp_path: Path) -> None:
+    code = ("import sys\nfrom ragsift.cli import app\n"
+            f"for args in (['kb', 'list', '--data-dir', {str(tmp_path)!r}], "
+            f"['docs', 'list', '--kb', 'none', '--data-dir', {str(tmp_path)!r}]):\n"
+            "    try:\n        app(args)\n    except SystemExit as exc:\n"
+            "        assert exc.code == 0, (args, exc.code)\n"
+            "    except Exception as exc:  # docs list: the KB does not exist\n"
+            "        assert 'unknown knowledge base' in str(exc), exc\n")
+    heavy = {"tantivy", "rjieba", "numpy", "onnxruntime", "ragsift.bootstrap"}
+    assert _imported_after(code, heavy) == set()

@@ -19,7 +19,9 @@ from ragsift.cli_common import (
     echo_json,
     err,
     kb_named,
+    kb_named_in,
     open_container,
+    open_repository,
     opened_data_dir,
     out,
 )
@@ -263,14 +265,14 @@ def kb_list(data_dir: DataDir = None, as_json: JsonFlag = False) -> None:
     """List knowledge bases with their document counts."""
     from ragsift.domain.models import DocumentStatus
 
-    with open_container(data_dir, follow=True) as container:
+    with open_repository(data_dir) as repository:
         rows = []
-        for kb in container.repository.list_kbs():
-            documents = container.repository.list_documents(kb.id)
+        for kb in repository.list_kbs():
+            documents = repository.list_documents(kb.id)
             ready = sum(1 for d in documents if d.status == DocumentStatus.READY)
             rows.append({"id": kb.id, "name": kb.name, "embedding_model": kb.embedding_model,
                          "documents": len(documents), "ready": ready,
-                         "faq": container.repository.count_faq_entries(kb.id)})
+                         "faq": repository.count_faq_entries(kb.id)})
     if as_json:
         echo_json(rows)
         return
@@ -282,8 +284,8 @@ def kb_list(data_dir: DataDir = None, as_json: JsonFlag = False) -> None:
 @docs_app.command("list")
 def docs_list(kb: KbName, data_dir: DataDir = None, as_json: JsonFlag = False) -> None:
     """List the documents of a knowledge base with status, error and parse warnings."""
-    with open_container(data_dir, follow=True) as container:
-        documents = container.repository.list_documents(kb_named(container, kb).id)
+    with open_repository(data_dir) as repository:
+        documents = repository.list_documents(kb_named_in(repository, kb).id)
     if as_json:
         echo_json([d.model_dump(mode="json") for d in documents])
         return

@@ -18,6 +18,7 @@ from rich.console import Console
 from ragsift.domain.errors import InvalidInput
 
 if TYPE_CHECKING:
+    from ragsift.adapters.sql.repository import SqlRepository
     from ragsift.bootstrap import Container
     from ragsift.config import Settings
     from ragsift.domain.models import KnowledgeBase
@@ -81,11 +82,34 @@ def open_container(
         container.close()
 
 
+@contextmanager
+def open_repository(data_dir: Path | None) -> Iterator[SqlRepository]:
+    """The SQL repository alone, closed afterwards: for listings, which need neither the
+    index, the embedder nor the services (~1 CPU-s of imports fewer than open_container)."""
+    from ragsift.adapters.sql.repository import SqlRepository
+    from ragsift.observability.logs import configure_logging
+
+    settings = load_settings(data_dir)
+    _opened.append(settings.data_dir)
+    configure_logging(settings.log_format)
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    repository = SqlRepository(settings.resolved_database_url)
+    try:
+        yield repository
+    finally:
+        repository.close()
+
+
 def kb_named(container: Container, name: str) -> KnowledgeBase:
     """The knowledge base called `name`, or InvalidInput listing the known ones."""
-    kb = container.repository.get_kb_by_name(name)
+    return kb_named_in(container.repository, name)
+
+
+def kb_named_in(repository: SqlRepository, name: str) -> KnowledgeBase:
+    """kb_named with the repository alone (open_repository)."""
+    kb = repository.get_kb_by_name(name)
     if kb is None:
-        known = ", ".join(k.name for k in container.repository.list_kbs()) or "none"
+        known = ", ".join(k.name for k in repository.list_kbs()) or "none"
         raise InvalidInput(f"unknown knowledge base {name!r} (known: {known})")
     return kb
 

@@ -12,6 +12,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from ragsift.cli_common import CliFailure, DataDir, KbName, err, open_container, out
 from ragsift.cli_metadata import MetaFileOpt, MetaOpt, checked_metadata, given_metadata
+from ragsift.cli_prepare import prepare_embedder
 
 if TYPE_CHECKING:
     from ragsift.bootstrap import Container
@@ -59,6 +60,8 @@ def ingest(
             checked_metadata(meta_given, container.settings)
         metadata = _file_metadata(container, found.files, meta_given)
         knowledge_base = container.ingestion.ensure_kb(kb)
+        if found.files:
+            prepare_embedder(container.embedder)
         tally = _run(container, knowledge_base, found.files, scope, metadata)
     out.print(f"{tally.ingested} of {len(found.files)} documents ingested into {kb!r}"
               + tally.duplicates_note())
@@ -84,6 +87,7 @@ def sync(
         raise CliFailure(f"not a folder: {folder}", 2)
     found = find_files([folder], include or (), exclude or ())
     with open_container(data_dir) as container:
+        prepare_embedder(container.embedder)
         knowledge_base = container.ingestion.ensure_kb(kb)
         documents = container.repository.documents_by_key(knowledge_base.id)
         plan = plan_sync(found, documents, prune, include or (), exclude or ())

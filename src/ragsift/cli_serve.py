@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ragsift.cli_common import CliFailure, DataDir, open_container
+from ragsift.cli_prepare import prepare_embedder
 from ragsift.cli_worker import pause_hook_s
 from ragsift.shutdown import ShutdownClock, hard_exit
 
@@ -147,6 +148,7 @@ def _serve(host: str, port: int, data_dir: Path | None, overrides: dict[str, Any
     pause_s = pause_hook_s()
     with open_container(data_dir, **overrides) as container:
         hosts = _check_exposure(container.settings, host)
+        prepare_embedder(container.embedder)  # not inside the first search
         state: AppState | None = None
 
         def still_running() -> str:

