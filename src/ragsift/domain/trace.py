@@ -83,6 +83,7 @@ class KbSearchTrace(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     kb_id: str
+    kb_name: str | None = None
     kb_version: int | None = None
     scope: ScopeTrace = Field(default_factory=ScopeTrace)
     channels: tuple[ChannelRun, ...] = ()

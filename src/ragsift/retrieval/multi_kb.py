@@ -46,6 +46,7 @@ class KbTarget:
 
     kb_id: str
     version: int | None
+    name: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +91,7 @@ def merged_timings(timings: Sequence[Mapping[str, float]]) -> dict[str, float]:
 def kb_traces(parts: Sequence[KbPart], hits: Sequence[RetrievalHit]) -> tuple[KbSearchTrace, ...]:
     """Each KB's part of the trace, with how many of the returned hits it gave."""
     return tuple(KbSearchTrace(
-        kb_id=part.target.kb_id, kb_version=part.target.version,
+        kb_id=part.target.kb_id, kb_name=part.target.name, kb_version=part.target.version,
         scope=part.scope.decision.trace, channels=part.runs,
         returned_count=sum(1 for hit in hits if hit.kb_id == part.target.kb_id),
     ) for part in parts)

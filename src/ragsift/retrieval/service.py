@@ -185,12 +185,12 @@ class RetrievalService:
         if request.run_faq:
             raise InvalidInput("the FAQ search covers one knowledge base: run_faq cannot be "
                                "true with several knowledge bases")
-        check_models([self._repository.get_kb(kb_id) for kb_id in kb_ids], kb_ids,
-                     self._embedder.model_id,
+        kbs = [self._repository.get_kb(kb_id) for kb_id in kb_ids]
+        check_models(kbs, kb_ids, self._embedder.model_id,
                      (request.mode or self._settings.mode) == "sparse")
-        targets = tuple(KbTarget(kb_id, None if self._versions is None
-                                 else self._versions.searchable_version(kb_id, None))
-                        for kb_id in kb_ids)
+        targets = tuple(KbTarget(kb.id, None if self._versions is None
+                                 else self._versions.searchable_version(kb.id, None), kb.name)
+                        for kb in kbs if kb is not None)
         return request.model_copy(update={"kb_id": kb_ids[0], "kb_ids": kb_ids,
                                           "run_faq": False}), targets
 
