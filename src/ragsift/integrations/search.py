@@ -59,9 +59,10 @@ class RagsiftSearch(BaseModel):
 
     Give `kb` (the name), `kb_id` or `kbs` (several names or ids searched with one ranking;
     each hit's metadata names its `kb_id`), one of them. `api_key` defaults to
-    $RAGSIFT_API_KEY; None sends no key (a `--no-auth` server). Options left as None take the server's defaults; they
-    are checked against the API's request model when this is made (a ValidationError then),
-    so a typo or an out-of-range `top_k` fails before any query.
+    $RAGSIFT_API_KEY; None sends no key (a `--no-auth` server). Options left as None take
+    the server's defaults; they are checked against the API's request model when this is
+    made (a ValidationError then), so a typo or an out-of-range `top_k` fails before any
+    query.
     """
 
     model_config = ConfigDict(extra="forbid")
