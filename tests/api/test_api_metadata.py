@@ -87,7 +87,11 @@ def test_bad_filters_and_metadata_are_400_naming_the_offending_part(ready: Ready
                  400, "invalid_input")
 
 
-FACILITIES = b"""# Facilities
+FACILITIES = b"""---
+site: north
+year: 2020
+---
+# Facilities
 
 ## Parking
 
@@ -99,7 +103,8 @@ is renewed every January at the reception desk.
 def test_search_explain_and_chat_take_several_kbs_and_name_each_hits_kb(ready: Ready) -> None:
     api, docs, _ = ready
     facilities = api.create_kb("facilities")
-    [parking] = api.upload_ids(facilities, {"facilities.md": FACILITIES})
+    [parking] = api.upload_ids(facilities, {"facilities.md": FACILITIES},
+                               metadata=json.dumps({"year": 2026}))
     assert api.wait_settled(parking)["status"] == "READY"
     body = {"kbs": ["docs", facilities], "query": "how much is a parking permit"}
 
@@ -111,6 +116,9 @@ def test_search_explain_and_chat_take_several_kbs_and_name_each_hits_kb(ready: R
     both = api.client.post("/api/retrieval/search", json={**body, "kb": "docs"})
 
     assert hits[0]["kb_id"] == facilities and "40 dollars" in hits[0]["text"]
+    # the front matter is metadata (the form's wins over it), not text
+    assert hits[0]["metadata"] == {"site": "north", "year": 2026}
+    assert all("site: north" not in hit["text"] for hit in hits)
     assert {hit["kb_id"] for hit in hits} == {docs, facilities}
     trace = explained["trace"]
     assert [part["kb_id"] for part in trace["kbs"]] == [docs, facilities]

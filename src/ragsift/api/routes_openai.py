@@ -3,9 +3,10 @@
 ending `[DONE]`), with `usage`: the chat model server's token counts, else ragsift's count.
 
 A completion is one turn of ragsift's chat (api/routes_chat.py): retrieval over the model's KB
-(or KBs: `kb:handbook+policy` searches both with one ranking) within the key's scope, an answer from that evidence with `[N](citation://N)` links, stored as
-a new conversation of the key. The last message (the user's) is the question; the earlier
-user/assistant pairs are its history (the last RAGSIFT_CHAT_HISTORY_TURNS of them). Errors are
+(or KBs: `kb:handbook+policy` searches both with one ranking) within the key's scope, an
+answer from that evidence with `[N](citation://N)` links, stored as a new conversation of the
+key. The last message (the user's) is the question; the earlier user/assistant pairs are its
+history (the last RAGSIFT_CHAT_HISTORY_TURNS of them). Errors are
 OpenAI's `{"error": {...}}` (api/compat_errors.py).
 """
 
