@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -35,9 +36,9 @@ from search_latency import build_vocabulary
 from ragsift.adapters.embedded_index import EmbeddedIndex
 from ragsift.adapters.sql.repository import SqlRepository
 from ragsift.domain.filters import SearchFilter
+from ragsift.domain.index_records import IndexRecord
 from ragsift.domain.metadata_filter import parse_filter
 from ragsift.domain.models import Document, DocumentStatus, KnowledgeBase
-from ragsift.domain.index_records import IndexRecord
 from ragsift.domain.results import RankedList
 from ragsift.retrieval.fusion import zscore_fusion
 from ragsift.retrieval.multi_kb import merge_kb_lists
@@ -67,8 +68,7 @@ def texts(rng: np.random.Generator, rendered: np.ndarray, probs: np.ndarray,
     distribution instead of one per text: 100x faster at this vocabulary)."""
     drawn = rendered[rng.choice(len(rendered), size=sum(lengths), p=probs)]
     bounds = np.cumsum([0, *lengths])
-    return ["".join(drawn[lo:hi]).strip() for lo, hi in zip(bounds[:-1], bounds[1:],
-                                                              strict=True)]
+    return ["".join(drawn[lo:hi]).strip() for lo, hi in pairwise(bounds)]
 
 
 def rendered_words(words: list[str]) -> np.ndarray:
