@@ -53,7 +53,7 @@ class ScopeStage:
     def __init__(self, repository: Repository, versions: VersionReader | None) -> None:
         self._repository = repository
         self._versions = versions
-        self._records = FilterRecords(repository)
+        self._records = FilterRecords(repository, versions)
 
     async def run(
         self, request: SearchRequest, requested_ids: tuple[str, ...] | None, version: int | None,
@@ -70,8 +70,10 @@ class ScopeStage:
             return ScopeOutcome(decision, None)
         if metadata_filter is not None:
             # pushed down as the document allow-list both channels already filter on
-            matched = await asyncio.to_thread(self._records.matching, request.kb_id,
-                                              metadata_filter)
+            # a pinned version is filtered on the metadata it was sealed with
+            matched = await asyncio.to_thread(
+                self._records.matching, request.kb_id, metadata_filter,
+                version if request.kb_version is not None else None)
             decision = narrow_by_filter(decision, matched)
             if decision.allowed is not None and not decision.allowed:
                 return ScopeOutcome(decision, None)

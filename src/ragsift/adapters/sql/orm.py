@@ -304,6 +304,8 @@ class KbVersionRow(Base):
     chunks: Mapped[int] = mapped_column(Integer)
     added: Mapped[int] = mapped_column(Integer)
     retired: Mapped[int] = mapped_column(Integer)
+    # document id -> its metadata when sealed, for documents with any (0016; NULL before)
+    meta: Mapped[dict[str, Any] | None] = mapped_column("metadata", JSON, nullable=True)
 
 
 class KbActivationRow(Base):
