@@ -15,7 +15,8 @@ RRF (rank 1 in its own list), whatever it scores: an unrelated KB would share th
   so KBs of one language give close scores; raw scores also keep BM25's floor (0: no term
   matched) that fusion pads short lists with. Z-normalising per KB (the alternative,
   `sparse="zscore"`) lifts an unrelated KB's best match to the level of the related KB's best
-  (measured in benchmarks/multi_kb_quality.py, docs/quality.md).
+  (the closed-form case in tests/retrieval/test_multi_kb.py); on the small two-KB set of
+  benchmarks/multi_kb_quality.py both merges rank every answer first (docs/quality.md).
 """
 
 from __future__ import annotations
