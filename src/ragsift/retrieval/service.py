@@ -28,7 +28,6 @@ from ragsift.domain.trace import (
     QueryVariant,
     RetrievalTrace,
     StageTrace,
-    Switches,
 )
 from ragsift.observability.context import current_request_id
 from ragsift.ports import (
@@ -46,7 +45,6 @@ from ragsift.retrieval.channels import ChannelRunner
 from ragsift.retrieval.chunk_languages import ChunkLanguages
 from ragsift.retrieval.document_stages import (
     AutoMergeStage,
-    ExpandOutcome,
     HitStage,
     ReadyStage,
     RerankCandidates,
@@ -57,7 +55,7 @@ from ragsift.retrieval.document_stages import (
 from ragsift.retrieval.exact_match import ExactMatchOutcome, ExactMatchStage, Lookup
 from ragsift.retrieval.faq import FaqSearcher
 from ragsift.retrieval.feedback_stage import FeedbackOutcome, FeedbackStage
-from ragsift.retrieval.fusion import Padding, fuse, fused_count, padded_lists
+from ragsift.retrieval.fusion import Padding, fuse, fused_count
 from ragsift.retrieval.multi_kb import (
     KbPart,
     KbTarget,
@@ -73,6 +71,13 @@ from ragsift.retrieval.options import Options, resolve_options, wants_tuned_fusi
 from ragsift.retrieval.plan import run_plan
 from ragsift.retrieval.query import validate_query
 from ragsift.retrieval.scope import check_document_ids
+from ragsift.retrieval.service_trace import (
+    TRACE_FIELDS,
+    applied,
+    candidate_stages,
+    padding_trace,
+    some,
+)
 from ragsift.retrieval.stages import RerankLimits, cross_lingual_decision, kb_scripts
 
 
@@ -138,7 +143,7 @@ class RetrievalService:
             margin_tokens=settings.rerank_margin_tokens,
             max_query_tokens=settings.rerank_max_query_tokens,
         ))
-        self._candidate_stages = _candidate_stages(
+        self._candidate_stages = candidate_stages(
             AutoMergeStage(repository), rescorers, self._rerank
         )
         self._small2big = Small2BigStage(repository)
@@ -266,7 +271,7 @@ class RetrievalService:
         # a follow-up is reranked as the question it stands for
         question, query_tokens = self._question(query, first.retrieved, options, query_tokens)
         context = StageContext(request.kb_id, options, version, query_tokens)
-        candidates, traces, degradations = await self._run_candidate_stages(
+        candidates, traces, degradations = await self._runcandidate_stages(
             question, ready.candidates, context, timings
         )
         threshold = threshold_stage(
@@ -284,12 +289,12 @@ class RetrievalService:
         retrieved, feedback = first.retrieved, first.feedback
         assert feedback is not None
         failures = (*(d for part in live for d in part.degradations),
-                    *_some(exact.degradation), *degradations, *_some(expanded.degradation))
+                    *some(exact.degradation), *degradations, *some(expanded.degradation))
         trace = trace.model_copy(update={
             "variants": retrieved.variants,
             "channels": tuple(run for part in live for run in part.runs),
             "degradations": failures,
-            "switches_applied": _applied(retrieved, traces, expanded, feedback.trace),
+            "switches_applied": applied(retrieved, traces, expanded, feedback.trace),
             "fused_count": fused_count(lists), "ready_filtered_count": ready.filtered,
             "rewrite": retrieved.rewrite.trace, "history": retrieved.history,
             "feedback": feedback.trace, "fusion_padding": padded, "exact_match": exact.trace,
@@ -365,7 +370,7 @@ class RetrievalService:
                      padding=padding)
         bm25 = any(ranked.name.startswith("sparse:") for ranked in lists)
         exact = self._exact.apply(fused, lookup, bm25_answered=bm25)
-        return exact.fused[: options.candidate_k], _padding_trace(padding, options, lists), exact
+        return exact.fused[: options.candidate_k], padding_trace(padding, options, lists), exact
 
     async def _run_feedback(
         self, query: str, kb_id: str, search_filter: SearchFilter, options: Options,
@@ -399,7 +404,7 @@ class RetrievalService:
         requested_ids = check_document_ids(request.document_ids, settings.max_document_ids)
         return query, options, requested_ids, self._rerank.query_tokens(query, options)
 
-    async def _run_candidate_stages(
+    async def _runcandidate_stages(
         self, query: str, candidates: Sequence[Candidate], context: StageContext,
         timings: dict[str, float],
     ) -> tuple[tuple[Candidate, ...], dict[str, StageTrace], tuple[Degradation, ...]]:
@@ -415,7 +420,7 @@ class RetrievalService:
                 timings[candidate_stage.name] = _ms(stage)
             if outcome.degradation is not None:
                 degradations.append(outcome.degradation)
-            if candidate_stage.name in _TRACE_FIELDS:
+            if candidate_stage.name in TRACE_FIELDS:
                 traces[candidate_stage.name] = outcome.trace
             else:
                 logger.debug("%s: %s (no trace field)", candidate_stage.name, outcome.trace)
@@ -455,65 +460,7 @@ class RetrievalService:
         return read
 
 
-# the trace fields a candidate stage's StageTrace may fill (its name); others are not kept
-_TRACE_FIELDS = frozenset(
-    name for name, field in RetrievalTrace.model_fields.items() if field.annotation is StageTrace
-)
-# names the service itself records (timings, trace fields): no post-fusion stage may take one
-_RESERVED = frozenset({"scope", "rewrite", "channels", "feedback", "fusion", "ready_check",
-                       "threshold", "small2big", "faq", "total", "tuned_fusion"})
-
-
-_NOT_RUN = StageTrace()
-
-
-def _padding_trace(
-    padding: Padding | None, options: Options, lists: Sequence[RankedList]
-) -> StageTrace:
-    """Whether fusion normalised a short BM25 list as if channel_k long, and which."""
-    if padding is None:
-        return StageTrace(status="off", reason="RAGSIFT_FUSION_PAD_SHORT_LISTS=false")
-    if options.fusion == "rrf" or sum(1 for ranked in lists if ranked.hits) < 2:
-        return StageTrace(status="skipped", reason="nothing is score-fused")
-    padded = padded_lists(lists, padding)
-    if not padded:
-        return StageTrace(status="skipped", reason="no BM25 list shorter than channel_k")
-    return StageTrace(status="applied", detail={
-        "depth": padding.depth, **{name: hits for name, hits in padded.items()}})
-
-
 async def _first_version(_request: SearchRequest, targets: tuple[KbTarget, ...]) -> int | None:
     """The plan's version of a search over several KBs: the first KB's (its FAQ side is
     off, so no other search reads it)."""
     return targets[0].version
-
-
-def _some(degradation: Degradation | None) -> tuple[Degradation, ...]:
-    return () if degradation is None else (degradation,)
-
-
-def _applied(
-    retrieved: Retrieved, traces: dict[str, StageTrace], expanded: ExpandOutcome,
-    feedback: StageTrace,
-) -> Switches:
-    """The optional stages that changed this search's answer."""
-    return Switches(
-        rewrite=retrieved.rewrite.variant is not None,
-        rerank=traces["rerank"].status == "applied",
-        small2big=expanded.trace.status == "applied",
-        auto_merge=traces["auto_merge"].status == "applied",
-        consistency=traces.get("consistency", _NOT_RUN).status == "applied",
-        feedback=feedback.status == "applied",
-    )
-
-
-def _candidate_stages(
-    merge: CandidateStage, rescorers: Sequence[CandidateStage], rerank: CandidateStage
-) -> tuple[CandidateStage, ...]:
-    """The post-fusion stages in order; names must be unique and not reserved."""
-    stages = (merge, *rescorers, rerank)
-    names = [stage.name for stage in stages]
-    clashes = sorted({n for n in names if names.count(n) > 1} | (set(names) & _RESERVED))
-    if clashes:
-        raise ValueError(f"post-fusion stage names must be unique and new: {clashes}")
-    return stages
