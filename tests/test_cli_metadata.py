@@ -93,3 +93,30 @@ def test_sync_reads_sidecars_as_metadata_never_as_documents(tmp_path: Path) -> N
     done = _run(data, "sync", str(folder), "--kb", "s")
     assert isinstance(done.exception, InvalidInput) and "policy.md.meta.json" in str(
         done.exception) and "reserved" in str(done.exception)
+
+
+def test_search_and_explain_take_the_kb_option_repeated_and_name_each_hits_kb(
+    data_dir: Path, tmp_path: Path,
+) -> None:
+    # front matter is metadata (an explicit --meta wins over it), never text
+    (tmp_path / "router.md").write_text("---\ndept: network\nyear: 2023\n---\n"
+                                        "# Router\n\nE-104 on the router: reset the mesh.\n")
+    done = _run(data_dir, "ingest", str(tmp_path / "router.md"), "--kb", "k2",
+                "--meta", "year=2025")
+    assert done.exit_code == 0, done.output
+    [router] = json.loads(_run(data_dir, "docs", "list", "--kb", "k2", "--json").stdout)
+    assert router["metadata"] == {"dept": "network", "year": 2025}
+    unindexed = _run(data_dir, "search", "network", "--kb", "k2", "--mode", "sparse", "--json")
+    assert json.loads(unindexed.stdout) == []
+
+    found = _run(data_dir, "search", "E-104", "--kb", "k", "--kb", "k2", "--mode", "sparse",
+                 "--json")
+    shown = _run(data_dir, "explain", "E-104 router mesh", "--kb", "k", "--kb", "k2",
+                 "--mode", "sparse")
+
+    assert found.exit_code == 0, found.output
+    kbs = {kb["name"]: kb["id"] for kb in json.loads(_run(data_dir, "kb", "list",
+                                                           "--json").stdout)}
+    assert {h["kb_id"] for h in json.loads(found.stdout)} == {kbs["k"], kbs["k2"]}
+    assert shown.exit_code == 0, shown.output
+    assert "1. k2 router.md" in " ".join(shown.stdout.split())

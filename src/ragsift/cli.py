@@ -83,9 +83,10 @@ app.command()(ingest)
 app.command()(sync)
 docs_app.command("meta")(docs_meta)
 
-def _search(data_dir: Path | None, kb: str, query: str, fields: dict[str, Any],
+def _search(data_dir: Path | None, kb: list[str], query: str, fields: dict[str, Any],
             server: str | None = None, api_key: str | None = None) -> RetrievalResult:
-    """One retrieval; `fields` are SearchRequest overrides (None = the settings' default)."""
+    """One retrieval of the KBs named `kb` (several: one ranking over all); `fields` are
+    SearchRequest overrides (None = the settings' default)."""
     import asyncio
 
     from pydantic import ValidationError
@@ -97,7 +98,7 @@ def _search(data_dir: Path | None, kb: str, query: str, fields: dict[str, Any],
 
         return remote_search(server, api_key, kb, query, fields)
     with open_container(data_dir, follow=True) as container:
-        knowledge_base = kb_named(container, kb)
+        kb_ids = [kb_named(container, name).id for name in kb]
         values = {name: value for name, value in fields.items() if value is not None}
         if values.get("document_ids") is not None:
             values["document_ids"] = tuple(values["document_ids"]) or None
@@ -105,9 +106,9 @@ def _search(data_dir: Path | None, kb: str, query: str, fields: dict[str, Any],
             if name in values:
                 values[name] = tuple(values[name])
         try:
-            request = SearchRequest.model_validate(
-                {"query": query, "kb_id": knowledge_base.id, **values}
-            )
+            request = SearchRequest.model_validate({
+                "query": query, "kb_id": kb_ids[0],
+                "kb_ids": tuple(kb_ids) if len(kb_ids) > 1 else None, **values})
         except ValidationError as exc:
             raise InvalidInput(_validation_message(exc)) from exc
         return asyncio.run(container.retrieval.search(request))
@@ -117,6 +118,10 @@ def _validation_message(exc: ValidationError) -> str:
     return "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
 
 
+KbNames = Annotated[list[str], typer.Option(
+    "--kb", help="Knowledge base name; repeat it to search several with one ranking "
+                 "(at most RAGSIFT_SEARCH_MAX_KBS, built with one embedding model unless "
+                 "--mode sparse; every hit names its KB).")]
 ModeOpt = Annotated[str | None, typer.Option("--mode", help="dense | sparse | hybrid [hybrid]")]
 TopK = Annotated[int | None, typer.Option("--top-k", help="Results to return [5].")]
 DocIds = Annotated[list[str] | None, typer.Option("--doc-id", help="Restrict to a document.")]
@@ -153,7 +158,7 @@ def _history(previous: list[str] | None) -> list[dict[str, str]] | None:
 @app.command()
 def search(
     query: Annotated[str, typer.Argument(help="The question.")],
-    kb: KbName,
+    kb: KbNames,
     mode: ModeOpt = None,
     top_k: TopK = None,
     doc_id: DocIds = None,
@@ -208,7 +213,7 @@ def search(
 @app.command()
 def explain(
     query: Annotated[str, typer.Argument(help="The question.")],
-    kb: KbName,
+    kb: KbNames,
     mode: ModeOpt = None,
     top_k: TopK = None,
     doc_id: DocIds = None,

@@ -138,9 +138,11 @@ def _print_plan(plan: SyncPlan) -> None:
 def _file_metadata(
     container: Container, files: list[SourceFile], given: dict[str, Any] | None,
 ) -> dict[str, dict[str, Any]]:
-    """Metadata by file key: its sidecar (NAME.meta.json) with the command's --meta /
-    --meta-file over it, validated; files with neither are left out."""
+    """Metadata by file key: a Markdown file's front matter, its sidecar (NAME.meta.json)
+    over it, the command's --meta / --meta-file over both, validated; files with none are
+    left out."""
     from ragsift.config import metadata_limits
+    from ragsift.ingestion.front_matter import front_matter, is_markdown
     from ragsift.ingestion.sidecars import read_sidecars
 
     sidecars = read_sidecars([source.path for source in files],
@@ -148,8 +150,9 @@ def _file_metadata(
     result: dict[str, dict[str, Any]] = {}
     for source in files:
         own = sidecars.get(source.path)
-        if own is not None or given is not None:
-            result[source.key] = checked_metadata({**(own or {}), **(given or {})},
+        front = front_matter(source.path.read_bytes()) if is_markdown(source.path.name) else {}
+        if own is not None or given is not None or front:
+            result[source.key] = checked_metadata({**front, **(own or {}), **(given or {})},
                                                   container.settings)
     return result
 

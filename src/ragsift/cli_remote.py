@@ -22,7 +22,7 @@ ApiKeyOpt = Annotated[str | None, typer.Option(
     "--api-key", envvar="RAGSIFT_API_KEY", help="API key for --server.", show_default=False)]
 
 
-def remote_search(server: str, api_key: str | None, kb: str, query: str,
+def remote_search(server: str, api_key: str | None, kb: list[str], query: str,
                   fields: dict[str, Any]) -> RetrievalResult:
     """One retrieval by the server; `fields` are SearchBody fields (None: the server's default).
 
@@ -41,7 +41,8 @@ def remote_search(server: str, api_key: str | None, kb: str, query: str,
     try:
         # an empty RAGSIFT_API_KEY means none, as for a --no-auth server
         with RagsiftClient(server, api_key=api_key or None) as client:
-            explained = client.explain(query, kb=kb, **options)
+            explained = (client.explain(query, kb=kb[0], **options) if len(kb) == 1
+                         else client.explain(query, kbs=kb, **options))
     except ClientValidationError as exc:  # checked before sending, as the server would
         raise CliFailure(exc.message, 2) from exc
     except RagsiftApiError as exc:

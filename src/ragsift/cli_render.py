@@ -47,12 +47,16 @@ def render_hits(console: Console, result: RetrievalResult, snippet: int = 160) -
                       "--route search searches anyway")
         console.print(f"[yellow]no results[/]: {reason}")
         return
+    # several KBs searched: each hit names its KB
+    names = {part.kb_id: part.kb_name or part.kb_id for part in result.trace.kbs}
     for hit in result.hits:
         text = " ".join(hit.text.split())
         if len(text) > snippet:
             text = text[:snippet] + "…"
+        kb = f"[magenta]{escape(names[hit.kb_id])}[/] " if hit.kb_id in names else ""
         console.print(
-            f"[bold]{hit.rank}.[/] [cyan]{hit.filename}[/] {_where(hit.heading_path, hit.locator)}"
+            f"[bold]{hit.rank}.[/] {kb}[cyan]{hit.filename}[/] "
+            f"{_where(hit.heading_path, hit.locator)}"
             f"  [dim]fusion={_fmt(hit.fusion_score)} dense#{_fmt(hit.dense_rank)}"
             f" sparse#{_fmt(hit.sparse_rank)}[/]"
         )

@@ -592,6 +592,8 @@ class Settings(BaseSettings):
         "docs/quality.md)",
     )
     max_document_ids: int = Field(default=50, ge=1)
+    # one search over several KBs (`kbs`): how many one request may name
+    search_max_kbs: int = Field(default=8, ge=1, le=64)
 
     # user metadata per document (domain/metadata.py) and the filter language on it
     # (domain/metadata_filter.py): sizes bounded so a document's row and a filter stay small

@@ -522,6 +522,11 @@ class VersionReader(Protocol):
         """The subset of `document_ids` that is READY or RETIRED in `kb_id`."""
         ...
 
+    def version_metadata(self, kb_id: str, seq: int) -> dict[str, dict[str, Any]] | None:
+        """Document id -> metadata as version `seq` was sealed with it (documents without
+        any left out); None when the version kept none (sealed before 0016, or not sealed)."""
+        ...
+
 
 class VersionStore(Repository, VersionReader, Protocol):
     """The relational store with KB versions: state, draft commits, seals, activations."""

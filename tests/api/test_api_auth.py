@@ -173,6 +173,15 @@ def test_a_key_limited_to_one_kb_sees_and_searches_only_that_kb(secured: Api) ->
     assert as_key(secured, reader, "GET", f"/api/kbs/{ids['theirs']}").status_code == 403
     chat = {"kb_id": ids["theirs"], "message": "hotel?"}
     assert as_key(secured, reader, "POST", "/api/chat", json=chat).status_code == 403
+    # several KBs in one request: each must be within the key's scope
+    both = {"kbs": [ids["mine"], "theirs"], "query": "hotel"}
+    assert_error(as_key(secured, reader, "POST", "/api/retrieval/search", json=both),
+                 403, "forbidden")
+    chat = {"kbs": ["mine", ids["theirs"]], "message": "hotel?"}
+    assert as_key(secured, reader, "POST", "/api/chat", json=chat).status_code == 403
+    mine = as_key(secured, reader, "POST", "/api/retrieval/search",
+                  json={"kbs": ["mine"], "query": "hotel"})
+    assert mine.status_code == 200, mine.text
 
 
 def _ingest_scoped(api: Api, admin: str) -> str:

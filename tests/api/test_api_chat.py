@@ -35,9 +35,10 @@ DELTAS = ["The hotel limit is 150 dollars [", "1](citation://1); in Tokyo 220 [1
 VALIDATED = "The hotel limit is 150 dollars [1](citation://1); in Tokyo 220 [1](citation://1)."
 EVIDENCE_KEYS = {"n", "chunk_id", "document_id", "filename", "heading_path", "locator", "text",
                  "context_text", "score", "assets", "dense_score", "sparse_score",
-                 "fusion_score", "rerank_score", "kind", "question", "source", "relevance"}
+                 "fusion_score", "rerank_score", "kind", "question", "source", "relevance",
+                 "kb_id"}
 CITATION_KEYS = {"n", "chunk_id", "document_id", "filename", "locator", "heading_path", "text",
-                 "kind", "question", "source", "relevance"}
+                 "kind", "question", "source", "relevance", "kb_id"}
 Seeded = tuple[Path, dict[str, str]]
 
 

@@ -85,3 +85,46 @@ def test_bad_filters_and_metadata_are_400_naming_the_offending_part(ready: Ready
     assert "reserved" in body["message"]
     assert_error(api.upload(kb_id, {"x.txt": b"text"}, metadata="{not json"),
                  400, "invalid_input")
+
+
+FACILITIES = b"""---
+site: north
+year: 2020
+---
+# Facilities
+
+## Parking
+
+Staff park in garage B under the north tower. A parking permit costs 40 dollars per month and
+is renewed every January at the reception desk.
+"""
+
+
+def test_search_explain_and_chat_take_several_kbs_and_name_each_hits_kb(ready: Ready) -> None:
+    api, docs, _ = ready
+    facilities = api.create_kb("facilities")
+    [parking] = api.upload_ids(facilities, {"facilities.md": FACILITIES},
+                               metadata=json.dumps({"year": 2026}))
+    assert api.wait_settled(parking)["status"] == "READY"
+    body = {"kbs": ["docs", facilities], "query": "how much is a parking permit"}
+
+    hits = api.client.post("/api/retrieval/search", json=body).json()
+    explained = api.client.post("/api/retrieval/explain", json=body).json()
+    chat = api.client.post("/api/chat", json={
+        "kbs": ["docs", "facilities"], "message": "how much is a parking permit"})
+    missing = api.client.post("/api/retrieval/search", json={**body, "kbs": [docs, "nope"]})
+    both = api.client.post("/api/retrieval/search", json={**body, "kb": "docs"})
+
+    assert hits[0]["kb_id"] == facilities and "40 dollars" in hits[0]["text"]
+    # the front matter is metadata (the form's wins over it), not text
+    assert hits[0]["metadata"] == {"site": "north", "year": 2026}
+    assert all("site: north" not in hit["text"] for hit in hits)
+    assert {hit["kb_id"] for hit in hits} == {docs, facilities}
+    trace = explained["trace"]
+    assert [part["kb_id"] for part in trace["kbs"]] == [docs, facilities]
+    assert trace["hit_kbs"] == {hit["chunk_id"]: hit["kb_id"] for hit in explained["results"]}
+    assert chat.status_code == 200, chat.text
+    assert chat.json()["evidence"][0]["kb_id"] == facilities
+    assert all(c["kb_id"] in (docs, facilities) for c in chat.json()["citations"])
+    assert_error(missing, 404, "not_found")
+    assert both.status_code in (400, 422) and "exactly one of kb_id, kb and kbs" in both.text

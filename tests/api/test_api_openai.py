@@ -76,6 +76,21 @@ def test_models_are_the_knowledge_bases_the_key_may_use(served: Served) -> None:
     assert [m.id for m in served.client(served.other_only).models.list()] == ["kb:other"]
 
 
+def test_a_model_joining_kbs_with_plus_searches_them_all_within_the_keys_scope(
+    served: Served,
+) -> None:
+    completion = served.client(served.reader).chat.completions.create(
+        model="kb:docs+other", messages=_ask())
+    with pytest.raises(openai.PermissionDeniedError):
+        served.client(served.other_only).chat.completions.create(
+            model="kb:other+docs", messages=_ask())
+
+    trace = _ragsift(completion.model_extra)["trace"]
+    assert [part["kb_name"] for part in trace["kbs"]] == ["docs", "other"]
+    evidence = _ragsift(completion.model_extra)["evidence"]
+    assert evidence and {e["kb_id"] for e in evidence} == {trace["kbs"][0]["kb_id"]}
+
+
 def test_a_listed_model_is_retrieved_and_an_unknown_or_foreign_one_is_not_found(
     served: Served,
 ) -> None:

@@ -46,6 +46,7 @@ def test_versions_over_http(api: Api) -> None:
     assert (config.json()["mode"], config.json()["gate"]["k"]) == ("staged", 3)
     leave, _ = api.ingest(kb_id, {"leave.md": LEAVE, "hotels.md": HOTELS})
     assert filenames(api, kb_id, "hotel limit per night") == []  # nothing active yet
+    api.client.patch(f"/api/documents/{leave}", json={"metadata": {"dept": "hr"}})
     first = api.client.post(base, json={"note": "first"})
     assert first.status_code == 201 and first.json()["seq"] == 1
     assert_error(api.client.post(base, json={}), 409, "no_changes")
@@ -55,6 +56,13 @@ def test_versions_over_http(api: Api) -> None:
     assert filenames(api, kb_id, "hotel limit per night")[0] == "hotels.md"
     version_1 = explain(api, kb_id, "annual leave carry over")["results"]
     assert "leave.md" in [hit["filename"] for hit in version_1]
+    # a metadata change after the seal: version 1, pinned, keeps the metadata it was sealed
+    # with; a search of the active version reads the current one
+    api.client.patch(f"/api/documents/{leave}", json={"metadata": {"dept": "it"}})
+    assert set(filenames(api, kb_id, "annual leave", kb_version=1,
+                         filter={"dept": "hr"})) == {"leave.md"}
+    assert filenames(api, kb_id, "annual leave", kb_version=1, filter={"dept": "it"}) == []
+    assert set(filenames(api, kb_id, "annual leave", filter={"dept": "it"})) == {"leave.md"}
 
     # a role-restricted document in version 2
     upload = api.upload_ids(kb_id, {"firmware.txt": FIRMWARE}, allowed_roles="eng, support")

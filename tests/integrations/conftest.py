@@ -9,8 +9,8 @@ import pytest
 
 from api.api_helpers import HOTELS
 from client.client_helpers import Handbook, Served
-from integrations.retriever_helpers import LEAVE
-from ragsift.client import RagsiftClient
+from integrations.retriever_helpers import LEAVE, PARKING
+from ragsift.client import KbOut, RagsiftClient
 from support.fixtures import LLMServer
 from support.live_server import create_key, serving
 
@@ -43,6 +43,17 @@ def library(retrieval_server: Served) -> Handbook:
         ready = client.wait_until_ready([hotels, leave], timeout=120)
         assert [d.status for d in ready] == ["READY", "READY"], retrieval_server.server.log_text()
         return Handbook(client.get_kb(kb.id), *ready)
+
+
+@pytest.fixture(scope="session")
+def annex(retrieval_server: Served) -> KbOut:
+    """`annex`: a second KB (facilities.md) for searches over several KBs."""
+    with RagsiftClient(retrieval_server.url, api_key=retrieval_server.admin_key) as client:
+        kb = client.create_kb("annex")
+        facilities = client.upload_document(kb.id, ("facilities.md", PARKING))
+        [ready] = client.wait_until_ready([facilities], timeout=120)
+        assert ready.status == "READY", retrieval_server.server.log_text()
+        return kb
 
 
 @pytest.fixture

@@ -21,11 +21,20 @@ their contract. Leave cannot be paid out except when the contract ends. Public h
 fall inside a leave period are not counted as leave days.
 """
 
+PARKING = b"""# Facilities
+
+## Parking
+
+Staff park in garage B under the north tower. A parking permit costs 40 dollars per month and
+is renewed every January at the reception desk.
+"""
+PARKING_PERMIT = "How much is a parking permit?"
 CARRY_OVER = "How many unused leave days can be carried over to the next year?"
 HOTEL_LIMIT = "What is the hotel limit per night in London?"
 
 METADATA_KEYS = {
-    "chunk_id", "document_id", "parent_id", "filename", "heading_path", "locator", "citation",
+    "chunk_id", "document_id", "kb_id", "parent_id", "filename", "heading_path", "locator",
+    "citation",
     "rank", "dense_rank", "dense_score", "sparse_rank", "sparse_score", "second_dense_rank",
     "second_dense_score", "fusion_score",
     "rerank_score", "final_score", "relevance", "retrieval_sources", "merged_from", "chunk_text",
@@ -36,7 +45,8 @@ METADATA_KEYS = {
 def expected_metadata(hit: RetrievalHit) -> dict[str, Any]:
     """The metadata a retriever should attach to `hit`, field by field from the client's hit."""
     return {
-        "chunk_id": hit.chunk_id, "document_id": hit.document_id, "parent_id": hit.parent_id,
+        "chunk_id": hit.chunk_id, "document_id": hit.document_id, "kb_id": hit.kb_id,
+        "parent_id": hit.parent_id,
         "filename": hit.filename, "heading_path": list(hit.heading_path),
         "locator": hit.locator.model_dump(exclude_none=True),
         "citation": " › ".join([hit.filename, *hit.heading_path]), "rank": hit.rank,

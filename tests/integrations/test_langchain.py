@@ -15,10 +15,11 @@ from integrations.retriever_helpers import (
     CARRY_OVER,
     HOTEL_LIMIT,
     METADATA_KEYS,
+    PARKING_PERMIT,
     expected_metadata,
     modules_loaded_by,
 )
-from ragsift.client import RagsiftClient, UnauthorizedError
+from ragsift.client import KbOut, RagsiftClient, UnauthorizedError
 from ragsift.integrations.langchain import RagsiftRetriever
 
 
@@ -124,6 +125,22 @@ def test_a_metadata_filter_in_the_constructor_and_per_call_reaches_the_search(
         HOTEL_LIMIT, filter={"dept": {"$in": ["travel"]}})} == {"hotels.md"}
     with pytest.raises(ValueError, match=r"filter\.year\.\$gt"):
         _retriever(retrieval_server, filter={"year": {"$gt": True}})
+
+
+def test_kbs_searches_several_knowledge_bases_with_one_ranking(
+    retrieval_server: Served, library: Handbook, annex: KbOut,
+) -> None:
+    both = RagsiftRetriever.model_validate({
+        "base_url": retrieval_server.url, "api_key": retrieval_server.reader_key,
+        "kbs": ["library", annex.id]})
+
+    found = both.invoke(PARKING_PERMIT)
+
+    assert found[0].metadata["kb_id"] == annex.id
+    assert {d.metadata["kb_id"] for d in found} == {library.kb.id, annex.id}
+    # per call too, as any search option
+    assert {d.metadata["kb_id"] for d in _retriever(retrieval_server).invoke(
+        PARKING_PERMIT, kbs=["annex"])} == {annex.id}
 
 
 def test_k_is_top_k_and_invoke_keywords_are_search_options_for_that_call_only(

@@ -25,10 +25,11 @@ from integrations.retriever_helpers import (
     CARRY_OVER,
     HOTEL_LIMIT,
     METADATA_KEYS,
+    PARKING_PERMIT,
     expected_metadata,
     modules_loaded_by,
 )
-from ragsift.client import RagsiftClient, UnauthorizedError
+from ragsift.client import KbOut, RagsiftClient, UnauthorizedError
 from ragsift.integrations.llama_filters import UnsupportedFilterError
 from ragsift.integrations.llama_index import RagsiftRetriever
 
@@ -145,6 +146,19 @@ def test_metadata_filters_on_metadata_keys_become_a_metadata_filter(
 
     assert {_text_node(s).metadata["filename"] for s in both} == {"hotels.md", "leave.md"}
     assert {_text_node(s).metadata["filename"] for s in hr} == {"leave.md"}
+
+
+def test_kbs_searches_several_knowledge_bases_and_each_node_names_its_kb(
+    retrieval_server: Served, library: Handbook, annex: KbOut, reader_client: RagsiftClient,
+) -> None:
+    retriever = RagsiftRetriever(retrieval_server.url, api_key=retrieval_server.reader_key,
+                                 kbs=["library", "annex"])
+
+    nodes = retriever.retrieve(PARKING_PERMIT)
+    hits = reader_client.search(PARKING_PERMIT, kbs=["library", "annex"])  # the SDK
+
+    assert nodes[0].node.metadata["kb_id"] == annex.id == hits[0].kb_id
+    assert {n.node.metadata["kb_id"] for n in nodes} == {library.kb.id, annex.id}
 
 
 def test_aquery_and_aretrieve_use_the_async_client(

@@ -164,18 +164,25 @@ def test_stdio_lists_the_tools_with_argument_and_result_schemas(
 def test_stdio_search_returns_evidence_with_citations_and_takes_a_metadata_filter(
     data_dir: Path, tmp_path: Path
 ) -> None:
-    async def check() -> tuple[dict[str, Any], dict[str, Any], str]:
+    async def check() -> tuple[dict[str, Any], dict[str, Any], str, dict[str, Any]]:
         async with _stdio(data_dir, tmp_path / "err.log") as session:
             found = _data(await session.call_tool(
                 "search", {"query": "hotel limit per night", "kb": "handbook", "top_k": 3}))
+            both = _data(await session.call_tool("search", {
+                "query": "launch date of project Falcon", "kbs": ["handbook", "other"],
+                "faq": False}))
             filtered = _data(await session.call_tool("search", {
                 "query": "hotel limit per night", "kb": "handbook", "faq": False,
                 "filter": {"$or": [{"dept": "hr"}, {"dept": {"$startswith": "x"}}]}}))
             refused = _error_text(await session.call_tool("explain", {
                 "query": "hotel", "kb": "handbook", "filter": {"year": {"$gt": True}}}))
-            return found, filtered, refused
+            return found, filtered, refused, both
 
-    found, filtered, refused = _run(check)
+    found, filtered, refused, both = _run(check)
+    # several KBs: one ranking, each result names its KB
+    assert both["kb"] == "handbook+other"
+    assert both["results"][0]["kb"] == "other" and "Falcon" in both["results"][0]["text"]
+    assert {r["kb"] for r in both["results"]} == {"handbook", "other"}
     assert filtered["results"]
     assert {r["citation"]["file"] for r in filtered["results"]} == {"leave.md"}
     assert filtered["results"][0]["metadata"] == {"dept": "hr", "year": 2024}
@@ -358,6 +365,7 @@ def test_stdio_api_key_scope_is_the_ceiling_of_every_call(
             listed = _data(await session.call_tool("list_knowledge_bases", {}))
             refused = [_error_text(await session.call_tool(tool, arguments)) for tool, arguments
                        in (("search", {"query": "launch date of Falcon", "kb": "other"}),
+                           ("search", {"query": "Falcon", "kbs": ["handbook", "other"]}),
                            ("get_chunk", {"chunk_id": chunk_id}))]
             with pytest.raises(MCPError, match="may not use knowledge base"):
                 await session.read_resource("ragsift://kb/other")

@@ -49,6 +49,28 @@ def kb_id_of(container: Container, kb_id: str | None, name: str | None) -> str:
     return kb.id
 
 
+def kb_ids_of(container: Container, refs: list[str]) -> tuple[str, ...]:
+    """The ids of the knowledge bases a request names by id or name, in its order (NotFound:
+    404 for one that does not exist)."""
+    found: list[str] = []
+    for ref in refs:
+        kb = container.repository.get_kb(ref) or container.repository.get_kb_by_name(ref)
+        if kb is None:
+            raise NotFound(f"knowledge base {ref!r} does not exist")
+        found.append(kb.id)
+    return tuple(found)
+
+
+def resolve_kbs(
+    container: Container, kb_id: str | None, name: str | None, refs: list[str] | None
+) -> tuple[str, tuple[str, ...] | None]:
+    """(the first KB's id, every KB's id when the request names several with `kbs`)."""
+    if refs is None:
+        return kb_id_of(container, kb_id, name), None
+    ids = kb_ids_of(container, refs)
+    return ids[0], ids
+
+
 def require_document(container: Container, document_id: str) -> Document:
     """The document with this id, or NotFound (404)."""
     document = container.repository.get_document(document_id)

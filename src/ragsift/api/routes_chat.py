@@ -12,7 +12,7 @@ from fastapi import APIRouter
 from starlette.concurrency import run_in_threadpool
 
 from ragsift.api.auth import CurrentPrincipal, Principal
-from ragsift.api.deps import AppState, State, kb_id_of
+from ragsift.api.deps import AppState, State, resolve_kbs
 from ragsift.api.errors import ERROR_RESPONSES, ApiError, ErrorBody
 from ragsift.api.schemas_chat import (
     ChatBody,
@@ -50,8 +50,10 @@ router = APIRouter(prefix="/api/chat", tags=["chat"], responses=_CHAT_ERRORS)
 
 
 async def _prepare(state: AppState, body: ChatBody, principal: Principal) -> PreparedTurn:
-    kb_id = await run_in_threadpool(kb_id_of, state.container, body.kb_id, body.kb)
-    principal.check_kb(kb_id)
+    kb_id, kb_ids = await run_in_threadpool(
+        resolve_kbs, state.container, body.kb_id, body.kb, body.kbs)
+    for each in kb_ids or (kb_id,):  # every KB a request names is within the key's scope
+        principal.check_kb(each)
     if body.conversation_id is not None and principal.key is not None:
         exists, owner = await run_in_threadpool(
             state.container.conversations.conversation_owner, body.conversation_id)
@@ -59,7 +61,7 @@ async def _prepare(state: AppState, body: ChatBody, principal: Principal) -> Pre
             raise NotFound(f"conversation {body.conversation_id!r} does not exist")
     scope = principal.ceiling(None, None, None, None)
     request = dataclasses.replace(
-        body.to_request(kb_id), owner_key=principal.name,
+        body.to_request(kb_id, kb_ids), owner_key=principal.name,
         tenant_ids=scope["tenant_ids"], dataset_ids=scope["dataset_ids"],
         visibilities=scope["visibilities"], roles=scope["roles"])
     try:

@@ -18,6 +18,7 @@ from ragsift.config import metadata_limits
 from ragsift.domain.keys import normalize_key
 from ragsift.domain.metadata import merge_metadata, validate_metadata
 from ragsift.domain.models import Document, DocumentScope, DocumentStatus, KnowledgeBase
+from ragsift.ingestion.front_matter import front_matter, is_markdown
 from ragsift.ingestion.parsers import SUPPORTED_EXTENSIONS
 
 router = APIRouter(tags=["documents"], responses=ERROR_RESPONSES)
@@ -84,6 +85,7 @@ def _accept_all(
     accepted: list[UploadedDocument] = []
     for uploaded in form.files:
         data = uploaded.read()
+        wanted = _with_front_matter(state, uploaded.filename, data, metadata)
         outcome = state.worker.accept(kb, uploaded.filename, data, given, key=key,
                                       replace=replace)
         document = outcome.document
@@ -97,14 +99,25 @@ def _accept_all(
                            "replace it")
         if outcome.replacing:
             state.worker.submit_replace(document.id, uploaded.filename, data)
-        if metadata is not None:  # the document's own, not the index's: no re-embedding
-            state.container.repository.set_metadata(document.id, metadata)
+        if wanted is not None:  # the document's own, not the index's: no re-embedding
+            state.container.repository.set_metadata(document.id, wanted)
         accepted.append(UploadedDocument(
             id=document.id, filename=uploaded.filename, status=document.status,
             duplicate=outcome.duplicate, error=document.error, key=document.key,
             replacing=outcome.replacing,
         ))
     return UploadOut(documents=accepted)
+
+
+def _with_front_matter(state: AppState, filename: str, data: bytes,
+                       given: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A Markdown file's front matter with the form's metadata over it, validated (400 before
+    the file is accepted); None when there is neither."""
+    front = front_matter(data) if is_markdown(filename) else {}
+    if not front:
+        return given
+    return validate_metadata({**front, **(given or {})},
+                             metadata_limits(state.container.settings))
 
 
 def _form_metadata(state: AppState, text: str | None) -> dict[str, Any] | None:

@@ -3,9 +3,10 @@
 ending `[DONE]`), with `usage`: the chat model server's token counts, else ragsift's count.
 
 A completion is one turn of ragsift's chat (api/routes_chat.py): retrieval over the model's KB
-within the key's scope, an answer from that evidence with `[N](citation://N)` links, stored as
-a new conversation of the key. The last message (the user's) is the question; the earlier
-user/assistant pairs are its history (the last RAGSIFT_CHAT_HISTORY_TURNS of them). Errors are
+(or KBs: `kb:handbook+policy` searches both with one ranking) within the key's scope, an
+answer from that evidence with `[N](citation://N)` links, stored as a new conversation of the
+key. The last message (the user's) is the question; the earlier user/assistant pairs are its
+history (the last RAGSIFT_CHAT_HISTORY_TURNS of them). Errors are
 OpenAI's `{"error": {...}}` (api/compat_errors.py).
 """
 
@@ -121,6 +122,17 @@ def _knowledge_base(container: Container, model: str) -> KnowledgeBase:
     return kb
 
 
+def knowledge_bases(container: Container, model: str) -> list[KnowledgeBase]:
+    """The KBs a model id names: `kb:NAME`, or several joined by "+" (`kb:handbook+policy`,
+    searched with one ranking). A KB whose own name holds "+" is found by its whole name
+    first."""
+    key = model.removeprefix(MODEL_PREFIX)
+    whole = container.repository.get_kb_by_name(key) or container.repository.get_kb(key)
+    if whole is not None or "+" not in key:
+        return [_knowledge_base(container, model)]
+    return [_knowledge_base(container, part) for part in key.split("+")]
+
+
 def usage_of(turn: PreparedTurn, finished: TurnFinished, tokenizer: Tokenizer) -> Usage:
     """The model server's counts when it reported them; else the prompt's messages and the
     answer counted with `tokenizer` (no messages: an extractive answer, no model prompted)."""
@@ -172,13 +184,16 @@ def question_and_history(
 async def _prepare(
     state: AppState, body: ChatCompletionBody, principal: Principal
 ) -> PreparedTurn:
-    kb = await run_in_threadpool(_knowledge_base, state.container, body.model)
-    principal.check_kb(kb.id)
+    kbs = await run_in_threadpool(knowledge_bases, state.container, body.model)
+    for kb in kbs:
+        principal.check_kb(kb.id)
+    ids = tuple(dict.fromkeys(kb.id for kb in kbs))
     question, history = question_and_history(body.messages)
     options = body.ragsift
     scope = principal.ceiling(None, None, None, None)
     request = ChatRequest(
-        kb_id=kb.id, message=question, history=history, owner_key=principal.name,
+        kb_id=ids[0], kb_ids=ids if len(ids) > 1 else None, message=question,
+        history=history, owner_key=principal.name,
         mode=options.mode if options else None, top_k=options.top_k if options else None,
         document_ids=tuple(options.document_ids) if options and options.document_ids else None,
         rewrite=options.rewrite if options else None,

@@ -6,7 +6,7 @@ from fastapi import APIRouter
 from starlette.concurrency import run_in_threadpool
 
 from ragsift.api.auth import CurrentPrincipal, Principal
-from ragsift.api.deps import AppState, State, kb_id_of
+from ragsift.api.deps import AppState, State, resolve_kbs
 from ragsift.api.errors import ERROR_RESPONSES, ErrorBody
 from ragsift.api.schemas import ExplainOut, SearchBody
 from ragsift.domain.results import RetrievalHit, RetrievalResult
@@ -20,11 +20,15 @@ router = APIRouter(prefix="/api/retrieval", tags=["retrieval"], responses={
 
 
 async def _search(state: AppState, body: SearchBody, principal: Principal) -> RetrievalResult:
-    kb_id = body.kb_id  # named by id: nothing to look up, so no hop to a worker thread
-    if kb_id is None:
-        kb_id = await run_in_threadpool(kb_id_of, state.container, body.kb_id, body.kb)
-    principal.check_kb(kb_id)
-    request = body.to_request(kb_id)
+    kb_ids: tuple[str, ...] | None = None
+    if body.kb_id is not None:  # named by id: nothing to look up, so no hop to a thread
+        kb_id = body.kb_id
+    else:
+        kb_id, kb_ids = await run_in_threadpool(
+            resolve_kbs, state.container, body.kb_id, body.kb, body.kbs)
+    for each in kb_ids or (kb_id,):  # every KB a request names is within the key's scope
+        principal.check_kb(each)
+    request = body.to_request(kb_id, kb_ids)
     # the key's scope is the ceiling: a request may narrow it, never widen it
     request = request.model_copy(update=principal.ceiling(
         request.tenant_ids, request.dataset_ids, request.visibilities, request.roles))

@@ -124,6 +124,10 @@ class SearchBody(Body):
 
     kb_id: Id | None = None
     kb: Name | None = Field(default=None, description="knowledge base name (instead of kb_id)")
+    kbs: list[Text] | None = Field(
+        default=None, min_length=1, max_length=64,
+        description="several knowledge bases (names or ids, at most RAGSIFT_SEARCH_MAX_KBS) "
+        "searched with one ranking, instead of kb_id / kb; every hit names its kb_id")
     query: Text = Field(description="the question; empty or over-long queries are rejected")
     mode: Mode | None = None
     top_k: int | None = Field(default=None, ge=1, le=200)
@@ -186,20 +190,21 @@ class SearchBody(Body):
 
     @model_validator(mode="after")
     def _one_kb(self) -> SearchBody:
-        if (self.kb_id is None) == (self.kb is None):
-            raise ValueError("give exactly one of kb_id and kb")
+        if sum(ref is not None for ref in (self.kb_id, self.kb, self.kbs)) != 1:
+            raise ValueError("give exactly one of kb_id, kb and kbs")
         if self.dense_weight == 0 and self.sparse_weight == 0:
             raise ValueError("dense_weight and sparse_weight cannot both be 0")
         return self
 
-    def to_request(self, kb_id: str) -> SearchRequest:
-        """The domain request for the resolved knowledge base id."""
-        values: dict[str, Any] = self.model_dump(exclude={"kb", "kb_id"}, exclude_none=True)
+    def to_request(self, kb_id: str, kb_ids: tuple[str, ...] | None = None) -> SearchRequest:
+        """The domain request for the resolved knowledge base id (`kb_ids`: those of kbs)."""
+        values: dict[str, Any] = self.model_dump(exclude={"kb", "kb_id", "kbs"},
+                                                 exclude_none=True)
         for name in ("document_ids", "sources", "tenant_ids", "dataset_ids", "visibilities",
                      "roles"):
             if name in values:
                 values[name] = tuple(values[name])
-        return SearchRequest(kb_id=kb_id, **values)
+        return SearchRequest(kb_id=kb_id, kb_ids=kb_ids, **values)
 
 
 class ExplainOut(BaseModel):

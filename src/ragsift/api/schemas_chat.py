@@ -27,6 +27,11 @@ class ChatBody(Body):
     )
     kb_id: Id | None = None
     kb: Name | None = Field(default=None, description="knowledge base name (instead of kb_id)")
+    kbs: list[Text] | None = Field(
+        default=None, min_length=1, max_length=64,
+        description="several knowledge bases (names or ids, at most RAGSIFT_SEARCH_MAX_KBS) "
+        "searched with one ranking, instead of kb_id / kb; every citation names its kb_id; "
+        "the conversation belongs to the first")
     message: Text = Field(description="the question; empty or over-long messages are rejected")
     mode: Mode | None = None
     top_k: int | None = Field(default=None, ge=1, le=MAX_CHAT_TOP_K)
@@ -46,14 +51,14 @@ class ChatBody(Body):
 
     @model_validator(mode="after")
     def _one_kb(self) -> ChatBody:
-        if (self.kb_id is None) == (self.kb is None):
-            raise ValueError("give exactly one of kb_id and kb")
+        if sum(ref is not None for ref in (self.kb_id, self.kb, self.kbs)) != 1:
+            raise ValueError("give exactly one of kb_id, kb and kbs")
         return self
 
-    def to_request(self, kb_id: str) -> ChatRequest:
-        """The chat request for the resolved knowledge base id."""
+    def to_request(self, kb_id: str, kb_ids: tuple[str, ...] | None = None) -> ChatRequest:
+        """The chat request for the resolved knowledge base id (`kb_ids`: those of kbs)."""
         return ChatRequest(
-            kb_id=kb_id, message=self.message, conversation_id=self.conversation_id,
+            kb_id=kb_id, kb_ids=kb_ids, message=self.message, conversation_id=self.conversation_id,
             mode=self.mode, top_k=self.top_k,
             document_ids=None if self.document_ids is None else tuple(self.document_ids),
             rewrite=self.rewrite, rerank=self.rerank, small2big=self.small2big,

@@ -24,7 +24,7 @@ def evidence_from_hits(hits: Sequence[RetrievalHit], start: int = 1) -> tuple[Ev
             score=hit.fusion_score if hit.rerank_score is None else hit.rerank_score,
             dense_score=hit.dense_score, sparse_score=hit.sparse_score,
             fusion_score=hit.fusion_score, rerank_score=hit.rerank_score,
-            relevance=hit.relevance, assets=hit.assets,
+            relevance=hit.relevance, assets=hit.assets, kb_id=hit.kb_id,
         )
         for n, hit in enumerate(hits, start=start)
     )

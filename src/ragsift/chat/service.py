@@ -80,6 +80,8 @@ class ChatRequest:
     kb_id: str
     message: str
     conversation_id: str | None = None
+    # several KBs searched with one ranking (kb_id first); None: kb_id alone
+    kb_ids: tuple[str, ...] | None = None
     mode: Mode | None = None
     top_k: int | None = None
     document_ids: tuple[str, ...] | None = None
@@ -223,7 +225,8 @@ class ChatService:
             await asyncio.to_thread(check_regenerate, self._store, request.conversation_id,
                                     request.regenerate_turn_id, question)
         result = await self._retriever.search(SearchRequest(
-            query=question, kb_id=request.kb_id, mode=request.mode, top_k=request.top_k,
+            query=question, kb_id=request.kb_id, kb_ids=request.kb_ids, mode=request.mode,
+            top_k=request.top_k,
             document_ids=request.document_ids, rewrite=request.rewrite,
             rerank=request.rerank, small2big=request.small2big,
             tenant_ids=request.tenant_ids, dataset_ids=request.dataset_ids,

@@ -51,6 +51,9 @@ class Citation(BaseModel):
     heading_path: tuple[str, ...] = ()
     locator: Locator | None = None
     text: str
+    # the knowledge base of the chunk (several searched at once: which one; None: stored
+    # before KBs were named, or a FAQ entry)
+    kb_id: str | None = None
     kind: CitationKind = "chunk"
     question: str | None = None
     source: str | None = None

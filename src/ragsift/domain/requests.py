@@ -28,6 +28,9 @@ class SearchRequest(BaseModel):
 
     query: str
     kb_id: str
+    # several KBs searched with one ranking (retrieval/multi_kb.py): their ids, kb_id first;
+    # None or one id: kb_id alone
+    kb_ids: tuple[str, ...] | None = None
     mode: Mode | None = None
     top_k: int | None = Field(default=None, ge=1, le=200)
     candidate_k: int | None = Field(default=None, ge=1, le=1000)

@@ -100,6 +100,8 @@ class RetrievalHit(BaseModel):
     # the document's metadata (JSON form: dates as {"$date": ...}), as the user set it;
     # every search fills it ({} for none), None only in hits built elsewhere
     metadata: dict[str, Any] | None = None
+    # the knowledge base the hit comes from (a search over several names each hit's)
+    kb_id: str | None = None
 
 
 class FaqHit(BaseModel):

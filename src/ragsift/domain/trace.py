@@ -77,6 +77,20 @@ class ScopeTrace(BaseModel):
     empty_reason: str | None = None
 
 
+class KbSearchTrace(BaseModel):
+    """One knowledge base of a search over several: its version, scope, channels, and how
+    many of the returned hits it gave."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kb_id: str
+    kb_name: str | None = None
+    kb_version: int | None = None
+    scope: ScopeTrace = Field(default_factory=ScopeTrace)
+    channels: tuple[ChannelRun, ...] = ()
+    returned_count: int = 0
+
+
 class RouteTrace(BaseModel):
     """The plan's route of the message (retrieval/route.py): only `search` searches.
 
@@ -145,3 +159,7 @@ class RetrievalTrace(BaseModel):
     returned_count: int = 0
     degradations: tuple[Degradation, ...] = ()
     timings_ms: dict[str, float] = Field(default_factory=dict)
+    # a search over several KBs: each KB's part, and the KB of every returned hit (chunk id
+    # -> KB id); empty for a one-KB search
+    kbs: tuple[KbSearchTrace, ...] = ()
+    hit_kbs: dict[str, str] = Field(default_factory=dict)

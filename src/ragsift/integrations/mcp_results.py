@@ -86,6 +86,8 @@ class Evidence(Out):
     citation: Citation
     metadata: dict[str, Any] = Field(
         default_factory=dict, description="the document's metadata (dates as {\"$date\": ...})")
+    kb: str | None = Field(default=None, description="the knowledge base of the passage, "
+                           "when several were searched (`kbs`)")
 
 
 class ScoredEvidence(Evidence):
@@ -223,8 +225,9 @@ class KnowledgeBaseResource(Out):
     documents: list[DocumentInfo]
 
 
-def _evidence(hit: RetrievalHit) -> dict[str, object]:
+def _evidence(hit: RetrievalHit, names: dict[str, str | None]) -> dict[str, object]:
     return {
+        "kb": names.get(hit.kb_id or "") or hit.kb_id if names else None,
         "rank": hit.rank, "text": hit.text, "context": hit.context_text,
         "score": hit.rerank_score if hit.rerank_score is not None else hit.fusion_score,
         "relevance": hit.relevance,
@@ -242,13 +245,19 @@ def _faq(hit: FaqHit) -> FaqAnswer:
 
 def search_result(kb: str, result: RetrievalResult) -> SearchResult:
     return SearchResult(kb=kb, query=result.trace.query, request_id=result.trace.request_id,
-                        results=[Evidence.model_validate(_evidence(h)) for h in result.hits],
+                        results=[Evidence.model_validate(_evidence(h, _kb_names(result)))
+                                 for h in result.hits],
                         faq=[_faq(h) for h in result.faq_hits])
 
 
-def _scored(hit: RetrievalHit) -> ScoredEvidence:
+def _kb_names(result: RetrievalResult) -> dict[str, str | None]:
+    """KB id -> name of a search over several KBs (empty for one)."""
+    return {part.kb_id: part.kb_name for part in result.trace.kbs}
+
+
+def _scored(hit: RetrievalHit, names: dict[str, str | None]) -> ScoredEvidence:
     return ScoredEvidence.model_validate({
-        **_evidence(hit), "dense_rank": hit.dense_rank, "dense_score": hit.dense_score,
+        **_evidence(hit, names), "dense_rank": hit.dense_rank, "dense_score": hit.dense_score,
         "sparse_rank": hit.sparse_rank, "sparse_score": hit.sparse_score,
         "second_dense_rank": hit.second_dense_rank,
         "second_dense_score": hit.second_dense_score,
@@ -277,7 +286,7 @@ def trace_summary(trace: RetrievalTrace) -> TraceSummary:
 
 def explain_result(kb: str, result: RetrievalResult) -> ExplainResult:
     return ExplainResult(kb=kb, query=result.trace.query,
-                         results=[_scored(h) for h in result.hits],
+                         results=[_scored(h, _kb_names(result)) for h in result.hits],
                          faq=[_faq(h) for h in result.faq_hits],
                          trace=trace_summary(result.trace))
 

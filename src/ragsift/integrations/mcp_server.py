@@ -130,6 +130,10 @@ Query = Annotated[str, Field(
 KbArg = Annotated[str | None, Field(
     description="Knowledge base name (see list_knowledge_bases); may be left out when only one "
                 "is visible.")]
+KbsArg = Annotated[list[str] | None, Field(
+    min_length=1, max_length=64,
+    description="Several knowledge bases (names) searched with one ranking, instead of `kb`; "
+                "each result names its knowledge base.")]
 TopK = Annotated[int | None, Field(ge=1, le=50, description="How many results [5].")]
 ModeArg = Annotated[Literal["dense", "sparse", "hybrid"] | None, Field(
     description="dense (embeddings), sparse (BM25 keywords, exact codes) or hybrid [hybrid].")]
@@ -220,23 +224,37 @@ class RagsiftTools:
 
     # ---- tools -------------------------------------------------------------------------------
 
-    async def _retrieve(self, ctx: Context[Any, Any], kb: str | None, fields: dict[str, Any]
-                        ) -> tuple[KnowledgeBase, RetrievalResult]:
+    def _kbs(self, principal: Principal, kb: str | None, kbs: list[str] | None
+             ) -> list[KnowledgeBase]:
+        """The KB of a call, or its several KBs (`kbs`), each checked against the key."""
+        if kbs is None:
+            return [self._kb(principal, kb)]
+        if kb is not None:
+            raise InvalidInput("give kb or kbs, not both")
+        return [self._kb(principal, name) for name in kbs]
+
+    async def _retrieve(self, ctx: Context[Any, Any], kb: str | None, fields: dict[str, Any],
+                        kbs: list[str] | None = None) -> tuple[str, RetrievalResult]:
+        """(the KB's name, or the names joined by "+", and the result)."""
         principal = await self.principal(ctx)
-        knowledge_base = await anyio.to_thread.run_sync(self._kb, principal, kb)
+        found = await anyio.to_thread.run_sync(self._kbs, principal, kb, kbs)
+        ids = tuple(dict.fromkeys(k.id for k in found))
         values = {name: value for name, value in fields.items() if value is not None}
+        if len(ids) > 1:
+            values["kb_ids"] = ids
         for name in ("document_ids", "sources", "tenant_ids", "dataset_ids", "visibilities",
                      "roles"):
             if name in values:
                 values[name] = tuple(values[name])
         try:
-            request = SearchRequest.model_validate({"kb_id": knowledge_base.id, **values})
+            request = SearchRequest.model_validate({"kb_id": found[0].id, **values})
         except ValidationError as exc:
             raise InvalidInput(_validation_message(exc)) from exc
         # the key's scope is the ceiling: a call may narrow it, never widen it
         request = request.model_copy(update=principal.ceiling(
             request.tenant_ids, request.dataset_ids, request.visibilities, request.roles))
-        return knowledge_base, await self._container.retrieval.search(request)
+        name = "+".join(dict.fromkeys(k.name for k in found))
+        return name, await self._container.retrieval.search(request)
 
     @_tool_errors
     async def search(
@@ -245,7 +263,7 @@ class RagsiftTools:
         rewrite: RewriteArg = None, small2big: Small2BigArg = None, min_score: MinScore = None,
         faq: FaqArg = None, sources: Values = None, tenant_ids: Values = None,
         dataset_ids: Values = None, visibilities: Values = None, roles: Roles = None,
-        kb_version: KbVersion = None, filter: FilterArg = None,
+        kb_version: KbVersion = None, filter: FilterArg = None, kbs: KbsArg = None,
     ) -> SearchResult:
         """Search a knowledge base for the evidence to answer a question.
 
@@ -259,8 +277,8 @@ class RagsiftTools:
             "tenant_ids": tenant_ids, "dataset_ids": dataset_ids,
             "visibilities": visibilities, "roles": roles, "kb_version": kb_version,
             "filter": filter,
-        })
-        return search_result(kb_found.name, result)
+        }, kbs)
+        return search_result(kb_found, result)
 
     @_tool_errors
     async def explain(
@@ -270,7 +288,7 @@ class RagsiftTools:
         auto_merge: Switch = None, min_score: MinScore = None, faq: FaqArg = None,
         sources: Values = None, tenant_ids: Values = None, dataset_ids: Values = None,
         visibilities: Values = None, roles: Roles = None, kb_version: KbVersion = None,
-        filter: FilterArg = None,
+        filter: FilterArg = None, kbs: KbsArg = None,
     ) -> ExplainResult:
         """Search like `search` and show why: every result's dense, BM25, fusion and rerank
         ranks and scores, and a summary of the retrieval trace (query variants, channels,
@@ -282,8 +300,8 @@ class RagsiftTools:
             "run_faq": faq, "sources": sources, "tenant_ids": tenant_ids,
             "dataset_ids": dataset_ids, "visibilities": visibilities, "roles": roles,
             "kb_version": kb_version, "filter": filter,
-        })
-        return explain_result(kb_found.name, result)
+        }, kbs)
+        return explain_result(kb_found, result)
 
     @_tool_errors
     async def list_knowledge_bases(self, ctx: Context[Any, Any]) -> KnowledgeBaseList:

@@ -44,7 +44,7 @@ OPTION_FIELDS = (
     "mode", "top_k", "candidate_k", "channel_k", "fusion", "rrf_k", "dense_weight",
     "sparse_weight", "tuned_fusion", "rewrite", "rerank", "small2big", "auto_merge", "min_score",
     "consistency", "feedback", "second_dense", "document_ids", "sources", "tenant_ids",
-    "dataset_ids", "visibilities", "roles", "kb_version", "filter",
+    "dataset_ids", "visibilities", "roles", "kb_version", "filter", "kbs",
 )
 
 # what LlamaIndex shows the chat model of each node besides its text
@@ -59,10 +59,12 @@ def _key_from_env() -> SecretStr | None:
 class RagsiftSearch(BaseModel):
     """A ragsift server, a key, one knowledge base and the search options to use on it.
 
-    Give `kb` (the name) or `kb_id`, not both. `api_key` defaults to $RAGSIFT_API_KEY; None
-    sends no key (a `--no-auth` server). Options left as None take the server's defaults; they
-    are checked against the API's request model when this is made (a ValidationError then),
-    so a typo or an out-of-range `top_k` fails before any query.
+    Give `kb` (the name), `kb_id` or `kbs` (several names or ids searched with one ranking;
+    each hit's metadata names its `kb_id`), one of them. `api_key` defaults to
+    $RAGSIFT_API_KEY; None sends no key (a `--no-auth` server). Options left as None take
+    the server's defaults; they are checked against the API's request model when this is
+    made (a ValidationError then), so a typo or an out-of-range `top_k` fails before any
+    query.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -72,6 +74,9 @@ class RagsiftSearch(BaseModel):
                                       description="a ragsift API key (rs_...)")
     kb: str | None = Field(default=None, description="knowledge base name")
     kb_id: str | None = Field(default=None, description="knowledge base id (instead of kb)")
+    kbs: list[str] | None = Field(
+        default=None, description="several knowledge bases (names or ids) searched with one "
+                                  "ranking, instead of kb / kb_id")
     content: Content = Field(
         default="context",
         description="text of each result: the Small2Big context window when there is one "
@@ -128,7 +133,7 @@ class RagsiftSearch(BaseModel):
             raise ValueError(f"unknown ragsift search options: {', '.join(unknown)} "
                              f"(known: {', '.join(OPTION_FIELDS)})")
         options = {**self.search_options(), **overrides}
-        _check_options(self.kb, self.kb_id, options)
+        _check_options(*self._kb(options), options)
         return {name: value for name, value in options.items() if value is not None}
 
     def search_hits(self, query: str, **overrides: Any) -> list[RetrievalHit]:
@@ -137,8 +142,10 @@ class RagsiftSearch(BaseModel):
         options = self.with_options(overrides)
         with RagsiftClient(self.base_url, api_key=self._secret(), timeout=self.timeout,
                            retries=self.retries) as client:
-            hits = client.search(query, kb=self.kb, kb_id=self.kb_id, **options)
-        logger.debug("ragsift search in %s: %d hits", self.kb or self.kb_id, len(hits))
+            kb, kb_id = self._kb(options)
+            hits = client.search(query, kb=kb, kb_id=kb_id, **options)
+        logger.debug("ragsift search in %s: %d hits", self.kb or self.kb_id or self.kbs,
+                     len(hits))
         return hits
 
     async def asearch_hits(self, query: str, **overrides: Any) -> list[RetrievalHit]:
@@ -147,13 +154,20 @@ class RagsiftSearch(BaseModel):
         options = self.with_options(overrides)
         async with AsyncRagsiftClient(self.base_url, api_key=self._secret(),
                                       timeout=self.timeout, retries=self.retries) as client:
-            hits = await client.search(query, kb=self.kb, kb_id=self.kb_id, **options)
-        logger.debug("ragsift search in %s: %d hits", self.kb or self.kb_id, len(hits))
+            kb, kb_id = self._kb(options)
+            hits = await client.search(query, kb=kb, kb_id=kb_id, **options)
+        logger.debug("ragsift search in %s: %d hits", self.kb or self.kb_id or self.kbs,
+                     len(hits))
         return hits
 
     def hit_text(self, hit: RetrievalHit) -> str:
         """The text a framework gets for a hit (see `content`)."""
         return hit_text(hit, self.content)
+
+    def _kb(self, options: Mapping[str, Any]) -> tuple[str | None, str | None]:
+        """(kb, kb_id) of a search with `options`: none when it names `kbs` (a per-call
+        `kbs` replaces the retriever's one KB)."""
+        return (None, None) if options.get("kbs") else (self.kb, self.kb_id)
 
     def _secret(self) -> str | None:
         return None if self.api_key is None else self.api_key.get_secret_value()
@@ -211,6 +225,7 @@ def hit_metadata(hit: RetrievalHit) -> dict[str, Any]:
     return {
         "chunk_id": hit.chunk_id,
         "document_id": hit.document_id,
+        "kb_id": hit.kb_id,
         "parent_id": hit.parent_id,
         "filename": hit.filename,
         "heading_path": list(hit.heading_path),

@@ -27,6 +27,7 @@ from ragsift.retrieval.candidates import (
     off,
 )
 from ragsift.retrieval.expansion import Expansion, plan_expansion
+from ragsift.retrieval.multi_kb import by_kb
 from ragsift.retrieval.options import Options
 from ragsift.retrieval.scope import ScopeDecision, compile_filter, resolve_whitelist
 from ragsift.retrieval.scope_metadata import FilterRecords, narrow_by_filter
@@ -53,7 +54,7 @@ class ScopeStage:
     def __init__(self, repository: Repository, versions: VersionReader | None) -> None:
         self._repository = repository
         self._versions = versions
-        self._records = FilterRecords(repository)
+        self._records = FilterRecords(repository, versions)
 
     async def run(
         self, request: SearchRequest, requested_ids: tuple[str, ...] | None, version: int | None,
@@ -70,9 +71,11 @@ class ScopeStage:
             return ScopeOutcome(decision, None)
         if metadata_filter is not None:
             # pushed down as the document allow-list both channels already filter on
-            matched = await asyncio.to_thread(self._records.matching, request.kb_id,
-                                              metadata_filter,
-                                              compile_filter(request, None, version))
+            # a pinned version is filtered on the metadata it was sealed with
+            matched = await asyncio.to_thread(
+                self._records.matching, request.kb_id, metadata_filter,
+                compile_filter(request, None, version),
+                version if request.kb_version is not None else None)
             decision = narrow_by_filter(decision, matched)
             if decision.allowed is not None and not decision.allowed:
                 return ScopeOutcome(decision, None)
@@ -97,15 +100,29 @@ class ReadyStage:
     async def run(
         self, kb_id: str, fused: Sequence[FusedHit], version: int | None
     ) -> ReadyOutcome:
-        return await asyncio.to_thread(self._check, kb_id, fused, version)
+        return await asyncio.to_thread(self._check, {kb_id: version}, fused, None)
 
-    def _check(self, kb_id: str, fused: Sequence[FusedHit], version: int | None) -> ReadyOutcome:
+    async def run_kbs(
+        self, versions: Mapping[str, int | None], fused: Sequence[FusedHit],
+        kb_of: Mapping[str, str],
+    ) -> ReadyOutcome:
+        """The check of a search over several KBs: each chunk in its KB (`kb_of`: chunk id
+        -> KB id) at that KB's version (`versions`)."""
+        return await asyncio.to_thread(self._check, versions, fused, kb_of)
+
+    def _check(self, versions: Mapping[str, int | None], fused: Sequence[FusedHit],
+               kb_of: Mapping[str, str] | None) -> ReadyOutcome:
         ids = [hit.chunk_id for hit in fused]
-        rows = (
-            self._repository.get_ready_chunks(kb_id, ids) if version is None
-            or self._versions is None else self._versions.get_chunks_at(kb_id, ids, version)
-        )
-        found = {chunk.id: (chunk, filename) for chunk, filename in rows}
+        groups = {next(iter(versions)): ids} if kb_of is None else by_kb(ids, kb_of)
+        found: dict[str, tuple[Chunk, str]] = {}
+        for kb_id, chunk_ids in groups.items():
+            version = versions[kb_id]
+            rows = (
+                self._repository.get_ready_chunks(kb_id, chunk_ids) if version is None
+                or self._versions is None
+                else self._versions.get_chunks_at(kb_id, chunk_ids, version)
+            )
+            found.update((chunk.id, (chunk, filename)) for chunk, filename in rows)
         candidates = tuple(
             Candidate(hit, *found[hit.chunk_id]) for hit in fused if hit.chunk_id in found
         )
@@ -246,8 +263,10 @@ class Small2BigStage:
         self._repository = repository
 
     async def run(
-        self, final: Sequence[Candidate], options: Options, version: int | None
+        self, final: Sequence[Candidate], options: Options, version: int | None,
+        versions: Mapping[str, int | None] | None = None,
     ) -> ExpandOutcome:
+        """`versions`: each KB's version, for a search over several (then `version` unused)."""
         if not options.switches.small2big or not final:
             return ExpandOutcome({}, StageTrace(status="off", reason="not requested"), ran=False)
         hits = [c.chunk for c in final if not c.merged_from]  # a merged parent is context already
@@ -257,9 +276,9 @@ class Small2BigStage:
             neighbours = await asyncio.to_thread(
                 self._repository.get_neighbours, hits, options.small2big_window
             )
-            if version is not None:  # a document's rows of other versions share ordinals
-                neighbours = [n for n in neighbours
-                              if valid_at(n.valid_from_seq, n.valid_to_seq, version)]
+            # a document's rows of other versions share ordinals
+            neighbours = [n for n in neighbours if _in_version(
+                n, version if versions is None else versions.get(n.kb_id))]
             planned = plan_expansion(
                 hits, neighbours, options.small2big_window,
                 max(0, options.small2big_budget - merged_tokens),
@@ -276,6 +295,10 @@ class Small2BigStage:
                     "context_tokens": sum(e.token_count for e in planned),
                     "neighbours_added": added},
         ))
+
+
+def _in_version(chunk: Chunk, version: int | None) -> bool:
+    return version is None or valid_at(chunk.valid_from_seq, chunk.valid_to_seq, version)
 
 
 class HitStage:
@@ -333,5 +356,5 @@ def _to_hit(
         "context_chunk_ids": expansion.context_chunk_ids if expansion else (),
         "context_text": expansion.text if expansion else None,
         "assets": tuple(AssetRef.of(assets[i]) for i in chunk.asset_ids if i in assets),
-        "metadata": metadata,
+        "metadata": metadata, "kb_id": chunk.kb_id,
     })

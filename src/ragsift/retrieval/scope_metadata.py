@@ -5,6 +5,10 @@ Metadata belongs to the document and every chunk inherits it, so the set of docu
 pass is the filter in a form every backend already pushes down (SearchFilter.document_ids:
 a tantivy term set on `document_id`, the dense stores' allowed rows): no value of the filter
 ever reaches a query language, and a metadata change needs no re-indexing.
+
+A search pinned to a KB version (`kb_version`) filters on the metadata that version was sealed
+with (VersionReader.version_metadata); the active version reads the current metadata, so a
+change shows at once. Scope fields are the documents' current ones in both cases.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from ragsift.domain.filters import SearchFilter, roles_allow
 from ragsift.domain.metadata import ROLES_FIELD, Value, decode_metadata
 from ragsift.domain.metadata_filter import Node
 from ragsift.domain.metadata_predicate import compile_predicate
-from ragsift.ports import Repository
+from ragsift.ports import Repository, VersionReader
 from ragsift.retrieval.scope import ScopeDecision
 
 Records = Mapping[str, Mapping[str, Value]]
@@ -52,27 +56,37 @@ class FilterRecords:
     """Each KB's documents as typed filter records, read and decoded again only when the
     KB's documents changed (Repository.filter_stamp): a search pays one small query."""
 
-    def __init__(self, repository: Repository) -> None:
+    def __init__(self, repository: Repository, versions: VersionReader | None = None) -> None:
         self._repository = repository
+        self._versions = versions
         self._cache: dict[str, tuple[tuple[int, str | None], Records]] = {}
-        self._matched: dict[tuple[str, tuple[int, str | None], str], frozenset[str]] = {}
+        self._matched: dict[tuple[str, tuple[int, str | None], str, int | None],
+                            frozenset[str]] = {}
+        self._sealed: dict[tuple[str, int], Mapping[str, Mapping[str, Any]] | None] = {}
         self._lock = threading.Lock()
 
-    def matching(self, kb_id: str, node: Node, scope: SearchFilter) -> frozenset[str]:
+    def matching(self, kb_id: str, node: Node, scope: SearchFilter,
+                 pinned: int | None = None) -> frozenset[str]:
         """The KB's documents within `scope` (its scope fields and roles) that pass `node`
         (called from a worker thread); the same filter on unchanged documents is answered
-        from a cache, as the dense store caches rows."""
+        from a cache, as the dense store caches rows. `pinned`: a version the request pins,
+        filtered on the metadata it was sealed with."""
         stamp, records = self._records(kb_id)
+        sealed = self._sealed_metadata(kb_id, pinned)
+        if sealed is None:
+            pinned = None
+        else:
+            records = with_metadata(records, sealed)
         # the caller's scope first: what passes is counted in the trace, and a count of
         # documents the caller may not see would tell their metadata
-        return frozenset(doc_id for doc_id in self._matching(kb_id, stamp, records, node)
+        return frozenset(doc_id for doc_id in self._matching(kb_id, stamp, records, node, pinned)
                          if in_scope(records[doc_id], scope))
 
     def _matching(self, kb_id: str, stamp: tuple[int, str | None], records: Records,
-                  node: Node) -> frozenset[str]:
+                  node: Node, pinned: int | None) -> frozenset[str]:
         # keyed by the repr, not the node: true == 1 and false == 0 (same hash) in Python,
         # never in the filter language, so equal nodes could stand for different filters
-        key = (kb_id, stamp, repr(node))
+        key = (kb_id, stamp, repr(node), pinned)
         with self._lock:
             found = self._matched.get(key)
         if found is None:
@@ -82,6 +96,22 @@ class FilterRecords:
                     self._matched.clear()
                 self._matched[key] = found
         return found
+
+    def _sealed_metadata(
+        self, kb_id: str, pinned: int | None
+    ) -> Mapping[str, Mapping[str, Any]] | None:
+        """A pinned version's sealed metadata (a sealed version never changes: cached)."""
+        if pinned is None or self._versions is None:
+            return None
+        with self._lock:
+            if (kb_id, pinned) in self._sealed:
+                return self._sealed[(kb_id, pinned)]
+        sealed = self._versions.version_metadata(kb_id, pinned)
+        with self._lock:
+            if len(self._sealed) >= _CACHED_KBS:
+                self._sealed.clear()
+            self._sealed[(kb_id, pinned)] = sealed
+        return sealed
 
     def _records(self, kb_id: str) -> tuple[tuple[int, str | None], Records]:
         # the stamp is read first: a change racing the read below makes the next call reread
@@ -96,6 +126,18 @@ class FilterRecords:
                 self._cache.clear()
             self._cache[kb_id] = (stamp, records)
         return stamp, records
+
+
+# the scope fields filter_fields adds beside the metadata (their names are reserved keys)
+_SCOPE_KEYS = ("source", "tenant_id", "dataset_id", "visibility", "document_id", ROLES_FIELD)
+
+
+def with_metadata(records: Records, sealed: Mapping[str, Mapping[str, Any]]) -> Records:
+    """`records` with each document's metadata replaced by `sealed`'s (none when absent),
+    its scope fields kept."""
+    return {doc_id: {**decode_metadata(sealed.get(doc_id, {})),
+                     **{k: values[k] for k in _SCOPE_KEYS if k in values}}
+            for doc_id, values in records.items()}
 
 
 def narrow_by_filter(decision: ScopeDecision, matched: frozenset[str]) -> ScopeDecision:

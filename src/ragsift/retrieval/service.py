@@ -28,7 +28,6 @@ from ragsift.domain.trace import (
     QueryVariant,
     RetrievalTrace,
     StageTrace,
-    Switches,
 )
 from ragsift.kb_settings import SearchDefaults, with_kb_defaults
 from ragsift.observability.context import current_request_id
@@ -47,7 +46,6 @@ from ragsift.retrieval.channels import ChannelRunner
 from ragsift.retrieval.chunk_languages import ChunkLanguages
 from ragsift.retrieval.document_stages import (
     AutoMergeStage,
-    ExpandOutcome,
     HitStage,
     ReadyStage,
     RerankCandidates,
@@ -58,13 +56,31 @@ from ragsift.retrieval.document_stages import (
 from ragsift.retrieval.exact_match import ExactMatchOutcome, ExactMatchStage, Lookup
 from ragsift.retrieval.faq import FaqSearcher
 from ragsift.retrieval.feedback_stage import FeedbackOutcome, FeedbackStage
-from ragsift.retrieval.fusion import Padding, fuse, fused_count, padded_lists
+from ragsift.retrieval.fusion import Padding, fuse, fused_count
+from ragsift.retrieval.multi_kb import (
+    KbPart,
+    KbTarget,
+    check_models,
+    hit_kbs,
+    kb_traces,
+    merge_kb_lists,
+    merge_lookups,
+    merged_timings,
+    unique_kbs,
+)
 from ragsift.retrieval.options import Options, resolve_options, wants_tuned_fusion
-from ragsift.retrieval.plan import run_plan
+from ragsift.retrieval.plan import RouteJudge, VersionOf, run_plan
 from ragsift.retrieval.query import validate_query
 from ragsift.retrieval.relevance import relevance
 from ragsift.retrieval.scope import check_document_ids
 from ragsift.retrieval.scope_judge import ScopeJudge
+from ragsift.retrieval.service_trace import (
+    TRACE_FIELDS,
+    applied,
+    candidate_stages,
+    padding_trace,
+    some,
+)
 from ragsift.retrieval.stages import RerankLimits, cross_lingual_decision, kb_scripts
 
 
@@ -135,7 +151,7 @@ class RetrievalService:
             margin_tokens=settings.rerank_margin_tokens,
             max_query_tokens=settings.rerank_max_query_tokens,
         ))
-        self._candidate_stages = _candidate_stages(
+        self._candidate_stages = candidate_stages(
             AutoMergeStage(repository), rescorers, self._rerank
         )
         self._small2big = Small2BigStage(repository)
@@ -143,19 +159,33 @@ class RetrievalService:
 
     async def search(self, request: SearchRequest) -> RetrievalResult:
         """Documents and FAQ side by side; raises InvalidInput, NotFound, RetrievalUnavailable
-        and EmbeddingModelMismatch (an InvalidInput)."""
+        and EmbeddingModelMismatch (an InvalidInput). With several `kb_ids`, one ranking over
+        every KB's documents (retrieval/multi_kb.py); the FAQ search is then off."""
         # the KB and its version are read once per search, in one hop to a thread: the KB for
         # the embedder check here, the version for the plan (see _version)
         self._metadata_filter(request)  # a bad filter is refused whatever the route
-        kb, version, defaults = await asyncio.to_thread(self._kb_and_version, request)
-        request = with_kb_defaults(request, defaults)
-        self._check_embedder(request, kb)
+        targets: tuple[KbTarget, ...] | None = None
+        judge: RouteJudge | None = None
+        faq_threshold: float | None = None
+        kb_ids = unique_kbs(request.kb_ids or (request.kb_id,), self._settings.search_max_kbs)
+        if len(kb_ids) > 1:
+            # several KBs: the request's own options (no one KB's defaults), no domain judge
+            request, several = await asyncio.to_thread(self._targets, request, kb_ids)
+            version_of: VersionOf = functools.partial(_first_version, targets=several)
+            targets = several
+        else:
+            kb, version, defaults = await asyncio.to_thread(self._kb_and_version, request)
+            request = with_kb_defaults(request, defaults)
+            self._check_embedder(request, kb)
+            version_of = functools.partial(self._version, kb=kb, read=version)
+            if kb is not None:
+                judge = functools.partial(self._scope_judge.judge, kb.id, kb.name)
+            faq_threshold = None if defaults is None else defaults.faq_direct_threshold
         started_ns = time.time_ns()
         result = await run_plan(
-            request, self._settings, self._search_documents, self._faq,
-            functools.partial(self._version, kb=kb, read=version),
-            None if kb is None else functools.partial(self._scope_judge.judge, kb.id, kb.name),
-            faq_threshold=None if defaults is None else defaults.faq_direct_threshold,
+            request, self._settings,
+            functools.partial(self._search_documents, targets=targets), self._faq, version_of,
+            judge, faq_threshold=faq_threshold,
         )
         if self._observer is not None:
             try:
@@ -163,6 +193,27 @@ class RetrievalService:
             except Exception:
                 logger.exception("the retrieval observer failed (the search did not)")
         return result
+
+    def _targets(
+        self, request: SearchRequest, kb_ids: tuple[str, ...]
+    ) -> tuple[SearchRequest, tuple[KbTarget, ...]]:
+        """A search over several KBs: each KB checked (NotFound, the embedding models) and
+        its active version read once; the request with the FAQ search off (it covers one
+        KB) and the first KB as kb_id."""
+        if request.kb_version is not None:
+            raise InvalidInput("kb_version pins one knowledge base's version: it cannot be "
+                               "given with several knowledge bases")
+        if request.run_faq:
+            raise InvalidInput("the FAQ search covers one knowledge base: run_faq cannot be "
+                               "true with several knowledge bases")
+        kbs = [self._repository.get_kb(kb_id) for kb_id in kb_ids]
+        check_models(kbs, kb_ids, self._embedder.model_id,
+                     (request.mode or self._settings.mode) == "sparse")
+        targets = tuple(KbTarget(kb.id, None if self._versions is None
+                                 else self._versions.searchable_version(kb.id, None), kb.name)
+                        for kb in kbs if kb is not None)
+        return request.model_copy(update={"kb_id": kb_ids[0], "kb_ids": kb_ids,
+                                          "run_faq": False}), targets
 
     def _metadata_filter(self, request: SearchRequest) -> Node | None:
         """The request's metadata filter parsed (InvalidInput naming the bad part), or None."""
@@ -189,49 +240,54 @@ class RetrievalService:
             )
 
     async def _search_documents(
-        self, request: SearchRequest, version: int | None
+        self, request: SearchRequest, version: int | None,
+        targets: tuple[KbTarget, ...] | None = None,
     ) -> RetrievalResult:
         """The document search of a plan at `version` (read once by the plan, see _version):
-        chunks only, every stage in the trace."""
+        chunks only, every stage in the trace. `targets`: several KBs, each at its version,
+        their channel lists merged (multi_kb.py) before fusion."""
         started = time.perf_counter()
         query, options, requested_ids, query_tokens = await self._prepare(request)
-        timings: dict[str, float] = {}
+        several = targets is not None
+        targets = targets or (KbTarget(request.kb_id, version),)
         trace = RetrievalTrace(
             request_id=current_request_id(), kb_id=request.kb_id, query=query, mode=options.mode,
             fusion=options.fusion, switches_requested=options.switches,
             tuned_fusion=options.tuned_fusion,
             variants=(QueryVariant(text=query, method="original"),),
         )
-
-        stage = time.perf_counter()
-        scope = await self._scope.run(request, requested_ids, version,
-                                      self._metadata_filter(request))
-        timings["scope"] = _ms(stage)
-        trace = trace.model_copy(update={"scope": scope.decision.trace, "kb_version": version})
-        if scope.search_filter is None:
+        metadata = self._metadata_filter(request)
+        parts = await asyncio.gather(*(
+            self._kb_part(query, request, target, requested_ids, metadata, options)
+            for target in targets))
+        timings = merged_timings([part.timings for part in parts])
+        trace = trace.model_copy(update={"scope": parts[0].scope.decision.trace,
+                                         "kb_version": version})
+        live = [part for part in parts if part.lists is not None]
+        if not live:
             timings["total"] = _ms(started)
-            return RetrievalResult(hits=(), trace=trace.model_copy(update={"timings_ms": timings}))
-
-        # the exact-match lane's term look-up needs only the query: it runs beside the channels
-        lookup = asyncio.create_task(
-            self._exact.lookup(query, scope.search_filter, options.mode))
-        try:
-            retrieved, feedback, options = await self._lists(
-                query, request, scope.search_filter, options, version, timings)
-        except BaseException:
-            lookup.cancel()
-            raise
+            return RetrievalResult(hits=(), trace=trace.model_copy(update={
+                "timings_ms": timings, "kbs": kb_traces(parts, ()) if several else ()}))
+        first = live[0]
+        assert first.retrieved is not None and first.lists is not None
+        options = next((p.options for p in live if p.retrieved is not None
+                        and p.retrieved.second_dense_weight is not None), first.options)
+        lists = merge_kb_lists([part.lists or () for part in live], options.channel_k)
         stage = time.perf_counter()
-        fused, padded, exact = self._fuse(options, feedback.lists, await lookup)
+        fused, padded, exact = self._fuse(
+            options, lists, merge_lookups([part.lookup for part in live if part.lookup]))
         timings["fusion"] = _ms(stage)
 
         stage = time.perf_counter()
-        ready = await self._ready.run(request.kb_id, fused, version)
+        versions = {target.kb_id: target.version for target in targets}
+        ready = await (self._ready.run_kbs(versions, fused, hit_kbs(
+            [(part.target.kb_id, part.lists or ()) for part in live])) if several
+            else self._ready.run(request.kb_id, fused, version))
         timings["ready_check"] = _ms(stage)
         # a follow-up is reranked as the question it stands for
-        question, query_tokens = self._question(query, retrieved, options, query_tokens)
+        question, query_tokens = self._question(query, first.retrieved, options, query_tokens)
         context = StageContext(request.kb_id, options, version, query_tokens)
-        candidates, traces, degradations = await self._run_candidate_stages(
+        candidates, traces, degradations = await self._runcandidate_stages(
             question, ready.candidates, context, timings
         )
         threshold = threshold_stage(
@@ -240,26 +296,57 @@ class RetrievalService:
         final = threshold.candidates[: options.top_k]
 
         stage = time.perf_counter()
-        expanded = await self._small2big.run(final, options, version)
+        expanded = await self._small2big.run(final, options, version,
+                                             versions if several else None)
         if expanded.ran:
             timings["small2big"] = _ms(stage)
         hits = await self._hits.run(final, expanded.expansions,
                                     lambda score: relevance(score, options.fusion))
         timings["total"] = _ms(started)
-        failures = (*retrieved.degradations, *_some(feedback.degradation),
-                    *_some(exact.degradation), *degradations, *_some(expanded.degradation))
+        retrieved, feedback = first.retrieved, first.feedback
+        assert feedback is not None
+        failures = (*(d for part in live for d in part.degradations),
+                    *some(exact.degradation), *degradations, *some(expanded.degradation))
         trace = trace.model_copy(update={
-            "variants": retrieved.variants, "channels": retrieved.runs,
+            "variants": retrieved.variants,
+            "channels": tuple(run for part in live for run in part.runs),
             "degradations": failures,
-            "switches_applied": _applied(retrieved, traces, expanded, feedback.trace),
-            "fused_count": fused_count(feedback.lists), "ready_filtered_count": ready.filtered,
+            "switches_applied": applied(retrieved, traces, expanded, feedback.trace),
+            "fused_count": fused_count(lists), "ready_filtered_count": ready.filtered,
             "rewrite": retrieved.rewrite.trace, "history": retrieved.history,
             "feedback": feedback.trace, "fusion_padding": padded, "exact_match": exact.trace,
             **traces,
             "threshold": threshold.trace, "small2big": expanded.trace,
             "returned_count": len(hits), "timings_ms": timings,
+            **({"kbs": kb_traces(parts, hits),
+                "hit_kbs": {hit.chunk_id: hit.kb_id or "" for hit in hits}} if several else {}),
         })
         return RetrievalResult(hits=hits, trace=trace)
+
+    async def _kb_part(
+        self, query: str, request: SearchRequest, target: KbTarget,
+        requested_ids: tuple[str, ...] | None, metadata: Node | None, options: Options,
+    ) -> KbPart:
+        """One KB's part of a search: its scope, then its channels (with RM3 feedback) and
+        the exact-match lane's look-up side by side; no lists when its scope is empty."""
+        timings: dict[str, float] = {}
+        if target.kb_id != request.kb_id:
+            request = request.model_copy(update={"kb_id": target.kb_id})
+        stage = time.perf_counter()
+        scope = await self._scope.run(request, requested_ids, target.version, metadata)
+        timings["scope"] = _ms(stage)
+        if scope.search_filter is None:
+            return KbPart(target, scope, timings, options)
+        # the exact-match lane's term look-up needs only the query: it runs beside the channels
+        lookup = asyncio.create_task(
+            self._exact.lookup(query, scope.search_filter, options.mode))
+        try:
+            retrieved, feedback, options = await self._lists(
+                query, request, scope.search_filter, options, target.version, timings)
+        except BaseException:
+            lookup.cancel()
+            raise
+        return KbPart(target, scope, timings, options, retrieved, feedback, await lookup)
 
     def _question(
         self, query: str, retrieved: Retrieved, options: Options, query_tokens: int
@@ -300,7 +387,7 @@ class RetrievalService:
                      padding=padding)
         bm25 = any(ranked.name.startswith("sparse:") for ranked in lists)
         exact = self._exact.apply(fused, lookup, bm25_answered=bm25)
-        return exact.fused[: options.candidate_k], _padding_trace(padding, options, lists), exact
+        return exact.fused[: options.candidate_k], padding_trace(padding, options, lists), exact
 
     async def _run_feedback(
         self, query: str, kb_id: str, search_filter: SearchFilter, options: Options,
@@ -334,7 +421,7 @@ class RetrievalService:
         requested_ids = check_document_ids(request.document_ids, settings.max_document_ids)
         return query, options, requested_ids, self._rerank.query_tokens(query, options)
 
-    async def _run_candidate_stages(
+    async def _runcandidate_stages(
         self, query: str, candidates: Sequence[Candidate], context: StageContext,
         timings: dict[str, float],
     ) -> tuple[tuple[Candidate, ...], dict[str, StageTrace], tuple[Degradation, ...]]:
@@ -350,7 +437,7 @@ class RetrievalService:
                 timings[candidate_stage.name] = _ms(stage)
             if outcome.degradation is not None:
                 degradations.append(outcome.degradation)
-            if candidate_stage.name in _TRACE_FIELDS:
+            if candidate_stage.name in TRACE_FIELDS:
                 traces[candidate_stage.name] = outcome.trace
             else:
                 logger.debug("%s: %s (no trace field)", candidate_stage.name, outcome.trace)
@@ -395,59 +482,7 @@ class RetrievalService:
         return read
 
 
-# the trace fields a candidate stage's StageTrace may fill (its name); others are not kept
-_TRACE_FIELDS = frozenset(
-    name for name, field in RetrievalTrace.model_fields.items() if field.annotation is StageTrace
-)
-# names the service itself records (timings, trace fields): no post-fusion stage may take one
-_RESERVED = frozenset({"scope", "rewrite", "channels", "feedback", "fusion", "ready_check",
-                       "threshold", "small2big", "faq", "total", "tuned_fusion"})
-
-
-_NOT_RUN = StageTrace()
-
-
-def _padding_trace(
-    padding: Padding | None, options: Options, lists: Sequence[RankedList]
-) -> StageTrace:
-    """Whether fusion normalised a short BM25 list as if channel_k long, and which."""
-    if padding is None:
-        return StageTrace(status="off", reason="RAGSIFT_FUSION_PAD_SHORT_LISTS=false")
-    if options.fusion == "rrf" or sum(1 for ranked in lists if ranked.hits) < 2:
-        return StageTrace(status="skipped", reason="nothing is score-fused")
-    padded = padded_lists(lists, padding)
-    if not padded:
-        return StageTrace(status="skipped", reason="no BM25 list shorter than channel_k")
-    return StageTrace(status="applied", detail={
-        "depth": padding.depth, **{name: hits for name, hits in padded.items()}})
-
-
-def _some(degradation: Degradation | None) -> tuple[Degradation, ...]:
-    return () if degradation is None else (degradation,)
-
-
-def _applied(
-    retrieved: Retrieved, traces: dict[str, StageTrace], expanded: ExpandOutcome,
-    feedback: StageTrace,
-) -> Switches:
-    """The optional stages that changed this search's answer."""
-    return Switches(
-        rewrite=retrieved.rewrite.variant is not None,
-        rerank=traces["rerank"].status == "applied",
-        small2big=expanded.trace.status == "applied",
-        auto_merge=traces["auto_merge"].status == "applied",
-        consistency=traces.get("consistency", _NOT_RUN).status == "applied",
-        feedback=feedback.status == "applied",
-    )
-
-
-def _candidate_stages(
-    merge: CandidateStage, rescorers: Sequence[CandidateStage], rerank: CandidateStage
-) -> tuple[CandidateStage, ...]:
-    """The post-fusion stages in order; names must be unique and not reserved."""
-    stages = (merge, *rescorers, rerank)
-    names = [stage.name for stage in stages]
-    clashes = sorted({n for n in names if names.count(n) > 1} | (set(names) & _RESERVED))
-    if clashes:
-        raise ValueError(f"post-fusion stage names must be unique and new: {clashes}")
-    return stages
+async def _first_version(_request: SearchRequest, targets: tuple[KbTarget, ...]) -> int | None:
+    """The plan's version of a search over several KBs: the first KB's (its FAQ side is
+    off, so no other search reads it)."""
+    return targets[0].version

@@ -330,6 +330,8 @@ class KbVersionRow(Base):
     retired: Mapped[int] = mapped_column(Integer)
     # the KB's effective settings when this version was sealed (0015; NULL before)
     settings: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    # document id -> its metadata when sealed, for documents with any (0016; NULL before)
+    meta: Mapped[dict[str, Any] | None] = mapped_column("metadata", JSON, nullable=True)
 
 
 class KbActivationRow(Base):

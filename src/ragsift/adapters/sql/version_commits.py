@@ -280,6 +280,10 @@ def _seal(session: Session, kb_id: str, seq: int, note: str | None,
         added=_indexed_count(session, kb_id, table.valid_from_seq == seq),
         retired=_indexed_count(session, kb_id, table.valid_to_seq == seq),
         settings=settings,
+        # the metadata this version was sealed with: a search pinned to it filters on it
+        meta={doc_id: meta for doc_id, meta in session.execute(
+            select(DocumentRow.id, DocumentRow.meta).where(DocumentRow.kb_id == kb_id))
+            if meta},
     )
     session.add(row)
     state.draft_seq = seq + 1

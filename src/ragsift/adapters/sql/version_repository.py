@@ -106,6 +106,12 @@ class VersionRepositoryMixin(VersionCommitMixin):
         with self._engine.connect() as connection:
             return documents_in(connection, kb_id, document_ids, SEARCHABLE)
 
+    def version_metadata(self, kb_id: str, seq: int) -> dict[str, dict[str, Any]] | None:
+        """Document id -> metadata as version `seq` was sealed with it; None: not kept."""
+        with self._sessions.begin() as session:
+            row = session.get(KbVersionRow, (kb_id, seq))
+            return None if row is None or row.meta is None else dict(row.meta)
+
     # ---- state and policy -------------------------------------------------------------
 
     def get_version_state(self, kb_id: str) -> VersionState | None:

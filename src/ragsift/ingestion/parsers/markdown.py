@@ -30,6 +30,7 @@ MEDIA_TYPE = "text/markdown"
 _FRONT_MATTER = re.compile(
     r"\A---[ \t]*\n[A-Za-z_][\w-]*[ \t]*:.*?\n(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.S
 )
+FRONT_MATTER = _FRONT_MATTER  # ingestion/front_matter.py reads the same block as metadata
 _SOFT_BREAK = "\ue000"  # private-use placeholder, resolved before the text leaves this module
 _CJK_SOFT_BREAK = re.compile(rf"(?<=[{CJK_CHARS}]){_SOFT_BREAK}(?=[{CJK_CHARS}])")
 _NON_BLANK_LINE = re.compile(r"^[ \t]*\S", re.MULTILINE)
