@@ -91,8 +91,8 @@ def _settled_row(browser: Browser, document_id: str, status: str = "READY") -> A
 
 
 def _wait_count(browser: Browser, server: LiveServer, document_id: str) -> None:
-    """Wait until the row shows the chunk count the server gives."""
-    total = str(server.client.get(f"/api/documents/{document_id}/chunks").json()["total"])
+    """Wait until the row shows the indexed chunk count the server gives."""
+    total = str(server.client.get(f"/api/documents/{document_id}/chunks").json()["indexed"])
     browser.wait(lambda _: _cell(browser, document_id, "chunks") == total,
                  message="the chunk count never showed")
 
