@@ -167,7 +167,10 @@ def test_options_row_sends_switches_and_the_whitelist_and_cards_show_stage_score
         assert item["rerank_score"] is None and shown["final"] == f"{item['fusion_score']:.4f}"
     # the chosen options stay for the next message; the untouched switches show the default
     assert browser.css("#opt-rerank").is_selected() is False
-    assert "server default" in browser.css("#opt-small2big-state").text
+    # (folded after sending on a phone, issue 38: the state is read from the closed details)
+    folded = browser.css("#chat-options").get_attribute("open") is None
+    assert folded == (size[0] < 721)
+    assert "server default" in browser.css("#opt-small2big-state").get_attribute("textContent")
     browser.screenshot(f"{shot}-scores", scroll_to="article.turn .evidence-scores[open]")
     assert browser.console_errors() == []
 

@@ -203,8 +203,15 @@ export class Uploader {
         this.render(entry);
         this.save();
         try {
-          const out = await sendFile(`/api/kbs/${encodeURIComponent(kbId)}/documents`, file,
-            (sent) => this.update(entry, { sent }));
+          const url = `/api/kbs/${encodeURIComponent(kbId)}/documents`;
+          const out = await sendFile(url, file, (sent) => this.update(entry, { sent }))
+            .catch((failure) => {
+              if (failure.status !== 401) throw failure;
+              // no key yet (or a refused one): api() asks for one and sends the file again
+              const form = new FormData();
+              form.append("files", file, file.name);
+              return api(url, { method: "POST", body: form });
+            });
           const doc = out.documents[0];
           accepted.push(doc);
           if (doc.duplicate) held.push(doc.filename);
