@@ -85,10 +85,10 @@ def _line(tally: Tally, path: str, key: str, outcome: IngestOutcome) -> None:
                   f"(document {document.id}, key {escape(repr(document.key))})")
     elif outcome.replaced:
         tally.replaced += 1
-        out.print(f"[green]REPLACED[/] {path} -> {document.id} ({outcome.chunks} chunks)")
+        out.print(f"[green]REPLACED[/] {path} -> {document.id} ({outcome.chunks} indexed chunks)")
     else:
         tally.added += 1
-        out.print(f"[green]READY[/] {path} -> {document.id} ({outcome.chunks} chunks)")
+        out.print(f"[green]READY[/] {path} -> {document.id} ({outcome.chunks} indexed chunks)")
 
 
 def describe_scope(scope: DocumentScope) -> str:

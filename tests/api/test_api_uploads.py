@@ -99,3 +99,12 @@ def test_unusable_filenames_are_invalid(raw: str) -> None:
 def test_a_filename_keeps_only_its_base_name() -> None:
     assert clean_filename("C:\\Users\\me\\报告.pdf") == "报告.pdf"
     assert clean_filename("../../etc/passwd.txt") == "passwd.txt"
+
+
+def test_a_double_quote_a_browser_sent_as_percent_22_is_stored_as_typed() -> None:
+    """Chromium and Firefox escape `"` in a multipart filename as %22 (the HTML standard)."""
+    form = _read([_body(_part("files", b"alpha", 'the %22quoted%22 name.txt'))])
+    try:
+        assert [f.filename for f in form.files] == ['the "quoted" name.txt']
+    finally:
+        form.close()

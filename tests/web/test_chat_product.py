@@ -150,13 +150,14 @@ def test_options_row_sends_switches_and_the_whitelist_and_cards_show_stage_score
     assert evidence and {item["filename"] for item in evidence} == {"hotels.md"}
     cards = turn.find_elements("css selector", ".evidence-item")
     assert len(cards) == len(evidence)
-    percents = [int(c.find_element("css selector", ".relevance").get_attribute("data-relevance"))
-                for c in cards]
-    assert all(0 <= p <= 100 for p in percents) and max(percents) == 100
     for card, item in zip(cards, evidence, strict=True):
         button = card.find_element("css selector", ".evidence-card")
         assert not re.search(r"score|-\d", button.text), button.text  # no bare raw score
-        assert re.search(r"Relevance \d{1,3}%", button.text)
+        if item["dense_score"] is not None:  # absolute: the dense cosine, not scaled per turn
+            shown_relevance = card.find_element("css selector", ".relevance")
+            assert int(shown_relevance.get_attribute("data-relevance")) == max(
+                1, round(min(1.0, item["dense_score"]) * 100))
+            assert re.search(r"Relevance \d{1,3}%", button.text)
         card.find_element("css selector", ".evidence-scores summary").click()
         shown = {dd.get_attribute("data-score"): dd.text
                  for dd in card.find_elements("css selector", "dd")}
@@ -166,12 +167,15 @@ def test_options_row_sends_switches_and_the_whitelist_and_cards_show_stage_score
         assert item["rerank_score"] is None and shown["final"] == f"{item['fusion_score']:.4f}"
     # the chosen options stay for the next message; the untouched switches show the default
     assert browser.css("#opt-rerank").is_selected() is False
-    assert "server default" in browser.css("#opt-small2big-state").text
+    # (folded after sending on a phone, issue 38: the state is read from the closed details)
+    folded = browser.css("#chat-options").get_attribute("open") is None
+    assert folded == (size[0] < 721)
+    assert "server default" in browser.css("#opt-small2big-state").get_attribute("textContent")
     browser.screenshot(f"{shot}-scores", scroll_to="article.turn .evidence-scores[open]")
     assert browser.console_errors() == []
 
 
-def test_relevance_is_min_max_normalised_and_never_a_bare_negative_score(
+def test_relevance_is_absolute_calibrated_else_dense_and_never_a_bare_negative_score(
     browser: Browser,
 ) -> None:
     browser.open("/web/chat")
@@ -184,18 +188,23 @@ def test_relevance_is_min_max_normalised_and_never_a_bare_negative_score(
               fusion_score: -1.4978, dense_score: 0.81 },
             { n: 3, chunk_id: "c", filename: "c.md", text: "z", score: 0.3 },
             { n: 4, chunk_id: "d", filename: "d.md", text: "w", score: 0.1, fusion_score: 0.1,
-              rerank_score: 0.9 },
+              rerank_score: 0.9, dense_score: 0.77, relevance: 0.004 },
           ];
           const cards = evidenceCards(items, new Set([2]), () => {});
           done({ percents: Object.fromEntries(relevance(items)),
                  single: Object.fromEntries(relevance([items[1]])),
+                 hints: [...cards.querySelectorAll(".relevance")].map((r) => r.title),
                  buttons: [...cards.querySelectorAll(".evidence-card")].map((b) => b.textContent),
                  fused: cards.querySelector('[data-evidence="2"] dd[data-score=fusion]')
                    .textContent });
         });""")
-    # finals: 2.1, -1.4978, 0.3 (older turn: its score), 0.9 (rerank)
-    assert result["percents"] == {"1": 100, "2": 0, "3": 50, "4": 67}
-    assert result["single"] == {"2": 100}
+    # the lowest final score (-1.4978) was "0%" under a min-max scale over the turn; now the
+    # dense cosine (81%) whatever else was found, the calibrated relevance first (0.4% -> 1%,
+    # never 0 for a positive one), and no bar without either
+    assert result["percents"] == {"1": None, "2": 81, "3": None, "4": 1}
+    assert result["single"] == {"2": 81}
+    assert result["hints"][0].startswith("Cosine similarity")
+    assert result["hints"][1].startswith("Calibrated relevance")
     assert all("-1.4978" not in text and "score" not in text for text in result["buttons"])
     assert result["fused"] == "-1.4978"  # the raw one, labelled, in the detail
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
@@ -191,22 +192,111 @@ def test_the_key_check_catches_a_key_missing_from_the_catalogues(tmp_path: Path)
     assert keys - defined == {"common.never.defined"}
 
 
-def test_no_page_module_builds_sentences_by_concatenation() -> None:
-    """The modules of this area show no English literal sentence outside t(): a `"Delete "
-    + name` would break Chinese word order."""
-    mine = ["documents.js", "faq.js", "kbs.js", "upload.js", "auth.js", "chunks.js", "dom.js",
-            "api.js", "langswitch.js", "faqapi.js"]
-    offenders = []
-    for name in mine:
-        source = (JS / name).read_text(encoding="utf-8")
-        code = "\n".join(line for line in source.splitlines()
-                         if not line.lstrip().startswith(("//", "*", "/**")))
-        for literal in re.findall(r'"([^"\\\n]*)"|`([^`]*)`', code):
-            text = literal[0] or literal[1]
-            if re.search(r"[A-Z][a-z]+ [a-z]+ [a-z]+", text) or re.search(
-                    r"^[a-z]+ [a-z]+ [a-z]+ [a-z]+", text):
-                offenders.append(f"{name}: {text!r}")
+# literals of the modules that are not text for people: key names, CSS classes, fact ids
+NOT_TEXT = {"Enter", "Escape", "Tab", "Question", "Source", "File", "Chunk"}
+
+
+def english_literals(source: str) -> list[str]:
+    """The English-looking literals of a module outside comments, t() keys and class names:
+    a sentence (`"Delete " + name`), a phrase with a number (`${n} of ${max} max`), a word."""
+    code = "\n".join(line for line in source.splitlines()
+                     if not line.lstrip().startswith(("//", "*", "/**")))
+    code = re.sub(r'\bclass(?:Name)?\s*[:=]\s*(?:"[^"]*"|`[^`]*`)', "", code)
+    found = []
+    for literal in re.findall(r'"([^"\\\n]*)"|`([^`]*)`', code):
+        text = literal[0] or literal[1]
+        words = re.sub(r"\$\{[^}]*\}", " ", text)
+        if text in NOT_TEXT or re.fullmatch(KEY, text):
+            continue
+        if (re.search(r"[A-Z][a-z]+ [a-z]+", words) or re.search(r"^[a-z]+ [a-z]+ [a-z]+", words)
+                or re.search(r"[a-z]{2,} [A-Z]{3,} [a-z]{2,}", words)
+                or (re.search(r"\$\{", text) and re.search(r"\b(of|max|all)\b", words))
+                or re.fullmatch(r"[A-Z][a-z]{2,}", text)):
+            found.append(text)
+    return found
+
+
+def test_no_page_module_shows_an_english_literal_outside_the_catalogues() -> None:
+    """No module shows English text outside t(): a `"Delete " + name` would break Chinese word
+    order, and `${n} of ${max} max` stayed English in the Chinese debug page (issue 38)."""
+    offenders = [f"{path.name}: {text!r}" for path in sorted(JS.glob("*.js"))
+                 for text in english_literals(path.read_text(encoding="utf-8"))]
     assert offenders == []
+
+
+def test_the_literal_check_catches_the_old_document_picker_badge() -> None:
+    old = ('this.count.textContent = this.selected.size\n'
+           '  ? `${this.selected.size} of ${MAX_DOCUMENTS} max` : `all (${n})`;\n'
+           'say(this.message, `Could not list documents: ${describe(error)}`);\n'
+           'h("p", { class: "muted small" }, "no READY document")\n'
+           'img.title = `This image could not be loaded: ${error.message || error}`;\n')
+    assert english_literals(old) == [
+        "${this.selected.size} of ${MAX_DOCUMENTS} max", "all (${n})",
+        "Could not list documents: ${describe(error)}", "no READY document",
+        "This image could not be loaded: ${error.message || error}"]
+
+
+class _PageText(HTMLParser):
+    """Text and people-facing attributes of a page that data-i18n does not translate."""
+
+    ATTRIBUTES = ("placeholder", "title", "aria-label", "alt")
+    VOID = frozenset({"input", "meta", "link", "br", "img", "hr", "source"})
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stack: list[tuple[str, dict[str, str | None]]] = []
+        self.untranslated: list[tuple[str, str | None, str]] = []  # (tag, id, text)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        found = dict(attrs)
+        translated = found.get("data-i18n-attr") or ""
+        for name in self.ATTRIBUTES:
+            if found.get(name) and f"{name}:" not in translated:
+                self.untranslated.append((tag, found.get("id"), f"{name}={found[name]}"))
+        if tag not in self.VOID:
+            self.stack.append((tag, found))
+
+    def handle_endtag(self, tag: str) -> None:
+        while self.stack and self.stack.pop()[0] != tag:
+            pass
+
+    def handle_data(self, data: str) -> None:
+        if not self.stack or not re.search(r"[A-Za-z\u4e00-\u9fff]", data):
+            return
+        tag, found = self.stack[-1]
+        if tag not in ("script", "style", "title") and "data-i18n" not in found:
+            self.untranslated.append((tag, found.get("id"), data.strip()))
+
+
+def untranslated_page_text(html: str, written_ids: set[str]) -> list[str]:
+    """What a page shows that is neither translated (data-i18n, data-i18n-attr) nor rewritten
+    by its module (an element whose id a module writes), nor a name (brand, languages)."""
+    parser = _PageText()
+    parser.feed(html)
+    names = {"ragsift", "English", "中文"}
+    return [f"<{tag}> {text}" for tag, element_id, text in parser.untranslated
+            if text not in names and not text.startswith("{{")
+            and (element_id is None or element_id not in written_ids)]
+
+
+def _written_ids() -> set[str]:
+    ids: set[str] = set()
+    for path in JS.glob("*.js"):
+        source = path.read_text(encoding="utf-8")
+        ids |= set(re.findall(r'(?:\$|getElementById)\(\s*"([\w-]+)"', source))
+    return ids
+
+
+def test_every_visible_text_of_the_pages_is_translated() -> None:
+    """Each page's text and its placeholders, titles and labels are in both catalogues (a
+    data-i18n key, checked above) or written by the page's module."""
+    written = _written_ids()
+    problems = [f"{path.name}: {text}" for path in sorted(PAGES.glob("*.html"))
+                for text in untranslated_page_text(path.read_text(encoding="utf-8"), written)]
+    assert problems == []
+    # the check itself: an untranslated heading and title are found
+    assert untranslated_page_text('<h2>Plain</h2><p title="Tip" data-i18n="x.y">ok</p>',
+                                  written) == ["<h2> Plain", "<p> title=Tip"]
 
 
 # ---------- in the browser ----------

@@ -12,7 +12,15 @@ from fastapi.testclient import TestClient
 from ragsift.api import create_app
 from ragsift.bootstrap import build
 from ragsift.config import Settings
-from ragsift.web.routes import CONTENT_SECURITY_POLICY, PAGES_DIR, STATIC_DIR, static_assets
+from ragsift.ingestion.parsers import SUPPORTED_EXTENSIONS
+from ragsift.web.routes import (
+    CONTENT_SECURITY_POLICY,
+    PAGES_DIR,
+    STATIC_DIR,
+    render_page,
+    static_assets,
+)
+from web.web_helpers import REPO_ROOT
 
 EXPECTED_ASSETS = {
     "app.css", "js/api.js", "js/auth.js", "js/chat.js", "js/chunks.js", "js/conversations.js",
@@ -71,7 +79,8 @@ def test_pages_are_html_with_a_strict_content_security_policy(
     assert response.headers["content-security-policy"] == CONTENT_SECURITY_POLICY
     assert "script-src 'self';" in CONTENT_SECURITY_POLICY
     assert response.headers["x-content-type-options"] == "nosniff"
-    assert response.text == (PAGES_DIR / f"{page}.html").read_text(encoding="utf-8")
+    html = (PAGES_DIR / f"{page}.html").read_text(encoding="utf-8")
+    assert response.text == render_page(html, api_docs=False)
 
 
 @pytest.mark.parametrize("asset", sorted(EXPECTED_ASSETS))
@@ -153,3 +162,52 @@ def test_vendored_libraries_are_the_versions_the_readme_names() -> None:
         "/**\n * marked v18.2.1 - a markdown parser")
     assert "@license DOMPurify 3.5.0 " in (vendor / "purify.min.js").read_text(encoding="utf-8")
     assert "| 18.2.1 |" in readme and "| 3.5.0 |" in readme
+
+
+# ---------- issue 38: one list of accepted types; an API link that is served ----------
+
+def _accept(html: str) -> list[str]:
+    return [re.search(r'accept="([^"]*)"', tag).group(1)  # type: ignore[union-attr]
+            for tag in re.findall(r'<input id="upload-files"[^>]*>', html, re.S)]
+
+
+@pytest.mark.parametrize("page", ["documents", "debug"])
+def test_the_upload_picker_accepts_exactly_what_the_parser_registry_parses(
+    client: TestClient, page: str
+) -> None:
+    html = client.get(f"/web/{page}").text
+
+    assert _accept(html) == [",".join(sorted(SUPPORTED_EXTENSIONS))]
+    assert {".xlsx", ".pptx", ".csv", ".json", ".png", ".jpg"} <= set(_accept(html)[0].split(","))
+    assert " ".join(sorted(SUPPORTED_EXTENSIONS)) in html  # the list shown beside the picker
+    assert "{{" not in html  # every placeholder filled
+
+
+def test_an_unsupported_upload_is_refused_naming_the_same_list(client: TestClient) -> None:
+    kb_id = client.post("/api/kbs", json={"name": "types"}).json()["id"]
+
+    response = client.post(f"/api/kbs/{kb_id}/documents",
+                           files={"files": ("notes.rtf", b"{\\rtf1 hi}", "text/rtf")})
+
+    assert response.status_code == 415
+    assert response.json()["message"].endswith(
+        "supported: " + ", ".join(sorted(SUPPORTED_EXTENSIONS)))
+
+
+def test_the_api_link_of_every_page_points_at_a_served_document(client: TestClient) -> None:
+    """Swagger UI (/docs) is served only with RAGSIFT_API_DOCS=true; else the link is the
+    OpenAPI document, which always is."""
+    for name in PAGE_NAMES:
+        html = client.get(f"/web/{name}").text
+        [target] = re.findall(r'<a href="([^"]+)" data-i18n="common.nav.api"', html)
+        assert target == "/openapi.json", name
+        assert client.get(target).status_code == 200
+        source = (PAGES_DIR / f"{name}.html").read_text(encoding="utf-8")
+        assert 'href="/docs" data-i18n="common.nav.api"' in render_page(source, api_docs=True)
+
+
+def test_the_readme_lists_the_accepted_types_of_the_parser_registry() -> None:
+    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    match = re.search(r"<!-- accepted-types -->(.*?)<!-- /accepted-types -->", readme, re.S)
+    assert match, "README: no accepted-types list"
+    assert re.findall(r"`(\.[a-z]+)`", match.group(1)) == sorted(SUPPORTED_EXTENSIONS)

@@ -110,7 +110,8 @@ def create_app(
                    routes_embeddings, routes_kb_settings, routes_feedback, routes_texts):
         app.include_router(module.router, dependencies=guarded)
     app.include_router(routes_conversations.kb_router, dependencies=guarded)
-    install_web(app)  # the web pages: /web/debug, /web/chat (their API calls carry the key)
+    # the web pages: /web/debug, /web/chat (their API calls carry the key)
+    install_web(app, api_docs=docs)
     install_openapi_security(app)
     _install_middleware(app, settings, metrics, authorizer, allowed_hosts)
     return app

@@ -175,12 +175,15 @@ def list_chunks(
     document_id: str, state: State, offset: Annotated[int, Query(ge=0)] = 0,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
 ) -> ChunkPage:
-    """A page of the document's current chunks (sections first, then their pieces)."""
+    """A page of the document's current chunks (sections first, then their pieces); `indexed`
+    counts the pieces that are searched, `sections` their parents."""
     require_document(state.container, document_id)
     rows = [c for c in state.container.repository.list_chunks(document_id)
             if c.valid_to_seq == 0]
     rows.sort(key=lambda c: (c.level, c.ordinal, c.id))
-    return ChunkPage(total=len(rows), offset=offset, chunks=[
+    sections = sum(1 for c in rows if c.level == 0)
+    return ChunkPage(total=len(rows), offset=offset, indexed=len(rows) - sections,
+                     sections=sections, chunks=[
         ChunkOut(id=c.id, level=c.level, parent_id=c.parent_id, ordinal=c.ordinal,
                  heading_path=tuple(c.heading_path), locator=c.locator,
                  token_count=c.token_count, text=c.text, asset_ids=c.asset_ids)

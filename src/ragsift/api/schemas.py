@@ -105,6 +105,10 @@ class ChunkPage(BaseModel):
     total: int
     offset: int
     chunks: list[ChunkOut]
+    # of `total`: the pieces in the search index (what `ragsift ingest` reports as "indexed
+    # chunks") and the sections they belong to (stored for context, not searched)
+    indexed: int = 0
+    sections: int = 0
 
 
 class UploadOut(BaseModel):

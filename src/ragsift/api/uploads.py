@@ -78,6 +78,12 @@ def clean_filename(raw: str) -> str:
     return name
 
 
+def browser_filename(raw: str) -> str:
+    """A multipart filename as the user named it: browsers send `"` as `%22` (the HTML
+    standard's form encoding; CR and LF become %0D and %0A, which no filename may hold)."""
+    return raw.replace("%22", '"')
+
+
 def _decode(value: bytes) -> str:
     try:
         return value.decode("utf-8")
@@ -130,7 +136,7 @@ class _Collector:
             raise invalid(f"files go in the {limits.file_field!r} field, not {name!r}")
         if len(self.form.files) >= limits.max_files:
             raise ApiError(413, "too_many_files", f"at most {limits.max_files} files per request")
-        filename = clean_filename(_decode(options[b"filename"]))
+        filename = clean_filename(browser_filename(_decode(options[b"filename"])))
         suffix = PurePath(filename).suffix.lower()
         if suffix not in limits.extensions:
             raise ApiError(415, "unsupported_media_type",

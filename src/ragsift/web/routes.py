@@ -10,9 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from fastapi import APIRouter, FastAPI
-from fastapi.responses import FileResponse, RedirectResponse
+from fastapi.responses import FileResponse, RedirectResponse, Response
 
 from ragsift.api.errors import ApiError
+from ragsift.ingestion.parsers import SUPPORTED_EXTENSIONS
 
 WEB_DIR = Path(__file__).parent
 PAGES_DIR = WEB_DIR / "pages"
@@ -51,9 +52,33 @@ def static_assets(root: Path = STATIC_DIR) -> dict[str, tuple[Path, str]]:
     return assets
 
 
-def build_router(assets: dict[str, tuple[Path, str]]) -> APIRouter:
+def accepted_extensions() -> list[str]:
+    """The file types an upload may carry, from the parser registry (sorted, with the dot)."""
+    return sorted(SUPPORTED_EXTENSIONS)
+
+
+def render_page(html: str, api_docs: bool) -> str:
+    """A page as served: the upload inputs accept what the parsers parse (one list, the
+    registry's), and the header's API link points at what this server serves (Swagger UI only
+    with RAGSIFT_API_DOCS=true; /openapi.json always)."""
+    accept = ",".join(accepted_extensions())
+    html = html.replace('accept="' + ACCEPT_PLACEHOLDER + '"', f'accept="{accept}"')
+    html = html.replace(TYPES_PLACEHOLDER, " ".join(accepted_extensions()))
+    if not api_docs:
+        html = html.replace('<a href="/docs"', '<a href="/openapi.json"')
+    return html
+
+
+# in the pages' source: replaced when served (render_page)
+ACCEPT_PLACEHOLDER = "{{accepted}}"
+TYPES_PLACEHOLDER = "{{accepted-list}}"
+
+
+def build_router(assets: dict[str, tuple[Path, str]], api_docs: bool = False) -> APIRouter:
     """The page, redirect and asset routes (kept out of the OpenAPI document)."""
     router = APIRouter(include_in_schema=False)
+    pages = {name: render_page((PAGES_DIR / filename).read_text(encoding="utf-8"), api_docs)
+             for name, filename in PAGES.items()}
 
     @router.get("/")
     def root() -> RedirectResponse:
@@ -65,13 +90,12 @@ def build_router(assets: dict[str, tuple[Path, str]]) -> APIRouter:
         return RedirectResponse("/web/debug", status_code=307)
 
     @router.get("/web/{page}")
-    def page(page: str) -> FileResponse:
-        filename = PAGES.get(page)
-        if filename is None:
+    def page(page: str) -> Response:
+        html = pages.get(page)
+        if html is None:
             raise ApiError(404, "not_found", f"no page {page!r}; try /web/debug, /web/chat, "
                            "/web/documents, /web/faq or /web/settings")
-        return FileResponse(PAGES_DIR / filename, media_type=CONTENT_TYPES[".html"],
-                            headers=_PAGE_HEADERS)
+        return Response(html, media_type=CONTENT_TYPES[".html"], headers=_PAGE_HEADERS)
 
     @router.get("/web/static/{asset:path}")
     def static(asset: str) -> FileResponse:
@@ -84,6 +108,6 @@ def build_router(assets: dict[str, tuple[Path, str]]) -> APIRouter:
     return router
 
 
-def install_web(app: FastAPI) -> None:
+def install_web(app: FastAPI, api_docs: bool = False) -> None:
     """Register the web pages on `app`: / and /web redirect to /web/debug."""
-    app.include_router(build_router(static_assets()))
+    app.include_router(build_router(static_assets(), api_docs))

@@ -3,6 +3,8 @@
 // from an object URL; each owner (an answer, the evidence panel) keeps its URLs and revokes
 // them all when it goes away (dispose). The page's CSP allows `img-src blob:` for this.
 import { errorFrom, request } from "./api.js";
+import { t } from "./i18n.js";
+import "./strings/chat.js";
 
 export const ASSET_ID = /^[A-Za-z0-9_-]{1,64}$/;
 
@@ -58,7 +60,7 @@ export class ObjectUrls {
       }, (error) => {
         delete img.dataset.loading;
         img.dataset.failed = "true";
-        img.title = `This image could not be loaded: ${error.message || error}`;
+        img.title = t("chat.asset.loadFailed", { reason: error.message || error });
       });
     }
   }

@@ -326,6 +326,15 @@ function options() {
   return body;
 }
 
+// issue 38: on a phone the open search options took half the screen after sending; the
+// answer needs the room (the chosen options stay chosen, one tap opens them again)
+const PHONE = window.matchMedia("(max-width: 720px)");
+
+function foldOptionsOnPhones() {
+  const details = document.getElementById("chat-options");
+  if (PHONE.matches && details) details.open = false;
+}
+
 async function send(event) {
   event.preventDefault();
   if (state.shown) return;
@@ -335,6 +344,7 @@ async function send(event) {
   if (!kbId) return notice("chat.notice.chooseKb");
   notice();
   input.value = "";
+  foldOptionsOnPhones();
   await ask(message);
 }
 

@@ -1,8 +1,10 @@
 // The evidence cards under a chat answer: one per piece of evidence of the turn, the cited ones
-// marked. Each card opens the evidence panel and shows a relevance the reader can compare
-// (the final score min-max normalised over the turn's evidence into 0-100%: raw fusion scores
-// can be negative, z-score fusion gives -1.4978) and, in a detail, the raw score of every stage
-// (dense, sparse, fusion, rerank, final), as the debug page's table shows them.
+// marked. Each card opens the evidence panel and shows an absolute relevance (issue 38: a
+// min-max scale over the turn showed a cited source as "0%"): the server's calibrated
+// `relevance` (0..1) when the hit carries one, else the dense cosine similarity of question and
+// passage; no bar without either (raw fusion scores are not shown as percents: z-score fusion
+// gives -1.4978). In a detail, the raw score of every stage (dense, sparse, fusion, rerank,
+// final), as the debug page's table shows them.
 import { h, locatorKinds, num } from "./dom.js";
 import { t } from "./i18n.js";
 import "./strings/chat.js";
@@ -17,19 +19,31 @@ export function finalScore(item) {
   return finite(item.score) ? item.score : null;
 }
 
+/** What an item's relevance is read from: "calibrated" (the server's `relevance`), "dense"
+ * (the cosine similarity), or null when it has neither. */
+export function relevanceSource(item) {
+  if (finite(item.relevance)) return "calibrated";
+  if (finite(item.dense_score)) return "dense";
+  return null;
+}
+
 /**
- * Each item's display relevance in whole percent, by evidence number: its final score
- * min-max normalised over `evidence` (all equal, or one item: 100). Null without a score.
+ * Each item's display relevance in whole percent, by evidence number: absolute, the same
+ * passage shows the same percent whatever else the answer found (the calibrated relevance,
+ * else the dense cosine, clamped to 0..1; a positive one never rounds to 0). Null without one.
  */
 export function relevance(evidence) {
-  const scores = evidence.map(finalScore).filter(finite);
-  const low = Math.min(...scores);
-  const high = Math.max(...scores);
   const out = new Map();
   for (const item of evidence) {
-    const score = finalScore(item);
-    if (!finite(score)) out.set(item.n, null);
-    else out.set(item.n, high > low ? Math.round(((score - low) / (high - low)) * 100) : 100);
+    const source = relevanceSource(item);
+    const value = source === "calibrated" ? item.relevance
+      : source === "dense" ? item.dense_score : null;
+    if (value === null) {
+      out.set(item.n, null);
+    } else {
+      const clamped = Math.min(1, Math.max(0, value));
+      out.set(item.n, clamped > 0 ? Math.max(1, Math.round(clamped * 100)) : 0);
+    }
   }
   return out;
 }
@@ -78,8 +92,8 @@ export function evidenceCards(evidence, cited, onOpen) {
       pictures ? h("span", { class: "where" }, pictures === 1 ? t("chat.card.images.one")
         : t("chat.card.images.other", { count: pictures })) : null,
       percent === null ? null : h("span", {
-        class: "relevance", title: t("chat.card.relevanceHint"),
-        dataset: { relevance: percent },
+        class: "relevance", title: t(`chat.card.relevanceHint.${relevanceSource(item)}`),
+        dataset: { relevance: percent, relevanceSource: relevanceSource(item) },
       }, meter(percent), t("chat.card.relevance", { percent })));
       return h("div", { class: "evidence-item", dataset: { evidence: item.n } },
         card, scoreDetail(item));

@@ -28,7 +28,7 @@ function chunkItem(chunk) {
 }
 
 export class ChunkViewer {
-  /** `onTotal(documentId, total)` runs whenever a page says how many chunks there are. */
+  /** `onTotal(documentId, indexed)` runs whenever a page says how many indexed chunks there are. */
   constructor({ panel, title, summary, error, list, prev, next, range, close, onTotal }) {
     Object.assign(this, { panel, title, summary, error, list, prev, next, range, onTotal });
     this.document = null;
@@ -89,7 +89,7 @@ export class ChunkViewer {
       if (this.document !== doc) return; // another document was opened meanwhile
       this.offset = page.offset;
       this.total = page.total;
-      this.onTotal(doc.id, page.total);
+      this.onTotal(doc.id, page.indexed);
       this.page = page;
       this.renderPage();
       this.prev.disabled = page.offset === 0;
@@ -118,7 +118,8 @@ export class ChunkViewer {
     this.range.textContent = total ? t("documents.chunks.range", { first, last, total })
       : t("documents.chunks.none");
     say(this.summary, total ? t(countKey("documents.chunks.summary", total),
-      { count: total, first, last }) : t("documents.chunks.summary.empty"));
+      { count: total, first, last, indexed: page.indexed, sections: page.sections })
+      : t("documents.chunks.summary.empty"));
   }
 
   /** Another language: the title and the page shown again. */

@@ -214,9 +214,10 @@ function onQueryKey(event) {
   $("search-form").requestSubmit();
 }
 
-new Uploader({
+const uploader = new Uploader({
   form: $("upload-form"), input: $("upload-files"), button: $("upload-button"),
   error: $("upload-error"), list: $("upload-status"), kbId: () => kbSelect.value,
+  drop: $("upload-drop"), clear: $("upload-clear"),
   onSettled: (doc) => {
     if (doc.status === "READY") loadKbs();
   },
@@ -231,5 +232,7 @@ document.addEventListener("ragsift:language", () => {
   renderKbOptions();
   for (const [node, [key, params]] of messages) say(node, t(key, params));
   render();
+  uploader.relabel();
+  picker.relabel();
 });
 loadKbs().then(() => document.body.setAttribute("data-ready", "true"));

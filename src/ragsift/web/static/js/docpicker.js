@@ -1,6 +1,9 @@
 // The document whitelist of the debug page: READY documents of the KB, at most MAX selected.
 import { api, describe } from "./api.js";
 import { h, say } from "./dom.js";
+import { formatNumber } from "./format.js";
+import { t } from "./i18n.js";
+import "./strings/debug.js";
 
 // The server's default RAGSIFT_MAX_DOCUMENT_IDS; a server set lower still answers 4xx, shown.
 export const MAX_DOCUMENTS = 50;
@@ -31,7 +34,7 @@ export class DocPicker {
       this.documents = await api(`/api/kbs/${encodeURIComponent(kbId)}/documents?status=READY`);
     } catch (error) {
       this.documents = [];
-      say(this.message, `Could not list documents: ${describe(error)}`);
+      say(this.message, t("debug.docs.listFailed", { reason: describe(error) }));
     }
     const ready = new Set(this.documents.map((d) => d.id));
     for (const id of [...this.selected]) if (!ready.has(id)) this.selected.delete(id);
@@ -49,8 +52,7 @@ export class DocPicker {
       say(this.message, "");
     } else if (this.selected.size >= MAX_DOCUMENTS) {
       box.checked = false;
-      say(this.message, `At most ${MAX_DOCUMENTS} documents can be selected; `
-        + "uncheck one first (or search all documents).");
+      say(this.message, t("debug.docs.limit", { max: formatNumber(MAX_DOCUMENTS) }));
     } else {
       this.selected.add(id);
     }
@@ -66,7 +68,7 @@ export class DocPicker {
         box, h("span", {}, doc.filename));
     });
     this.list.replaceChildren(...(items.length ? items
-      : [h("p", { class: "muted small" }, "no READY document")]));
+      : [h("p", { class: "muted small" }, t("debug.docs.none"))]));
     say(this.message, "");
     this.applyFilter();
     this.updateCount();
@@ -79,8 +81,17 @@ export class DocPicker {
     }
   }
 
+  /** Another language: the count and the empty list's line (a message said stays as said). */
+  relabel() {
+    const none = this.list.querySelector("p.muted");
+    if (none) none.textContent = t("debug.docs.none");
+    this.updateCount();
+  }
+
   updateCount() {
     this.count.textContent = this.selected.size
-      ? `${this.selected.size} of ${MAX_DOCUMENTS} max` : `all (${this.documents.length})`;
+      ? t("debug.docs.countSelected", { count: formatNumber(this.selected.size),
+        max: formatNumber(MAX_DOCUMENTS) })
+      : t("debug.docs.countAll", { count: formatNumber(this.documents.length) });
   }
 }

@@ -3,7 +3,8 @@
 // delete, reindex, replace the file, open the chunks; upload; create and delete KBs.
 //
 // Chunk counts: a document carries no count, so each READY row asks the chunks endpoint for
-// one chunk (`limit=1`) and shows its `total`, lazily: only for rows scrolled into view, two
+// one chunk (`limit=1`) and shows its `indexed` count (the searched pieces, what `ragsift
+// ingest` reports; the sections they belong to are not counted), lazily: only for rows scrolled into view, two
 // requests at a time, remembered until the document changes. Opening the chunks shows the
 // same total.
 import { api, describe } from "./api.js";
@@ -16,14 +17,13 @@ import { t, translatePage } from "./i18n.js";
 import { confirmDeleteKb, createKb, KbPicker, keepKbInLinks } from "./kbs.js";
 import "./strings/common.js";
 import { countKey } from "./strings/documents.js";
-import { statusLabel } from "./upload.js";
+import { statusLabel, Uploader } from "./upload.js";
 
 const $ = (id) => document.getElementById(id);
 const POLL_MS = 700;
 const SETTLED = new Set(["READY", "FAILED", "RETIRED"]);
 const ACTIONABLE = new Set(["READY", "FAILED"]); // what the server reindexes or replaces
 const COUNT_AT_ONCE = 2;
-const ACCEPT = ".txt,.md,.markdown,.html,.htm,.pdf,.docx";
 
 const body = $("documents-body");
 const documents = new Map(); // id -> document, in the server's order (oldest first)
@@ -89,7 +89,7 @@ async function pump() {
     counting += 1;
     const seen = stamp(doc);
     api(`${docUrl(id)}/chunks?offset=0&limit=1`)
-      .then((page) => counts.set(id, { stamp: seen, total: page.total }))
+      .then((page) => counts.set(id, { stamp: seen, total: page.indexed }))
       .catch((failure) => counts.set(id, { stamp: seen, total: null, error: describe(failure) }))
       .finally(() => {
         counting -= 1;
@@ -277,7 +277,8 @@ async function poll() {
       if (mine !== generation) return;
       let settledSome = false;
       try {
-        if (waiting.length <= 4) {
+        // one being deleted is followed through the list: its own GET would end in a 404
+        if (waiting.length <= 4 && waiting.every((doc) => doc.status !== "DELETING")) {
           for (const before of waiting) {
             let doc = null;
             try {
@@ -350,7 +351,8 @@ async function reindex(id) {
 async function replace(id) {
   const doc = documents.get(id);
   if (!doc) return;
-  const input = h("input", { id: "replace-file", type: "file", accept: ACCEPT, required: true });
+  const input = h("input", { id: "replace-file", type: "file", accept: $("upload-files").accept,
+    required: true });
   const accepted = await openDialog({
     name: "replace",
     title: t("documents.replace.title", { name: doc.filename }),
@@ -403,11 +405,15 @@ async function remove(id) {
       return;
     }
   }
+  // a KB keeping older versions keeps it RETIRED; asked through the KB's list, since a GET
+  // of the deleted document itself would be a 404 (an error in the browser's console)
   let after = null;
   try {
-    after = await api(docUrl(id)); // a KB keeping older versions keeps it RETIRED
+    const query = doc.key ? `?key=${encodeURIComponent(doc.key)}` : "";
+    const list = await api(`/api/kbs/${encodeURIComponent(doc.kb_id)}/documents${query}`);
+    after = list.find((listed) => listed.id === id) || null;
   } catch {
-    // gone, as wanted
+    // unknown: the row goes, the next refresh shows what is left
   }
   if (after && documents.has(id)) setRow(after);
   else dropRow(id);
@@ -415,41 +421,17 @@ async function remove(id) {
   picker.load();
 }
 
-async function upload(event) {
-  event.preventDefault();
-  const kb = picker.current();
-  const input = $("upload-files");
-  const error = $("upload-error");
-  const files = [...input.files];
-  if (!kb) return say(error, t("documents.upload.noKb"));
-  if (!files.length) return say(error, t("documents.upload.noFiles"));
-  say(error, "");
-  const form = new FormData();
-  for (const file of files) form.append("files", file, file.name);
-  const button = $("upload-button");
-  button.disabled = true;
-  try {
-    const out = await api(`/api/kbs/${encodeURIComponent(kb.id)}/documents`,
-      { method: "POST", body: form });
-    input.value = "";
-    const held = out.documents.filter((d) => d.duplicate).map((d) => d.filename);
-    const count = out.documents.length;
-    say($("upload-notice"), held.length
-      ? t(countKey("documents.upload.acceptedHeld", count),
-        { count, held: held.join(t("documents.list.separator")) })
-      : t(countKey("documents.upload.accepted", count), { count }));
-    if (kb.id === picker.current()?.id) {
-      for (const accepted of out.documents) {
-        const doc = await api(docUrl(accepted.id)).catch(() => null);
-        if (doc && kb.id === picker.current()?.id) setRow(doc);
-      }
-    }
-  } catch (failure) {
-    say(error, t("documents.error.upload", { reason: describe(failure) }));
-  } finally {
-    button.disabled = false;
-  }
-}
+const uploader = new Uploader({
+  form: $("upload-form"), input: $("upload-files"), button: $("upload-button"),
+  error: $("upload-error"), list: $("upload-status"), notice: $("upload-notice"),
+  drop: $("upload-drop"), clear: $("upload-clear"), kbId: () => picker.current()?.id,
+  // the table's own polling follows the document from here
+  onAccepted: async (accepted) => {
+    const kbId = picker.current()?.id;
+    const doc = await api(docUrl(accepted.id)).catch(() => null);
+    if (doc && doc.kb_id === kbId) setRow(doc);
+  },
+});
 
 // ---------- knowledge bases ----------
 
@@ -515,6 +497,7 @@ function relabel() {
   for (const doc of [...documents.values()]) setRow(doc, { filter: false });
   applyFilter();
   viewer.relabel();
+  uploader.relabel();
 }
 
 translatePage();
@@ -522,7 +505,6 @@ document.addEventListener("ragsift:language", relabel);
 initKeyControl($("key-control"), { onKeyEntered: () => picker.load().then(showKb) });
 $("kb-form").addEventListener("submit", newKb);
 $("kb-delete").addEventListener("click", deleteKb);
-$("upload-form").addEventListener("submit", upload);
 $("documents-filter").addEventListener("input", applyFilter);
 $("documents-refresh").addEventListener("click", () => picker.load().then(showKb));
 picker.load().then(showKb).then(() => document.body.setAttribute("data-ready", "true"));

@@ -13,7 +13,9 @@ export function bytes(size) {
     value /= 1024;
     unit += 1;
   }
-  return unit === 0 ? `${value} B` : `${value.toFixed(value < 10 ? 1 : 0)} ${units[unit]}`;
+  const digits = unit === 0 || value >= 10 ? 0 : 1;
+  const number = formatNumber(value, { minimumFractionDigits: digits, maximumFractionDigits: digits });
+  return `${number} ${units[unit]}`;
 }
 
 /** A <time> with the local date and time, the ISO value in its datetime attribute. */
@@ -52,4 +54,17 @@ export function locatorShort(locator) {
  * section path; "" when the locator has none. */
 export function locatorFull(locator) {
   return locatorPhrases(locator, []).join(" · ");
+}
+
+// ---- numbers in the page's language (issue 38: 1,234 / 1 234 / 12%) ----
+
+/** 12345 -> "12,345" in the UI language's digits and grouping. */
+export function formatNumber(value, options = {}) {
+  if (value === null || value === undefined || Number.isNaN(Number(value))) return "–";
+  return new Intl.NumberFormat(language(), options).format(Number(value));
+}
+
+/** 0.42 -> "42%" in the UI language. */
+export function formatPercent(fraction) {
+  return formatNumber(fraction, { style: "percent", maximumFractionDigits: 0 });
 }

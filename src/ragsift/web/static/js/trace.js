@@ -315,6 +315,11 @@ export function hitsTable(hits, idPrefix = "hit") {
   });
   const wrap = table("hits-table", t("debug.hits.region"),
     HIT_HEADERS.map(([key, numeric, col]) => [t(key), numeric, col]), rows);
+  // on phones each hit is a card whose cells show their header as a label (app.css)
+  const labels = HIT_HEADERS.map(([key]) => t(key));
+  for (const row of wrap.querySelectorAll("tr[data-chunk-id]")) {
+    [...row.children].forEach((td, index) => { td.dataset.label = labels[index]; });
+  }
   // the toggle column's header names the column for screen readers only
   const toggleHead = wrap.querySelector('th[data-col="toggle"]');
   toggleHead.replaceChildren(h("span", { class: "visually-hidden" }, t("debug.hits.details")));

@@ -64,7 +64,10 @@ register({
     "chat.card.images.one": "1 image",
     "chat.card.images.other": "{count} images",
     "chat.card.relevance": "Relevance {percent}%",
-    "chat.card.relevanceHint": "Relative to the other evidence of this answer (100% is the best one).",
+    // issue 38: an absolute relevance (chatcards.js); a failed image (assets.js)
+    "chat.asset.loadFailed": "This image could not be loaded: {reason}",
+    "chat.card.relevanceHint.calibrated": "Calibrated relevance of this passage to the question (0–100%), from the server; not relative to the other evidence.",
+    "chat.card.relevanceHint.dense": "Cosine similarity of the question and this passage in the embedding model (0–100%); not relative to the other evidence.",
     "chat.card.scores": "Scores",
     "chat.card.scores.label": "Stage scores of source {n}",
     "chat.score.dense": "dense",
@@ -167,7 +170,10 @@ register({
     "chat.card.images.one": "1 张图片",
     "chat.card.images.other": "{count} 张图片",
     "chat.card.relevance": "相关度 {percent}%",
-    "chat.card.relevanceHint": "相对于本次回答的其他证据（100% 为最相关的一条）。",
+    // issue 38: an absolute relevance (chatcards.js); a failed image (assets.js)
+    "chat.asset.loadFailed": "无法加载此图片：{reason}",
+    "chat.card.relevanceHint.calibrated": "服务器给出的此段落与问题的校准相关度（0–100%）；并非相对于其他证据。",
+    "chat.card.relevanceHint.dense": "嵌入模型中问题与此段落的余弦相似度（0–100%）；并非相对于其他证据。",
     "chat.card.scores": "各环节得分",
     "chat.card.scores.label": "来源 {n} 的各环节得分",
     "chat.score.dense": "向量",

@@ -41,7 +41,7 @@ register({
     "debug.docs.clear": "Search all documents",
 
     "debug.upload.title": "Upload documents",
-    "debug.upload.files": "Files (.txt .md .html .pdf .docx)",
+    "debug.upload.files": "Files",
     "debug.upload.submit": "Upload",
     "debug.kbNew.title": "New knowledge base",
     "debug.kbNew.name": "Name",
@@ -185,6 +185,12 @@ register({
     "debug.faq.fused": "fused",
     "debug.faq.directHeader": "direct",
     "debug.faq.direct": "direct answer",
+    // issue 38 defects: the document picker (docpicker.js)
+    "debug.docs.countSelected": "{count} of {max} max",
+    "debug.docs.countAll": "all ({count})",
+    "debug.docs.limit": "At most {max} documents can be selected; uncheck one first (or search all documents).",
+    "debug.docs.listFailed": "Could not list documents: {reason}",
+    "debug.docs.none": "no READY document",
   },
   "zh-CN": {
     "debug.search.title": "检索",
@@ -224,7 +230,7 @@ register({
     "debug.docs.clear": "检索全部文档",
 
     "debug.upload.title": "上传文档",
-    "debug.upload.files": "文件（.txt .md .html .pdf .docx）",
+    "debug.upload.files": "文件",
     "debug.upload.submit": "上传",
     "debug.kbNew.title": "新建知识库",
     "debug.kbNew.name": "名称",
@@ -368,5 +374,11 @@ register({
     "debug.faq.fused": "融合",
     "debug.faq.directHeader": "直接回答",
     "debug.faq.direct": "直接回答",
+    // issue 38 defects: the document picker (docpicker.js)
+    "debug.docs.countSelected": "已选 {count} 个（最多 {max} 个）",
+    "debug.docs.countAll": "全部（{count}）",
+    "debug.docs.limit": "最多只能选择 {max} 个文档；请先取消勾选一个（或检索全部文档）。",
+    "debug.docs.listFailed": "无法列出文档：{reason}",
+    "debug.docs.none": "没有已就绪的文档",
   },
 });

@@ -15,7 +15,7 @@ register({
     "documents.kb.newLabel": "New knowledge base",
     "documents.kb.create": "Create",
     "documents.upload.title": "Upload documents",
-    "documents.upload.label": "Files (.txt .md .html .pdf .docx)",
+    "documents.upload.label": "Files",
     "documents.upload.button": "Upload",
     "documents.list.title": "Documents",
     "documents.list.titleOf": "Documents of {kb}",
@@ -25,8 +25,9 @@ register({
     "documents.list.empty": "No document in this knowledge base yet: upload some.",
     "documents.col.file": "File",
     "documents.col.status": "Status",
-    "documents.col.chunks": "Chunks",
-    "documents.col.chunksTitle": "Chunks (counted when the row is shown)",
+    "documents.col.chunks": "Indexed chunks",
+    "documents.col.chunksTitle": "The pieces in the search index, as `ragsift ingest` reports them; "
+      + "the sections they belong to are not counted (counted when the row is shown)",
     "documents.col.size": "Size",
     "documents.col.updated": "Updated",
     "documents.col.key": "Key",
@@ -119,10 +120,10 @@ register({
     "documents.chunks.inSectionTitle": "parent section {id}",
     "documents.chunks.range": "{first}–{last} of {total}",
     "documents.chunks.none": "no chunks",
-    "documents.chunks.summary.one": "{count} chunk (sections and the pieces that are searched); "
-      + "showing {first}–{last}.",
-    "documents.chunks.summary.many": "{count} chunks (sections and the pieces that are "
-      + "searched); showing {first}–{last}.",
+    "documents.chunks.summary.one": "{count} chunk: {sections} sections and {indexed} indexed "
+      + "chunks; showing {first}–{last}.",
+    "documents.chunks.summary.many": "{count} chunks: {sections} sections and {indexed} indexed "
+      + "chunks (the pieces that are searched); showing {first}–{last}.",
     "documents.chunks.summary.empty": "0 chunks (sections and the pieces that are searched); "
       + "showing none.",
     "documents.chunks.failed": "Could not load the chunks: {reason}",
@@ -193,6 +194,18 @@ register({
       + "importing, searching and editing are offered.",
     "documents.faq.noEditDelete": "This server has no endpoint to edit or delete FAQ entries, so "
       + "only importing and searching are offered.",
+    // issue 38 uploads (upload.js, documents.html, debug.html)
+    "documents.upload.drop": "Drop files or folders here, or choose files:",
+    "documents.upload.types": "Accepted types:",
+    "documents.upload.listLabel": "Uploads of this tab",
+    "documents.upload.clear": "Clear finished uploads",
+    "documents.upload.sending": "SENDING",
+    "documents.upload.bytes": "{percent} ({sent} of {size} bytes)",
+    "documents.upload.progressLabel": "Bytes of {name} sent",
+    "documents.upload.interrupted": "The upload was interrupted by leaving the page; upload the file again.",
+    "documents.upload.gone": "The document no longer exists (deleted).",
+    "documents.upload.noneAccepted": "None of the dropped files is of an accepted type ({skipped} left out).",
+    "documents.upload.skipped": "{skipped} files of the dropped folders are not of an accepted type and were left out.",
   },
   "zh-CN": {
     "documents.page.documents": "文档",
@@ -204,7 +217,7 @@ register({
     "documents.kb.newLabel": "新建知识库",
     "documents.kb.create": "创建",
     "documents.upload.title": "上传文档",
-    "documents.upload.label": "文件（.txt .md .html .pdf .docx）",
+    "documents.upload.label": "文件",
     "documents.upload.button": "上传",
     "documents.list.title": "文档",
     "documents.list.titleOf": "{kb} 的文档",
@@ -214,8 +227,8 @@ register({
     "documents.list.empty": "此知识库中还没有文档：请上传一些。",
     "documents.col.file": "文件",
     "documents.col.status": "状态",
-    "documents.col.chunks": "分块",
-    "documents.col.chunksTitle": "分块数（在该行显示时统计）",
+    "documents.col.chunks": "索引分块",
+    "documents.col.chunksTitle": "检索索引中的分块数，与 `ragsift ingest` 报告的一致；不含其所属章节（在该行显示时统计）",
     "documents.col.size": "大小",
     "documents.col.updated": "更新时间",
     "documents.col.key": "键",
@@ -303,8 +316,8 @@ register({
     "documents.chunks.inSectionTitle": "上级章节 {id}",
     "documents.chunks.range": "第 {first}–{last} 块，共 {total} 块",
     "documents.chunks.none": "没有分块",
-    "documents.chunks.summary.one": "共 {count} 个分块（章节及被检索的片段）；显示第 {first}–{last} 个。",
-    "documents.chunks.summary.many": "共 {count} 个分块（章节及被检索的片段）；显示第 {first}–{last} 个。",
+    "documents.chunks.summary.one": "共 {count} 个分块：{sections} 个章节、{indexed} 个索引分块；显示第 {first}–{last} 个。",
+    "documents.chunks.summary.many": "共 {count} 个分块：{sections} 个章节、{indexed} 个索引分块（被检索的片段）；显示第 {first}–{last} 个。",
     "documents.chunks.summary.empty": "共 0 个分块（章节及被检索的片段）；无可显示内容。",
     "documents.chunks.failed": "无法加载分块：{reason}",
 
@@ -366,6 +379,18 @@ register({
     "documents.faq.noEdit": "此服务器没有编辑常见问题的接口，因此只提供导入、搜索和删除。",
     "documents.faq.noDelete": "此服务器没有删除常见问题的接口，因此只提供导入、搜索和编辑。",
     "documents.faq.noEditDelete": "此服务器没有编辑或删除常见问题的接口，因此只提供导入和搜索。",
+    // issue 38 uploads (upload.js, documents.html, debug.html)
+    "documents.upload.drop": "将文件或文件夹拖放到此处，或选择文件：",
+    "documents.upload.types": "支持的类型：",
+    "documents.upload.listLabel": "此标签页的上传",
+    "documents.upload.clear": "清除已完成的上传",
+    "documents.upload.sending": "上传中",
+    "documents.upload.bytes": "{percent}（已发送 {sent} / {size} 字节）",
+    "documents.upload.progressLabel": "{name} 的上传进度",
+    "documents.upload.interrupted": "离开页面中断了上传；请重新上传此文件。",
+    "documents.upload.gone": "该文档已不存在（已删除）。",
+    "documents.upload.noneAccepted": "拖放的文件均不是支持的类型（已略过 {skipped} 个）。",
+    "documents.upload.skipped": "拖放的文件夹中有 {skipped} 个文件不是支持的类型，已略过。",
   },
 });
 
