@@ -161,3 +161,38 @@ def test_a_batch_larger_than_the_whole_token_budget_fails_with_the_reason_unsent
     with pytest.raises(UpstreamError, match="exceeds the whole budget of 20 tokens"):
         remote.embed_passages(TEXTS[:4])
     assert llm_server.embedding_log()["requests"] == []
+
+
+def test_callers_that_start_at_once_share_one_batch_pool(
+    llm_server: LLMServer, tokenizer: E5Tokenizer, embedders: list[OpenAIEmbedder],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import threading
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    import ragsift.adapters.openai_embedder as module
+
+    made: list[object] = []
+
+    class SlowPool(ThreadPoolExecutor):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            time.sleep(0.05)  # widens the window in which a second caller could build one
+            made.append(self)
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(module, "ThreadPoolExecutor", SlowPool)
+    embedder = _embedder(embedders, llm_server, tokenizer, concurrency=2)
+    results: list[int] = []
+
+    def embed() -> None:
+        results.append(sum(len(r) for r in embedder.embed_passage_batches([TEXTS[:2], TEXTS[2:4]])
+                           if not isinstance(r, Exception)))
+
+    callers = [threading.Thread(target=embed) for _ in range(4)]
+    for caller in callers:
+        caller.start()
+    for caller in callers:
+        caller.join()
+    assert results == [4, 4, 4, 4]
+    assert len(made) == 1

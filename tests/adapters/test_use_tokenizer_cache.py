@@ -60,6 +60,19 @@ def test_a_damaged_cache_file_is_parsed_again_and_replaced(
     assert use_tokenizer_cache._load(path) is not None  # rewritten whole
 
 
+@pytest.mark.parametrize("content", [(1, 2), ({}, {}), ({"x": 1}, [])],
+                         ids=["not tables", "empty tables", "wrong shapes"])
+def test_a_cache_file_of_another_structure_is_parsed_again(
+    tmp_path: Path, fresh: UsePureTokenizer, content: object
+) -> None:
+    import marshal
+
+    path = cache_path(tmp_path, MODEL)
+    path.write_bytes(marshal.dumps(content))
+    tokenizer = load_tokenizer(MODEL, tmp_path)
+    assert tokenizer.encode(TEXTS[1]) == fresh.encode(TEXTS[1])
+
+
 def test_an_unwritable_cache_folder_still_gives_a_tokenizer(
     tmp_path: Path, fresh: UsePureTokenizer
 ) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -92,6 +93,7 @@ class OpenAIEmbedder:
         self._batch_size = batch_size
         self._budget = budget or RateBudget()  # unlimited still shares Retry-After pauses
         self._pool: ThreadPoolExecutor | None = None
+        self._pool_lock = threading.Lock()  # two first callers at once must share one pool
 
     @property
     def concurrency(self) -> int:
@@ -156,10 +158,9 @@ class OpenAIEmbedder:
             for batch in batches:
                 yield self._settled(batch)
             return
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(self._concurrency, thread_name_prefix="embed")
+        pool = self._batch_pool()
         futures: list[Future[Vectors | Exception]] = [
-            self._pool.submit(self._settled, batch) for batch in batches
+            pool.submit(self._settled, batch) for batch in batches
         ]
         try:
             for future in futures:
@@ -248,9 +249,17 @@ class OpenAIEmbedder:
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         return np.ascontiguousarray(vectors / np.maximum(norms, 1e-12), dtype=np.float32)
 
+    def _batch_pool(self) -> ThreadPoolExecutor:
+        with self._pool_lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(self._concurrency, thread_name_prefix="embed")
+            return self._pool
+
     def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
+        with self._pool_lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
         self._client.close()
 
 
