@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ragsift.cli_common import DataDir, JsonFlag, echo_json, load_settings, out
+from ragsift.cli_common import DataDir, JsonFlag, echo_json, load_settings, open_repository, out
 from ragsift.domain.errors import InvalidInput
 
 SetOpt = Annotated[list[str] | None, typer.Option(
@@ -27,16 +27,13 @@ def kb_settings_command(
     with code 2 and changes nothing. After a chunking, OCR or asset change the command to
     reindex the KB's documents is printed.
     """
-    from ragsift.adapters.sql import SqlRepository
     from ragsift.kb_settings import parse_assignment
     from ragsift.kb_settings_service import KbSettingsService, settings_out
 
     values = dict(parse_assignment(text) for text in set_ or [])
     settings = load_settings(data_dir)
-    settings.data_dir.mkdir(parents=True, exist_ok=True)  # as every command does
     # the database alone: no embedder or index is opened (it runs beside `ragsift serve`)
-    repository = SqlRepository(settings.resolved_database_url)
-    try:
+    with open_repository(data_dir) as repository:
         kb = repository.get_kb_by_name(name)
         if kb is None:
             known = ", ".join(k.name for k in repository.list_kbs()) or "none"
@@ -44,8 +41,6 @@ def kb_settings_command(
         service = KbSettingsService(repository, settings)
         view = (service.update(kb.id, values, unset or []) if set_ or unset
                 else service.view(kb.id))
-    finally:
-        repository.close()
     body = settings_out(view, kb.name)
     if as_json:
         echo_json(body.model_dump(mode="json"))

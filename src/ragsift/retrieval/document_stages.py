@@ -27,7 +27,6 @@ from ragsift.retrieval.candidates import (
     off,
 )
 from ragsift.retrieval.expansion import Expansion, plan_expansion
-from ragsift.retrieval.multi_kb import by_kb
 from ragsift.retrieval.options import Options
 from ragsift.retrieval.scope import ScopeDecision, compile_filter, resolve_whitelist
 from ragsift.retrieval.scope_metadata import FilterRecords, narrow_by_filter
@@ -113,7 +112,7 @@ class ReadyStage:
     def _check(self, versions: Mapping[str, int | None], fused: Sequence[FusedHit],
                kb_of: Mapping[str, str] | None) -> ReadyOutcome:
         ids = [hit.chunk_id for hit in fused]
-        groups = {next(iter(versions)): ids} if kb_of is None else by_kb(ids, kb_of)
+        groups = {next(iter(versions)): ids} if kb_of is None else _by_kb(ids, kb_of)
         found: dict[str, tuple[Chunk, str]] = {}
         for kb_id, chunk_ids in groups.items():
             version = versions[kb_id]
@@ -358,3 +357,11 @@ def _to_hit(
         "assets": tuple(AssetRef.of(assets[i]) for i in chunk.asset_ids if i in assets),
         "metadata": metadata, "kb_id": chunk.kb_id,
     })
+
+
+def _by_kb(chunk_ids: Sequence[str], kb_of: Mapping[str, str]) -> dict[str, list[str]]:
+    """The chunk ids grouped by KB, each group in the given order."""
+    groups: dict[str, list[str]] = {}
+    for chunk in chunk_ids:
+        groups.setdefault(kb_of[chunk], []).append(chunk)
+    return groups

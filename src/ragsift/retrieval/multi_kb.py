@@ -32,7 +32,7 @@ from ragsift.domain.results import ChannelHit, RankedList, RetrievalHit
 from ragsift.domain.trace import ChannelRun, Degradation, KbSearchTrace
 from ragsift.retrieval.exact_match import Lookup
 
-if TYPE_CHECKING:  # document_stages reads by_kb from here
+if TYPE_CHECKING:
     from ragsift.retrieval.channel_stage import Retrieved
     from ragsift.retrieval.document_stages import ScopeOutcome
     from ragsift.retrieval.feedback_stage import FeedbackOutcome
@@ -193,11 +193,3 @@ def hit_kbs(per_kb: Sequence[tuple[str, Sequence[RankedList]]]) -> dict[str, str
             for hit in ranked.hits:
                 found.setdefault(hit.chunk_id, kb_id)
     return found
-
-
-def by_kb(chunk_ids: Sequence[str], kb_of: Mapping[str, str]) -> dict[str, list[str]]:
-    """The chunk ids grouped by KB, each group in the given order."""
-    groups: dict[str, list[str]] = {}
-    for chunk in chunk_ids:
-        groups.setdefault(kb_of[chunk], []).append(chunk)
-    return groups
