@@ -106,7 +106,7 @@ def test_a_request_the_api_would_refuse_is_an_api_error_raised_before_sending() 
     assert refusals[0].message == "top_k: Input should be greater than or equal to 1"
     assert refusals[0].errors[0]["loc"] == ("top_k",)
     assert refusals[1].message == "not_an_option: Extra inputs are not permitted"
-    assert "give exactly one of kb_id and kb" in refusals[2].message
+    assert "give exactly one of kb_id, kb and kbs" in refusals[2].message
     assert refusals[3].message.startswith("name: ")
     assert refusals[4].message.startswith("status: 'bogus' is not one of PENDING")
     assert refusals[5].message == "an id must not be empty"

@@ -153,8 +153,10 @@ def test_without_a_recorded_dimension_the_cli_names_the_setting_instead_of_crash
     tmp_path: Path,
 ) -> None:
     fresh = _env(tmp_path / "data", f"http://127.0.0.1:{closed_port()}/v1")
+    # a listing opens only the database: it needs no embedder, so it works
+    assert _cli(fresh, "kb", "list").returncode == 0
 
-    done = _cli(fresh, "kb", "list")
+    done = _cli(fresh, "search", "hello", "--kb", "travel")
 
     assert done.returncode == 2, done.stderr
     message = " ".join(done.stderr.split())  # rich wraps long lines

@@ -153,10 +153,14 @@ def test_options_row_sends_switches_and_the_whitelist_and_cards_show_stage_score
     for card, item in zip(cards, evidence, strict=True):
         button = card.find_element("css selector", ".evidence-card")
         assert not re.search(r"score|-\d", button.text), button.text  # no bare raw score
-        if item["dense_score"] is not None:  # absolute: the dense cosine, not scaled per turn
+        # absolute, never scaled per turn: the calibrated relevance, else the dense cosine
+        absolute = item.get("relevance")
+        if absolute is None:
+            absolute = item["dense_score"]
+        if absolute is not None:
             shown_relevance = card.find_element("css selector", ".relevance")
             assert int(shown_relevance.get_attribute("data-relevance")) == max(
-                1, round(min(1.0, item["dense_score"]) * 100))
+                1, round(min(1.0, absolute) * 100))
             assert re.search(r"Relevance \d{1,3}%", button.text)
         card.find_element("css selector", ".evidence-scores summary").click()
         shown = {dd.get_attribute("data-score"): dd.text

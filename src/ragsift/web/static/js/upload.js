@@ -178,7 +178,9 @@ export class Uploader {
     const drop = new Set(settled.slice(0, Math.max(0, this.entries.length - KEPT)));
     this.entries = this.entries.filter((entry) => !drop.has(entry));
     try {
-      sessionStorage.setItem(STORAGE_KEY, JSON.stringify(this.entries));
+      // nothing tracked leaves nothing behind in the tab's storage
+      if (this.entries.length) sessionStorage.setItem(STORAGE_KEY, JSON.stringify(this.entries));
+      else sessionStorage.removeItem(STORAGE_KEY);
     } catch {
       // storage full or off: the uploads go on, only a reload forgets them
     }
