@@ -19,7 +19,7 @@ from dataclasses import replace
 from typing import Any
 
 from ragsift.domain.filters import SearchFilter, roles_allow
-from ragsift.domain.metadata import ROLES_FIELD, Value, decode_metadata
+from ragsift.domain.metadata import ROLES_FIELD, SCOPE_KEYS, Value, decode_metadata
 from ragsift.domain.metadata_filter import Node
 from ragsift.domain.metadata_predicate import compile_predicate
 from ragsift.ports import Repository, VersionReader
@@ -128,8 +128,8 @@ class FilterRecords:
         return stamp, records
 
 
-# the scope fields filter_fields adds beside the metadata (their names are reserved keys)
-_SCOPE_KEYS = ("source", "tenant_id", "dataset_id", "visibility", "document_id", ROLES_FIELD)
+# the scope fields and roles filter_fields adds beside the metadata (reserved key names)
+_SCOPE_KEYS = SCOPE_KEYS | {ROLES_FIELD}
 
 
 def with_metadata(records: Records, sealed: Mapping[str, Mapping[str, Any]]) -> Records:
