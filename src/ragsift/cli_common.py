@@ -83,13 +83,17 @@ def open_container(
 
 
 @contextmanager
-def open_repository(data_dir: Path | None) -> Iterator[SqlRepository]:
+def open_repository(
+    data_dir: Path | None, settings: Settings | None = None
+) -> Iterator[SqlRepository]:
     """The SQL repository alone, closed afterwards: for listings, which need neither the
-    index, the embedder nor the services (~1 CPU-s of imports fewer than open_container)."""
+    index, the embedder nor the services (~1 CPU-s of imports fewer than open_container).
+    `settings`: those the caller loaded already (else read here)."""
     from ragsift.adapters.sql.repository import SqlRepository
     from ragsift.observability.logs import configure_logging
 
-    settings = load_settings(data_dir)
+    if settings is None:
+        settings = load_settings(data_dir)
     _opened.append(settings.data_dir)
     configure_logging(settings.log_format)
     settings.data_dir.mkdir(parents=True, exist_ok=True)

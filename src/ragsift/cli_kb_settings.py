@@ -33,7 +33,7 @@ def kb_settings_command(
     values = dict(parse_assignment(text) for text in set_ or [])
     settings = load_settings(data_dir)
     # the database alone: no embedder or index is opened (it runs beside `ragsift serve`)
-    with open_repository(data_dir) as repository:
+    with open_repository(data_dir, settings) as repository:
         kb = repository.get_kb_by_name(name)
         if kb is None:
             known = ", ".join(k.name for k in repository.list_kbs()) or "none"
