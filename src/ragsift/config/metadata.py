@@ -1,0 +1,20 @@
+"""User metadata per document (domain/metadata.py) and the filter language on it
+(domain/metadata_filter.py): sizes bounded so a document's row and a filter stay small."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+
+class MetadataSettings(BaseModel):
+    """Metadata and filter bounds."""
+
+    metadata_max_keys: int = Field(default=64, ge=1, le=1024)
+    metadata_max_string_chars: int = Field(default=1024, ge=1, le=65536)
+    metadata_max_list_items: int = Field(default=100, ge=1, le=10000)
+    metadata_max_bytes: int = Field(default=16384, ge=64, le=1 << 20,
+                                    description="a document's metadata as UTF-8 JSON")
+    filter_max_depth: int = Field(default=8, ge=1, le=64,
+                                  description="nesting of $and / $or / $not in a filter")
+    filter_max_nodes: int = Field(default=256, ge=1, le=10000,
+                                  description="conditions and operators in one filter")
