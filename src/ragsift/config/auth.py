@@ -23,7 +23,11 @@ class AuthSettings(BaseModel):
     bad_key_rate_per_s: float = Field(
         default=2.0, gt=0, description="requests a second one client may make with a missing "
         "or bad key before they get 429")
-    bad_key_burst: int = Field(default=20, ge=1)
+    bad_key_burst: int = Field(
+        default=20, ge=1,
+        description="requests one client may send at once with a missing or bad key before "
+        "bad_key_rate_per_s applies",
+    )
     allowed_hosts: str = Field(
         default="", description="comma-separated Host names `serve` answers besides the "
         "loopback names and the bind address; `*` allows any")

@@ -14,8 +14,14 @@ class ChatSettings(BaseModel):
     chat_timeout_s: float = Field(
         default=60.0, gt=0, description="connecting, and each wait for the next streamed piece"
     )
-    chat_max_tokens: int = Field(default=1024, ge=16, le=32768)
-    chat_temperature: float = Field(default=0.2, ge=0, le=2)
+    chat_max_tokens: int = Field(
+        default=1024, ge=16, le=32768,
+        description="most tokens of an answer the chat model may generate",
+    )
+    chat_temperature: float = Field(
+        default=0.2, ge=0, le=2,
+        description="sampling temperature of the chat model",
+    )
     chat_history_turns: int = Field(
         default=3, ge=0, le=20, description="earlier complete turns replayed in the prompt"
     )

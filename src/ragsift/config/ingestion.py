@@ -9,18 +9,22 @@ from pydantic import BaseModel, Field, model_validator
 
 
 class IngestionSettings(BaseModel):
-    """Ingestion: batching, preparation workers, chunking, OCR."""
+    """Ingestion."""
 
-    # documents an ingest registers, claims and stages together, a group closing at this many
-    # documents or chunks to embed (embedded `embedding_batch_size` texts a call): the
-    # per-batch SQL and status moves cost a one-line document's ingest 1.52-1.62 ms CPU at
-    # 16, 1.26-1.33 at 64 (docs/benchmarks.md, issue 16 night)
-    ingest_batch_documents: int = Field(default=64, ge=1, le=4096)
-    # processes that parse, chunk and BM25-analyze documents in `ragsift ingest` (process_many);
-    # 1 = in-process. Two on two free cores: 2,358 vs 1,701 chunks/s in-process (median of 3,
+    # 64: the per-batch SQL and status moves cost a one-line document's ingest 1.52-1.62 ms CPU
+    # at 16, 1.26-1.33 at 64 (docs/benchmarks.md, issue 16 night)
+    ingest_batch_documents: int = Field(
+        default=64, ge=1, le=4096,
+        description="documents an ingest registers, claims and stages together (a group also "
+        "closes at this many chunks to embed)",
+    )
+    # Two on two free cores: 2,358 vs 1,701 chunks/s in-process (median of 3,
     # docs/benchmarks.md); no faster when another process holds a core.
-    prepare_workers: int = Field(default_factory=lambda: min(2, os.cpu_count() or 1), ge=1,
-                                 le=64)
+    prepare_workers: int = Field(
+        default_factory=lambda: min(2, os.cpu_count() or 1), ge=1, le=64,
+        description="processes that parse, chunk and BM25-analyze documents in `ragsift "
+        "ingest`; 1 = in-process; default: min(2, CPU cores)",
+    )
     prepare_isolation: bool = Field(
         default=True,
         description="parse every document in a worker process, under the time and memory "
@@ -35,9 +39,19 @@ class IngestionSettings(BaseModel):
         description="address space a preparation worker may add to what it inherited; a "
         "document needing more is FAILED",
     )
-    chunk_tokens: int = Field(default=256, ge=16, le=512)
-    chunk_overlap_tokens: int = Field(default=32, ge=0)
-    parent_max_tokens: int = Field(default=1024, ge=16)
+    chunk_tokens: int = Field(
+        default=256, ge=16, le=512,
+        description="tokens of a chunk (L3), the unit that is embedded and searched",
+    )
+    chunk_overlap_tokens: int = Field(
+        default=32, ge=0,
+        description="tokens two neighbouring chunks share; less than half of chunk_tokens",
+    )
+    parent_max_tokens: int = Field(
+        default=1024, ge=16,
+        description="tokens of a parent (L2) that groups neighbouring chunks; at least "
+        "chunk_tokens",
+    )
     chunk_sections: bool = Field(
         default=True, description="write a section chunk (L1) over the parents (L2) of one "
         "top-level heading, sheet, slide or page; `ragsift reindex` adds them to older KBs",

@@ -8,7 +8,7 @@ from pydantic import BaseModel, Field
 
 
 class JobSettings(BaseModel):
-    """Ingestion jobs and workers, and shutdown."""
+    """Ingestion jobs and shutdown."""
 
     ingest_workers: int = Field(
         default=1, ge=1, le=32, description="threads of the API's background ingestion worker"

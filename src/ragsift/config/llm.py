@@ -7,10 +7,24 @@ from pydantic import BaseModel, Field
 
 
 class LlmSettings(BaseModel):
-    """Query rewrite and the LLM server."""
+    """Query rewrite."""
 
-    rewrite: bool = True
-    llm_base_url: str | None = None
-    llm_api_key: str | None = None
-    llm_model: str = "qwen2.5-7b-instruct"
-    llm_timeout_s: float = Field(default=20.0, gt=0)
+    rewrite: bool = Field(
+        default=True,
+        description="rewrite queries with the LLM (needs RAGSIFT_LLM_BASE_URL); a request's "
+        "`rewrite` overrides it",
+    )
+    llm_base_url: str | None = Field(
+        default=None,
+        description="base URL of the OpenAI-compatible chat server for rewrite and chat, e.g. "
+        "http://host:8000/v1; unset: no rewrite, extractive chat answers",
+    )
+    llm_api_key: str | None = Field(
+        default=None,
+        description="API key of the chat server (sent as Bearer)",
+    )
+    llm_model: str = Field(
+        default="qwen2.5-7b-instruct",
+        description="model name for rewrite (and chat unless chat_model is set)",
+    )
+    llm_timeout_s: float = Field(default=20.0, gt=0, description="timeout of one rewrite call")

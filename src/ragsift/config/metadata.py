@@ -7,11 +7,20 @@ from pydantic import BaseModel, Field
 
 
 class MetadataSettings(BaseModel):
-    """Metadata and filter bounds."""
+    """Metadata and filters."""
 
-    metadata_max_keys: int = Field(default=64, ge=1, le=1024)
-    metadata_max_string_chars: int = Field(default=1024, ge=1, le=65536)
-    metadata_max_list_items: int = Field(default=100, ge=1, le=10000)
+    metadata_max_keys: int = Field(
+        default=64, ge=1, le=1024,
+        description="keys of one document's metadata",
+    )
+    metadata_max_string_chars: int = Field(
+        default=1024, ge=1, le=65536,
+        description="characters of one string value in a document's metadata",
+    )
+    metadata_max_list_items: int = Field(
+        default=100, ge=1, le=10000,
+        description="items of one list value in a document's metadata",
+    )
     metadata_max_bytes: int = Field(default=16384, ge=64, le=1 << 20,
                                     description="a document's metadata as UTF-8 JSON")
     filter_max_depth: int = Field(default=8, ge=1, le=64,

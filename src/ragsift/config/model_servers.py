@@ -6,9 +6,12 @@ from pydantic import BaseModel, Field
 
 
 class ModelServerSettings(BaseModel):
-    """Model-server calls: timeouts and retries."""
+    """Model-server calls."""
 
-    http_timeout_s: float = Field(default=30.0, gt=0)
+    http_timeout_s: float = Field(
+        default=30.0, gt=0,
+        description="timeout of one call to the embedding server",
+    )
     # retries of model-server calls (embeddings, rerank, rewrite, chat): HTTP 429/502/503/504
     # and lost connections, after Retry-After or an exponential backoff with jitter
     http_retry_max_attempts: int = Field(

@@ -8,7 +8,7 @@ from pydantic import BaseModel, Field
 
 
 class ObservabilitySettings(BaseModel):
-    """Observability: log format, OpenTelemetry, progress lines."""
+    """Observability."""
 
     log_format: Literal["text", "json"] = Field(
         default="text", description="json: one JSON object per log line, with the request id"

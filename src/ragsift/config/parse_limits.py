@@ -6,9 +6,12 @@ from pydantic import BaseModel, Field
 
 
 class ParseLimitSettings(BaseModel):
-    """Parse limits: what reading one file may cost."""
+    """Parse limits."""
 
-    max_file_bytes: int = Field(default=50 * 1024 * 1024, ge=1)
+    max_file_bytes: int = Field(
+        default=50 * 1024 * 1024, ge=1,
+        description="largest file accepted, in bytes; a larger one is refused",
+    )
     # what parsing one file may cost (ragsift.ingestion.parsers.limits.ParseLimits); a file
     # under max_file_bytes can still inflate without bound
     max_uncompressed_bytes: int = Field(

@@ -13,7 +13,7 @@ _REPLY_KEY = re.compile(
 
 
 class PlanSettings(BaseModel):
-    """Retrieval plan, routing and the FAQ."""
+    """Retrieval plan, routing and FAQ."""
 
     run_doc: bool = Field(default=True, description="search document chunks")
     run_faq: bool = Field(

@@ -12,21 +12,42 @@ FusionMethod = Literal["rrf", "weighted", "zscore"]
 
 
 class RetrievalSettings(BaseModel):
-    """Retrieval: mode, top-k, fusion and request bounds."""
+    """Retrieval."""
 
-    mode: RetrievalMode = "hybrid"
-    top_k: int = Field(default=5, ge=1, le=200)
-    candidate_k: int = Field(default=30, ge=1, le=1000)
+    mode: RetrievalMode = Field(
+        default="hybrid",
+        description="channels searched: dense (embeddings), sparse (BM25) or hybrid (both, "
+        "fused)",
+    )
+    top_k: int = Field(default=5, ge=1, le=200, description="results returned; at most candidate_k")
+    candidate_k: int = Field(
+        default=30, ge=1, le=1000,
+        description="fused candidates kept for rerank and the later stages",
+    )
     channel_k: int = Field(
         default=100, ge=1, le=1000, description="candidates each channel returns before fusion"
     )
     # Defaults chosen on the dev queries of four labelled sets (docs/quality.md): z-score
     # convex fusion with BM25 at 0.7 of dense over 100 candidates per channel was the one
     # configuration at or above every set's target; plain RRF 1/1 lost to dense alone on two.
-    fusion: FusionMethod = "zscore"
-    rrf_k: int = Field(default=60, ge=1)
-    dense_weight: float = Field(default=1.0, ge=0)
-    sparse_weight: float = Field(default=0.7, ge=0)
+    fusion: FusionMethod = Field(
+        default="zscore",
+        description="how the channels' lists are fused: rrf (reciprocal rank), weighted "
+        "(min-max scores) or zscore (z-scores), weighted by dense_weight and "
+        "sparse_weight",
+    )
+    rrf_k: int = Field(
+        default=60, ge=1,
+        description="the k of reciprocal rank fusion: a hit at rank r scores 1/(k + r)",
+    )
+    dense_weight: float = Field(
+        default=1.0, ge=0,
+        description="weight of the dense channel in fusion",
+    )
+    sparse_weight: float = Field(
+        default=0.7, ge=0,
+        description="weight of the BM25 channel in fusion (not both weights 0)",
+    )
     use_tuned_fusion: bool = Field(
         default=False,
         description="use the fusion `ragsift tune` fitted to a KB (where one is stored) instead of "
@@ -54,10 +75,18 @@ class RetrievalSettings(BaseModel):
             "scores top out near n_lists/(rrf_k+1): 2/61 = 0.0328 with two lists and k=60"
         ),
     )
-    max_query_chars: int = Field(default=1000, ge=1)
-    max_document_ids: int = Field(default=50, ge=1)
-    # one search over several KBs (`kbs`): how many one request may name
-    search_max_kbs: int = Field(default=8, ge=1, le=64)
+    max_query_chars: int = Field(
+        default=1000, ge=1,
+        description="characters of a query; a longer one is refused",
+    )
+    max_document_ids: int = Field(
+        default=50, ge=1,
+        description="document ids a search may be restricted to",
+    )
+    search_max_kbs: int = Field(
+        default=8, ge=1, le=64,
+        description="KBs one search (`kbs`) may name",
+    )
 
     @model_validator(mode="after")
     def _retrieval_checks(self) -> Self:

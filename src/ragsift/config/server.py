@@ -7,7 +7,7 @@ from pydantic import BaseModel, Field
 
 
 class ServerSettings(BaseModel):
-    """API server limits."""
+    """API server."""
 
     max_json_bytes: int = Field(
         default=1024 * 1024, ge=1,

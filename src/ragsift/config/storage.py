@@ -10,9 +10,13 @@ from pydantic import BaseModel, Field, model_validator
 
 
 class StorageSettings(BaseModel):
-    """Data folder, database and object store (storage)."""
+    """Storage."""
 
-    data_dir: Path = Path(".ragsift")
+    data_dir: Path = Field(
+        default=Path(".ragsift"),
+        description="folder of ragsift's data: the SQLite database, the embedded index, "
+        "originals, caches",
+    )
     database_url: str | None = Field(
         default=None, description="SQLAlchemy URL; default: a SQLite file under data_dir"
     )
@@ -23,11 +27,17 @@ class StorageSettings(BaseModel):
     s3_endpoint_url: str | None = Field(
         default=None, description="S3-compatible endpoint, e.g. http://minio:9000"
     )
-    s3_region: str | None = None
+    s3_region: str | None = Field(
+        default=None,
+        description="region of the S3 bucket; default: boto3's usual chain",
+    )
     s3_access_key_id: str | None = Field(
         default=None, description="default: boto3's usual chain (AWS_* variables, profiles)"
     )
-    s3_secret_access_key: str | None = None
+    s3_secret_access_key: str | None = Field(
+        default=None,
+        description="secret of s3_access_key_id (set both or neither)",
+    )
 
     @model_validator(mode="after")
     def _storage_checks(self) -> Self:

@@ -11,10 +11,12 @@ from pydantic import BaseModel, Field
 class VersionSettings(BaseModel):
     """Knowledge-base versions."""
 
-    # knowledge-base versions: what a KB gets on its first change (`ragsift kb version config`
-    # changes it per KB). auto: every change is published as a new active version at once;
-    # staged: changes wait in a draft until sealed and activated.
-    kb_publish_mode: Literal["auto", "staged"] = "auto"
+    kb_publish_mode: Literal["auto", "staged"] = Field(
+        default="auto",
+        description="what a KB gets on its first change: auto = every change is published as "
+        "a new active version at once; staged = changes wait in a draft until "
+        "sealed and activated",
+    )
     kb_version_retention: int = Field(
         default=1, ge=1,
         description="sealed versions a KB keeps (the newest ones, plus the active one); "
