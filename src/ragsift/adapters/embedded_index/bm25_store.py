@@ -17,6 +17,7 @@ from pathlib import Path
 
 from tantivy import Query
 
+from ragsift.adapters.embedded_index.bm25_catalog import Bm25Catalog
 from ragsift.adapters.embedded_index.bm25_kb import (
     KbIndex,
     filter_clauses,
@@ -28,13 +29,10 @@ from ragsift.adapters.embedded_index.bm25_kb import (
     unreadable,
 )
 from ragsift.adapters.embedded_index.bm25_layout import (
-    KB_DIRECTORY,
     IndexInUse,
     SparseIndexBroken,
     SparseLayoutOutdated,
-    broken_error,
     kb_directory_name,
-    missing_meta,
 )
 from ragsift.adapters.embedded_index.bm25_rebuild import (
     UPGRADE_MARKER,
@@ -59,7 +57,7 @@ __all__ = ["IndexInUse", "SparseIndexBroken", "SparseLayoutOutdated", "TantivyBm
 logger = logging.getLogger(__name__)
 
 
-class TantivyBm25Store:
+class TantivyBm25Store(Bm25Catalog):
     """Per-kb BM25 search with document and scope filters that never change the scores.
 
     Kb indexes are created on the first upsert into the kb and opened on first use; each
@@ -85,17 +83,9 @@ class TantivyBm25Store:
         except BaseException:
             unlock_root(self._lock_fd)
             raise
-        self._root = root
-        self._schema = schema()
+        super().__init__(root, schema())
         self._write_lock = threading.Lock()
-        self._open_lock = threading.Lock()
-        self._kbs: dict[str, KbIndex] = {}
         self._rebuilds: dict[str, KbRebuild] = {}  # by kb directory name
-        # Kb indexes on disk (by directory name); only this process adds to it while locked.
-        self._names: set[str] = set()
-        # Kb indexes that cannot be opened, with why (never also in _names).
-        self._broken: dict[str, str] = {}
-        self._scan()
         # Upgrade mode: kb indexes of an older schema, never opened, waiting to be rebuilt.
         self._outdated: set[str] = set()
         if upgrade_layout:
@@ -307,20 +297,6 @@ class TantivyBm25Store:
 
     # ---- internals ----------------------------------------------------------------------
 
-    def _scan(self) -> None:
-        """Sort the kb directories on disk into openable ones and visibly damaged ones."""
-        for entry in self._root.iterdir():
-            if not KB_DIRECTORY.fullmatch(entry.name) or not entry.is_dir():
-                continue
-            try:
-                if (entry / "meta.json").is_file():
-                    self._names.add(entry.name)
-                elif missing_meta(entry):
-                    self._mark_broken(entry.name, "meta.json is missing beside the index files")
-                # else a kb whose first write never got as far as creating its index
-            except OSError as exc:  # an unreadable directory
-                self._mark_broken(entry.name, f"{type(exc).__name__}: {exc}")
-
     def _searchable(
         self, search_filter: SearchFilter, limit: int
     ) -> tuple[KbIndex, list[Query]] | None:
@@ -334,44 +310,6 @@ class TantivyBm25Store:
         kb = self._kb(kb_directory_name(kb_id), create=False, kb_id=kb_id)
         return None if kb is None else (kb, restrictions)
 
-    def _opened(self, name: str, kb_id: str | None) -> KbIndex | None:
-        return self._kb(name, create=False, kb_id=kb_id)
-
-    def _kb(self, name: str, *, create: bool, kb_id: str | None = None) -> KbIndex | None:
-        """The open index of one kb directory; None when it does not exist and not `create`.
-
-        SparseIndexBroken (naming `kb_id` where given) when it cannot be opened.
-        """
-        kb = self._kbs.get(name)
-        if kb is not None:
-            return kb
-        with self._open_lock:
-            kb = self._kbs.get(name)
-            if kb is not None:
-                return kb
-            if name not in self._broken and (create or name in self._names):
-                try:
-                    kb = KbIndex(self._root / name, self._schema)
-                except (SparseLayoutOutdated, IndexInUse):
-                    raise
-                except Exception as exc:  # tantivy reports damage as ValueError, files as OSError
-                    self._mark_broken(name, f"{type(exc).__name__}: {exc}")
-                else:
-                    self._kbs[name] = kb
-                    self._names.add(name)
-                    return kb
-            reason = self._broken.get(name)
-            if reason is None:
-                return None
-            raise broken_error(kb_id or name, reason)
-
-    def _mark_broken(self, name: str, reason: str) -> None:
-        """Keep why a kb index cannot be opened (caller holds the open lock or is __init__)."""
-        self._broken[name] = reason
-        self._names.discard(name)
-        logger.error("the BM25 index %s cannot be opened (%s); its searches and writes fail "
-                     "until `ragsift rebuild-sparse` rebuilds it", self._root / name, reason)
-
     def _writable(self, name: str, kb_id: str) -> KbIndex | None:
         """The kb's index for an upsert (created if new); None when it is broken and being
         rebuilt (the write then goes to the rebuild's journal only); else SparseIndexBroken."""
@@ -383,11 +321,6 @@ class TantivyBm25Store:
             raise
         assert kb is not None
         return kb
-
-    def _kb_names(self) -> list[str]:
-        """The kb directories on disk, sorted (a copy: writes may add one meanwhile)."""
-        with self._open_lock:
-            return sorted(self._names)
 
     def _write_targets(self) -> list[str]:
         """Every kb a delete must reach (write lock held): those on disk and those being
