@@ -337,6 +337,9 @@ class Settings(BaseSettings):
         description="require an API key (Authorization: Bearer) on /api; `ragsift serve` "
         "allows false only on a loopback address",
     )
+    serve_mcp: bool = Field(
+        default=True, description="`ragsift serve` answers MCP (streamable HTTP) at /mcp "
+        "with the same API keys, when the `mcp` extra is installed")
     metrics_public: bool = Field(
         default=False, description="serve /metrics without a key (default: admin keys only)"
     )

@@ -27,6 +27,7 @@ from ragsift.auth.keys import ApiKey, KeyScope, Role
 from ragsift.domain.models import Document, DocumentScope, DocumentStatus, Locator
 from ragsift.integrations.mcp_results import citation_label
 from ragsift.integrations.mcp_server import document_visible
+from support.live_server import serving
 from support.serve import free_port, ragsift_command, running
 
 T = TypeVar("T")
@@ -539,3 +540,39 @@ def test_importing_the_cli_does_not_import_the_mcp_sdk() -> None:
     code = ("import sys, ragsift.cli; "
             "sys.exit(any(m == 'mcp' or m.startswith('mcp.') for m in sys.modules))")
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
+
+
+def test_serve_answers_mcp_at_slash_mcp_with_the_api_keys_and_their_scope(
+    data_dir: Path, handbook_key: str, tmp_path: Path
+) -> None:
+    """MCP on the API's own port: the REST API's keys, a key's KB scope the ceiling of every
+    tool call, and the Host and Origin checks of `ragsift mcp`."""
+    with serving(data_dir, tmp_path / "serve.log", RAGSIFT_AUTH="true") as server:
+        url = f"{server.url}/mcp"
+        missing = httpx.post(url, json=INITIALIZE, headers=MCP_HEADERS)
+        assert missing.status_code == 401 and missing.headers["www-authenticate"] == "Bearer"
+        keyed = {**MCP_HEADERS, "Authorization": f"Bearer {handbook_key}"}
+        cross_site = httpx.post(url, json=INITIALIZE,
+                                headers={**keyed, "Origin": "http://attacker.example"})
+        assert cross_site.status_code == 403
+        rebound = httpx.post(url, json=INITIALIZE, headers={**keyed, "Host": "attacker.example"})
+        assert rebound.status_code == 400  # the API's Host check answers before MCP's own
+        rest = httpx.post(f"{server.url}/api/retrieval/search", json={"query": "Falcon",
+                          "kb": "other"}, headers={"Authorization": f"Bearer {handbook_key}"})
+        assert rest.status_code == 403  # the REST API refuses the same key the same KB
+
+        async def with_key() -> tuple[set[str], dict[str, Any], str]:
+            async with _http_session(url, handbook_key) as session:
+                tools = {tool.name for tool in (await session.list_tools()).tools}
+                found = _data(await session.call_tool(
+                    "search", {"query": "E-104", "kb": "handbook", "mode": "sparse"}))
+                refused = await session.call_tool(
+                    "search", {"query": "Falcon", "kb": "other", "mode": "sparse"})
+                assert refused.structured_content is None
+                return tools, found, _error_text(refused)
+
+        tools, found, refused_kb = _run(with_key)
+    assert tools == {"search", "explain", "list_knowledge_bases", "get_chunk"}
+    assert found["results"][0]["citation"]["section"] == ["Travel policy", "Error codes"]
+    assert "forbidden" in refused_kb and "may not use knowledge base" in refused_kb
+    assert "Falcon" not in refused_kb and "third of May" not in refused_kb
