@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
+from typing import TYPE_CHECKING
 
 from fastapi import Depends, FastAPI
 from fastapi.middleware.cors import CORSMiddleware
@@ -50,6 +51,9 @@ from ragsift.config import Settings
 from ragsift.domain.models import Document
 from ragsift.ports import JobQueue
 from ragsift.web import install_web
+
+if TYPE_CHECKING:
+    from ragsift.observability.otel import RetrievalSpans
 
 logger = logging.getLogger(__name__)
 
@@ -118,7 +122,7 @@ def create_app(
     # the web pages: /web/debug, /web/chat (their API calls carry the key)
     install_web(app, api_docs=docs)
     install_openapi_security(app)
-    _install_middleware(app, settings, metrics, authorizer, allowed_hosts)
+    _install_middleware(app, settings, metrics, authorizer, allowed_hosts, container.spans)
     return app
 
 
@@ -162,7 +166,7 @@ def _lifespan(
 
 def _install_middleware(
     app: FastAPI, settings: Settings, metrics: ApiMetrics, authorizer: Authorizer,
-    allowed_hosts: Sequence[str] | None,
+    allowed_hosts: Sequence[str] | None, spans: RetrievalSpans | None,
 ) -> None:
     """The middleware stack, added innermost first: metrics see every refusal; a 413 on the
     declared length takes no concurrency slot."""
@@ -181,3 +185,7 @@ def _install_middleware(
         app.add_middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts))
     app.add_middleware(CompatErrorMiddleware)  # Dify's and OpenAI's error formats on theirs
     app.add_middleware(ObserveMiddleware, metrics=metrics)
+    if spans is not None:  # outermost: the server span covers every refusal too
+        from ragsift.observability.otel_http import TraceMiddleware
+
+        app.add_middleware(TraceMiddleware, provider=spans.provider)
