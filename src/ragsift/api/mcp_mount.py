@@ -14,6 +14,7 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ragsift.bootstrap import Container
 
@@ -42,5 +43,20 @@ def mcp_mount(container: Container, allowed_hosts: Sequence[str] | None) -> McpM
         return None
     app, server = mcp_server.keyed_app(container, allowed_hosts,
                                        require_keys=container.settings.auth)
+    named = _Named(app)
     # a Route whose endpoint is an ASGI app: the path stays /mcp, which the SDK's app routes
-    return McpMount(Route(MCP_PATH, app), server.session_manager.run)
+    named.route = Route(MCP_PATH, named)
+    return McpMount(named.route, server.session_manager.run)
+
+
+class _Named:
+    """Leaves its route in the scope, as FastAPI does for its own routes only: the metrics
+    and the server span read the route template there."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+        self.route: Route | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        scope["route"] = self.route
+        await self.app(scope, receive, send)

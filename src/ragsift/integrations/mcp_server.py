@@ -63,6 +63,7 @@ from ragsift.integrations.mcp_results import (
     kb_resource,
     search_result,
 )
+from ragsift.observability.tracing import resumed
 
 logger = logging.getLogger(__name__)
 
@@ -254,7 +255,10 @@ class RagsiftTools:
         request = request.model_copy(update=principal.ceiling(
             request.tenant_ids, request.dataset_ids, request.visibilities, request.roles))
         name = "+".join(dict.fromkeys(k.name for k in found))
-        return name, await self._container.retrieval.search(request)
+        http = ctx.request_context.request
+        # the search's spans belong to this HTTP request's trace (none over stdio)
+        with resumed(getattr(http, "scope", {})):
+            return name, await self._container.retrieval.search(request)
 
     @_tool_errors
     async def search(
