@@ -523,14 +523,17 @@ def test_streamable_http_scopes_the_newer_stateless_protocol_and_binds_sessions_
 def test_streamable_http_without_keys_is_allowed_on_loopback_only(
     data_dir: Path, tmp_path: Path
 ) -> None:
-    with _http_server(data_dir, tmp_path / "server.log", "--no-auth",
-                      RAGSIFT_AUTH="true") as url:
+    # with spans to the console: `ragsift mcp` makes a server span per request as serve does
+    with _http_server(data_dir, tmp_path / "server.log", "--no-auth", RAGSIFT_AUTH="true",
+                      RAGSIFT_OTEL_EXPORTER="console") as url:
         async def listed() -> dict[str, Any]:
             async with _http_session(url, None) as session:
                 return _data(await session.call_tool("list_knowledge_bases", {}))
 
         assert {kb["name"] for kb in _run(listed)["knowledge_bases"]} == {"handbook", "other"}
         assert "API keys OFF" in (tmp_path / "server.log").read_text()
+    log = (tmp_path / "server.log").read_text()  # the spans are flushed as the server exits
+    assert '"name": "POST /mcp"' in log and '"kind": "SpanKind.SERVER"' in log
     done = _ragsift(data_dir, "mcp", "--transport", "streamable-http", "--host", "0.0.0.0",
                     "--port", str(free_port()), "--no-auth")
     assert done.returncode == 2, done.stdout + done.stderr
@@ -625,7 +628,7 @@ def test_serve_exports_an_mcp_calls_spans_over_otlp_in_the_callers_trace(
     assert attributes["http.response.status_code"].int_value == 200
     assert attributes["server.address"].string_value == "127.0.0.1"
     [searched] = [span for _, span in spans if span.name == "ragsift.search"]
-    # the request that called the tool, not the session's first (which runs the session)
+    # the request that called the tool (not the session's first, say)
     calling = max((span for span in servers
                    if span.start_time_unix_nano <= searched.start_time_unix_nano),
                   key=lambda span: span.start_time_unix_nano)

@@ -63,7 +63,6 @@ from ragsift.integrations.mcp_results import (
     kb_resource,
     search_result,
 )
-from ragsift.observability.tracing import resumed
 
 logger = logging.getLogger(__name__)
 
@@ -255,10 +254,7 @@ class RagsiftTools:
         request = request.model_copy(update=principal.ceiling(
             request.tenant_ids, request.dataset_ids, request.visibilities, request.roles))
         name = "+".join(dict.fromkeys(k.name for k in found))
-        http = ctx.request_context.request
-        # the search's spans belong to this HTTP request's trace (none over stdio)
-        with resumed(getattr(http, "scope", {})):
-            return name, await self._container.retrieval.search(request)
+        return name, await self._container.retrieval.search(request)
 
     @_tool_errors
     async def search(
@@ -505,7 +501,12 @@ def transport_security(hosts: Sequence[str], origins: Sequence[str]) -> Transpor
 def http_app(container: Container, hosts: Sequence[str], require_keys: bool) -> ASGIApp:
     """The streamable-HTTP app at /mcp (and /healthz), keys required unless `require_keys`
     is False (the CLI allows that on loopback addresses only)."""
-    return keyed_app(container, hosts, require_keys)[0]
+    app = keyed_app(container, hosts, require_keys)[0]
+    if container.spans is None:
+        return app
+    from ragsift.observability.otel_http import TraceMiddleware  # the `otel` extra
+
+    return TraceMiddleware(app, container.spans.provider)  # join the callers' traces
 
 
 def keyed_app(container: Container, hosts: Sequence[str] | None, require_keys: bool

@@ -9,7 +9,6 @@ headers. Installed only when RAGSIFT_OTEL_EXPORTER is set (opentelemetry: the `o
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -24,7 +23,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ragsift.observability.tracing import SCOPE_KEY, Answered, tracing_with
+from ragsift.observability.tracing import Answered, tracing_with
 
 # W3C only, whatever OTEL_PROPAGATORS says: what the issue and the callers (Jaeger, Tempo,
 # Langfuse SDKs) speak
@@ -122,9 +121,7 @@ class TraceMiddleware:
                 status = int(message["status"])
             await send(message)
 
-        current = trace.set_span_in_context(span, parent)
-        scope[SCOPE_KEY] = functools.partial(self._resume, current)
-        token = otel_context.attach(current)
+        token = otel_context.attach(trace.set_span_in_context(span, parent))
         try:
             with tracing_with(self._http):
                 await self.app(scope, receive, traced_send)
@@ -142,12 +139,3 @@ class TraceMiddleware:
             if status >= 500:
                 span.set_status(Status(StatusCode.ERROR))
             span.end()
-
-    @contextmanager
-    def _resume(self, current: otel_context.Context) -> Iterator[None]:
-        token = otel_context.attach(current)
-        try:
-            with tracing_with(self._http):
-                yield
-        finally:
-            otel_context.detach(token)

@@ -9,10 +9,10 @@ call costs one context-variable read.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from contextvars import ContextVar
-from typing import Any, Protocol
+from typing import Protocol
 
 import httpx
 
@@ -24,9 +24,6 @@ class HttpTracer(Protocol):
     def client_span(self, service: str, request: httpx.Request
                     ) -> AbstractContextManager[Answered]: ...
 
-
-# where the server span's middleware leaves, in the ASGI scope, how to resume its trace
-SCOPE_KEY = "ragsift.trace"
 
 _active: ContextVar[HttpTracer | None] = ContextVar("ragsift_http_tracer", default=None)
 
@@ -54,10 +51,3 @@ def tracing_with(tracer: HttpTracer) -> Iterator[None]:
     finally:
         _active.reset(token)
 
-
-def resumed(scope: Mapping[str, Any]) -> AbstractContextManager[object]:
-    """The trace of the HTTP request whose ASGI scope this is, current again: for work done
-    for it in another task (an MCP session runs its tools in the session's task, which the
-    session's first request started). Nothing when tracing is off."""
-    resume = scope.get(SCOPE_KEY)
-    return resume() if callable(resume) else nullcontext()
