@@ -34,7 +34,7 @@ from ragsift.ports import (
     TextEncoder,
 )
 from ragsift.retrieval.consistency_stage import ConsistencyStage
-from ragsift.retrieval.service import Observer, RetrievalService
+from ragsift.retrieval.service import RetrievalService
 from ragsift.versions.service import VersionService
 from ragsift.versions.writer import DraftWriter, VersionDefaults
 
@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from ragsift.ingestion.faq_service import FaqService
     from ragsift.ingestion.maintenance import MaintenanceService
     from ragsift.ingestion.pipeline import IngestionService
+    from ragsift.observability.otel import RetrievalSpans
 
 # The adapters of model servers (httpx) and of the cross-encoder are imported by the branch
 # that builds them: a CLI command on the embedded default pays for none of them.
@@ -72,6 +73,9 @@ class Container:
     object_store: ObjectStore
     # a KB's own settings (ragsift/kb_settings.py): the process settings are its defaults
     kb_settings: KbSettingsService
+    # OpenTelemetry (RAGSIFT_OTEL_EXPORTER): the retrieval spans, whose provider the API's
+    # server spans share; None when tracing is off
+    spans: RetrievalSpans | None = None
     _ingestion: IngestionService | None = field(default=None, init=False, repr=False)
     _faq: FaqService | None = field(default=None, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
@@ -275,7 +279,7 @@ def build_reranker(settings: Settings) -> Reranker | None:
     return None
 
 
-def build_observer(settings: Settings) -> Observer | None:
+def build_observer(settings: Settings) -> RetrievalSpans | None:
     """OpenTelemetry spans of every retrieval when RAGSIFT_OTEL_EXPORTER is set."""
     if settings.otel_exporter == "none":
         return None
@@ -346,10 +350,11 @@ def build(settings: Settings, upgrade_sparse_layout: bool = False,
         batch_size=settings.embedding_batch_size,
     )
     object_store = build_object_store(settings)
+    spans = build_observer(settings)
     retrieval = RetrievalService(
         repository, index, embedder, settings,
         rewriter=build_rewriter(settings), reranker=build_reranker(settings), faq_index=faq_index,
-        tuning=repository, versions=repository, observer=build_observer(settings),
+        tuning=repository, versions=repository, observer=spans,
         # the swap check's idf comes from the embedded BM25 store (others: min_idf unchecked)
         rescorers=(ConsistencyStage(settings, getattr(index, "sparse_term_stats", None)),),
         kb_defaults=kb_settings.search_defaults,
@@ -371,7 +376,7 @@ def build(settings: Settings, upgrade_sparse_layout: bool = False,
     return Container(
         settings, repository, index, embedder, retrieval, faq_index,
         conversations=conversations, chat=chat, versions=versions, drafts=drafts,
-        object_store=object_store, kb_settings=kb_settings,
+        object_store=object_store, kb_settings=kb_settings, spans=spans,
     )
 
 

@@ -27,6 +27,8 @@ from ragsift.auth.keys import ApiKey, KeyScope, Role
 from ragsift.domain.models import Document, DocumentScope, DocumentStatus, Locator
 from ragsift.integrations.mcp_results import citation_label
 from ragsift.integrations.mcp_server import document_visible
+from support.live_server import LiveServer, serving
+from support.otlp_receiver import OtlpReceiver, otlp_receiver
 from support.serve import free_port, ragsift_command, running
 
 T = TypeVar("T")
@@ -521,14 +523,17 @@ def test_streamable_http_scopes_the_newer_stateless_protocol_and_binds_sessions_
 def test_streamable_http_without_keys_is_allowed_on_loopback_only(
     data_dir: Path, tmp_path: Path
 ) -> None:
-    with _http_server(data_dir, tmp_path / "server.log", "--no-auth",
-                      RAGSIFT_AUTH="true") as url:
+    # with spans to the console: `ragsift mcp` makes a server span per request as serve does
+    with _http_server(data_dir, tmp_path / "server.log", "--no-auth", RAGSIFT_AUTH="true",
+                      RAGSIFT_OTEL_EXPORTER="console") as url:
         async def listed() -> dict[str, Any]:
             async with _http_session(url, None) as session:
                 return _data(await session.call_tool("list_knowledge_bases", {}))
 
         assert {kb["name"] for kb in _run(listed)["knowledge_bases"]} == {"handbook", "other"}
         assert "API keys OFF" in (tmp_path / "server.log").read_text()
+    log = (tmp_path / "server.log").read_text()  # the spans are flushed as the server exits
+    assert '"name": "POST /mcp"' in log and '"kind": "SpanKind.SERVER"' in log
     done = _ragsift(data_dir, "mcp", "--transport", "streamable-http", "--host", "0.0.0.0",
                     "--port", str(free_port()), "--no-auth")
     assert done.returncode == 2, done.stdout + done.stderr
@@ -539,3 +544,94 @@ def test_importing_the_cli_does_not_import_the_mcp_sdk() -> None:
     code = ("import sys, ragsift.cli; "
             "sys.exit(any(m == 'mcp' or m.startswith('mcp.') for m in sys.modules))")
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
+
+
+@pytest.fixture(scope="module")
+def served(data_dir: Path, tmp_path_factory: pytest.TempPathFactory
+           ) -> Iterator[tuple[LiveServer, OtlpReceiver]]:
+    """`ragsift serve` on the module's data (keys on), exporting spans over OTLP/HTTP to a
+    receiver in this process (exported every 100 ms)."""
+    log = tmp_path_factory.mktemp("serve") / "serve.log"
+    with otlp_receiver() as receiver, serving(
+            data_dir, log, RAGSIFT_AUTH="true", RAGSIFT_OTEL_EXPORTER="otlp",
+            RAGSIFT_OTEL_ENDPOINT=receiver.url, OTEL_BSP_SCHEDULE_DELAY="100") as server:
+        yield server, receiver
+
+
+def test_serve_answers_mcp_at_slash_mcp_with_the_api_keys_and_their_scope(
+    served: tuple[LiveServer, OtlpReceiver], handbook_key: str
+) -> None:
+    """MCP on the API's own port: the REST API's keys, a key's KB scope the ceiling of every
+    tool call, and the Host and Origin checks of `ragsift mcp`."""
+    server, _ = served
+    url = f"{server.url}/mcp"
+    missing = httpx.post(url, json=INITIALIZE, headers=MCP_HEADERS)
+    assert missing.status_code == 401 and missing.headers["www-authenticate"] == "Bearer"
+    keyed = {**MCP_HEADERS, "Authorization": f"Bearer {handbook_key}"}
+    cross_site = httpx.post(url, json=INITIALIZE,
+                            headers={**keyed, "Origin": "http://attacker.example"})
+    assert cross_site.status_code == 403
+    rebound = httpx.post(url, json=INITIALIZE, headers={**keyed, "Host": "attacker.example"})
+    assert rebound.status_code == 400  # the API's Host check answers before MCP's own
+    rest = httpx.post(f"{server.url}/api/retrieval/search", json={"query": "Falcon",
+                      "kb": "other"}, headers={"Authorization": f"Bearer {handbook_key}"})
+    assert rest.status_code == 403  # the REST API refuses the same key the same KB
+
+    async def with_key() -> tuple[set[str], dict[str, Any], str]:
+        async with _http_session(url, handbook_key) as session:
+            tools = {tool.name for tool in (await session.list_tools()).tools}
+            found = _data(await session.call_tool(
+                "search", {"query": "E-104", "kb": "handbook", "mode": "sparse"}))
+            refused = await session.call_tool(
+                "search", {"query": "Falcon", "kb": "other", "mode": "sparse"})
+            assert refused.structured_content is None
+            return tools, found, _error_text(refused)
+
+    tools, found, refused_kb = _run(with_key)
+    assert tools == {"search", "explain", "list_knowledge_bases", "get_chunk"}
+    assert found["results"][0]["citation"]["section"] == ["Travel policy", "Error codes"]
+    assert "forbidden" in refused_kb and "may not use knowledge base" in refused_kb
+    assert "Falcon" not in refused_kb and "third of May" not in refused_kb
+
+
+def test_serve_exports_an_mcp_calls_spans_over_otlp_in_the_callers_trace(
+    served: tuple[LiveServer, OtlpReceiver], handbook_key: str
+) -> None:
+    """A real OTLP/HTTP exporter to a receiver decoding its protobuf: the MCP request's
+    server span is a child of the caller's traceparent, the search span a child of it."""
+    server, receiver = served
+    trace_id, caller = "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331"
+
+    async def search() -> None:
+        headers = {"Authorization": f"Bearer {handbook_key}",
+                   "traceparent": f"00-{trace_id}-{caller}-01"}
+        async with httpx2.AsyncClient(headers=headers, timeout=60) as http, \
+                streamable_http_client(f"{server.url}/mcp", http_client=http) as (read, write), \
+                ClientSession(read, write) as session:
+            await session.initialize()
+            _data(await session.call_tool("search", {"query": "E-104", "kb": "handbook"}))
+
+    _run(search)
+
+    def ours(spans: list[tuple[str, Any]]) -> bool:  # the search's span and its parent's
+        ids = {span.span_id for _, span in spans}
+        return any(span.name == "ragsift.search" and span.trace_id.hex() == trace_id
+                   and span.parent_span_id in ids for _, span in spans)
+
+    spans = [(service, span) for service, span in receiver.wait_for(ours)
+             if span.trace_id.hex() == trace_id]
+    assert {service for service, _ in spans} == {"ragsift"}
+    servers = [span for _, span in spans if span.name == "POST /mcp"]
+    assert servers and all(span.parent_span_id.hex() == caller for span in servers)
+    attributes = {a.key: a.value for a in servers[0].attributes}
+    assert attributes["http.route"].string_value == "/mcp"
+    assert attributes["http.response.status_code"].int_value == 200
+    assert attributes["server.address"].string_value == "127.0.0.1"
+    [searched] = [span for _, span in spans if span.name == "ragsift.search"]
+    # the request that called the tool (not the session's first, say)
+    calling = max((span for span in servers
+                   if span.start_time_unix_nano <= searched.start_time_unix_nano),
+                  key=lambda span: span.start_time_unix_nano)
+    assert searched.parent_span_id == calling.span_id and len(servers) >= 3
+    assert any(span.parent_span_id == searched.span_id for _, span in spans
+               if span.name.startswith("ragsift.stage."))

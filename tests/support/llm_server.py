@@ -223,6 +223,9 @@ class Handler(BaseHTTPRequestHandler):
             self._last[kind] = {
                 "path": self.path,
                 "authorization": self.headers.get("Authorization"),
+                # W3C trace context, which a traced ragsift passes on
+                "traceparent": self.headers.get("traceparent"),
+                "baggage": self.headers.get("baggage"),
                 "body": body,
             }
             config = dict(_state["chat" if kind == "chat" else "rerank"])

@@ -35,6 +35,7 @@ from tenacity.stop import stop_base
 
 from ragsift.domain.errors import UpstreamError
 from ragsift.domain.retries import note_retry
+from ragsift.observability.tracing import client_span
 
 logger = logging.getLogger(__name__)
 
@@ -249,12 +250,16 @@ def post_once(
     time_left: float | None = None,
 ) -> httpx.Response:
     """One attempt of post_json, its timeouts cut to `time_left` (None: the client's own)."""
-    try:
-        response = client.post(url, json=body, timeout=capped_timeout(client.timeout, time_left))
-    except httpx.TimeoutException as exc:
-        raise UpstreamError(f"{service} timed out: {type(exc).__name__}") from exc
-    except httpx.HTTPError as exc:
-        raise transport_error(exc, f"{service} unreachable: {exc}") from exc
+    request = client.build_request("POST", url, json=body,
+                                   timeout=capped_timeout(client.timeout, time_left))
+    with client_span(service, request) as answered:  # a no-op unless tracing is on
+        try:
+            response = client.send(request)
+        except httpx.TimeoutException as exc:
+            raise UpstreamError(f"{service} timed out: {type(exc).__name__}") from exc
+        except httpx.HTTPError as exc:
+            raise transport_error(exc, f"{service} unreachable: {exc}") from exc
+        answered(response.status_code)
     if response.status_code >= 400:
         raise status_error(service, response.status_code, response.headers, response.text)
     return response

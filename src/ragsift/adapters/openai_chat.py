@@ -19,6 +19,7 @@ from ragsift.adapters.http_post import (
 )
 from ragsift.domain.chat import ChatMessage, TokenUsage
 from ragsift.domain.errors import UpstreamError
+from ragsift.observability.tracing import client_span
 
 logger = logging.getLogger(__name__)
 
@@ -239,14 +240,17 @@ class OpenAIChatModel:
             request = client.build_request(
                 "POST", self._url, json=body, timeout=capped_timeout(client.timeout, time_left)
             )
-            try:
-                response = await client.send(request, stream=True)
-            except httpx.TimeoutException as exc:
-                raise UpstreamError(f"chat model timed out: {type(exc).__name__}") from exc
-            except httpx.HTTPError as exc:
-                raise transport_error(
-                    exc, f"chat model stream failed: {type(exc).__name__}: {exc}"
-                ) from exc
+            # the client span covers opening the stream (to its status), not its reading
+            with client_span("chat model", request) as answered:
+                try:
+                    response = await client.send(request, stream=True)
+                except httpx.TimeoutException as exc:
+                    raise UpstreamError(f"chat model timed out: {type(exc).__name__}") from exc
+                except httpx.HTTPError as exc:
+                    raise transport_error(
+                        exc, f"chat model stream failed: {type(exc).__name__}: {exc}"
+                    ) from exc
+                answered(response.status_code)
             if response.status_code >= 400:
                 try:
                     text = (await response.aread()).decode("utf-8", "replace")

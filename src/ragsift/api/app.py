@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
+from typing import TYPE_CHECKING
 
 from fastapi import Depends, FastAPI
 from fastapi.middleware.cors import CORSMiddleware
@@ -35,6 +36,7 @@ from ragsift.api.auth import AuditMiddleware, Authorizer
 from ragsift.api.compat_errors import CompatErrorMiddleware
 from ragsift.api.deps import AppState
 from ragsift.api.errors import install_error_handlers
+from ragsift.api.mcp_mount import mcp_mount
 from ragsift.api.metrics import ApiMetrics
 from ragsift.api.middleware import (
     BodyLimitMiddleware,
@@ -49,6 +51,9 @@ from ragsift.config import Settings
 from ragsift.domain.models import Document
 from ragsift.ports import JobQueue
 from ragsift.web import install_web
+
+if TYPE_CHECKING:
+    from ragsift.observability.otel import RetrievalSpans
 
 logger = logging.getLogger(__name__)
 
@@ -87,7 +92,9 @@ def create_app(
     def budget() -> float:
         return shutdown_budget_s() if shutdown_budget_s else settings.shutdown_timeout_s
 
-    lifespan = _lifespan(container, worker, queue, budget, recover=recover, ingest=ingest)
+    mcp = mcp_mount(container, allowed_hosts)
+    lifespan = _lifespan(container, worker, queue, budget, recover=recover, ingest=ingest,
+                         mcp=mcp.running if mcp is not None else None)
     docs = settings.api_docs
     app = FastAPI(
         title="ragsift",
@@ -110,21 +117,31 @@ def create_app(
                    routes_embeddings, routes_kb_settings, routes_feedback, routes_texts):
         app.include_router(module.router, dependencies=guarded)
     app.include_router(routes_conversations.kb_router, dependencies=guarded)
+    if mcp is not None:  # its own key check (the same keys), not the REST dependency
+        app.router.routes.append(mcp.route)
     # the web pages: /web/debug, /web/chat (their API calls carry the key)
     install_web(app, api_docs=docs)
     install_openapi_security(app)
-    _install_middleware(app, settings, metrics, authorizer, allowed_hosts)
+    _install_middleware(app, settings, metrics, authorizer, allowed_hosts, container.spans)
     return app
 
 
 def _lifespan(
     container: Container, worker: IngestionWorker, queue: JobQueue | None,
     budget: Callable[[], float], *, recover: bool, ingest: bool,
+    mcp: Callable[[], AbstractAsyncContextManager[None]] | None = None,
 ) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
-    """The app's start (the worker, recovery) and shutdown (the worker's budget, the queue)."""
+    """The app's start (the worker, recovery, the MCP session manager) and shutdown (the
+    worker's budget, the queue)."""
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        # the MCP sessions' task group outlives every request, and ends after the worker
+        async with mcp() if mcp is not None else nullcontext(), work():
+            yield
+
+    @asynccontextmanager
+    async def work() -> AsyncIterator[None]:
         if not ingest:
             yield
             return
@@ -149,7 +166,7 @@ def _lifespan(
 
 def _install_middleware(
     app: FastAPI, settings: Settings, metrics: ApiMetrics, authorizer: Authorizer,
-    allowed_hosts: Sequence[str] | None,
+    allowed_hosts: Sequence[str] | None, spans: RetrievalSpans | None,
 ) -> None:
     """The middleware stack, added innermost first: metrics see every refusal; a 413 on the
     declared length takes no concurrency slot."""
@@ -168,3 +185,7 @@ def _install_middleware(
         app.add_middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts))
     app.add_middleware(CompatErrorMiddleware)  # Dify's and OpenAI's error formats on theirs
     app.add_middleware(ObserveMiddleware, metrics=metrics)
+    if spans is not None:  # outermost: the server span covers every refusal too
+        from ragsift.observability.otel_http import TraceMiddleware
+
+        app.add_middleware(TraceMiddleware, provider=spans.provider)

@@ -45,6 +45,9 @@ class ServerSettings(BaseModel):
     page_preview_max_width: int = Field(
         default=2000, ge=64, le=8000, description="widest PDF page preview the API renders"
     )
+    serve_mcp: bool = Field(
+        default=True, description="`ragsift serve` answers MCP (streamable HTTP) at /mcp "
+        "with the same API keys, when the `mcp` extra is installed")
     api_docs: bool = Field(
         default=False, description="serve Swagger UI at /docs and ReDoc at /redoc (from the "
         "package, under the pages' CSP); /openapi.json is always served")

@@ -501,15 +501,31 @@ def transport_security(hosts: Sequence[str], origins: Sequence[str]) -> Transpor
 def http_app(container: Container, hosts: Sequence[str], require_keys: bool) -> ASGIApp:
     """The streamable-HTTP app at /mcp (and /healthz), keys required unless `require_keys`
     is False (the CLI allows that on loopback addresses only)."""
+    app = keyed_app(container, hosts, require_keys)[0]
+    if container.spans is None:
+        return app
+    from ragsift.observability.otel_http import TraceMiddleware  # the `otel` extra
+
+    return TraceMiddleware(app, container.spans.provider)  # join the callers' traces
+
+
+def keyed_app(container: Container, hosts: Sequence[str] | None, require_keys: bool
+              ) -> tuple[ASGIApp, MCPServer[Any]]:
+    """`http_app` and its server, whose `session_manager.run()` must be running while the app
+    serves: its own lifespan runs it; `ragsift serve`, which routes /mcp to the app, runs it
+    in its lifespan. `hosts` None: no Host or Origin check (in-process clients only)."""
     settings = container.settings
     origins = [o.strip() for o in settings.cors_origins.split(",") if o.strip()]
-    app: ASGIApp = build_server(container, http_keys=require_keys).streamable_http_app(
-        streamable_http_path=MCP_PATH, transport_security=transport_security(hosts, origins))
+    security = (TransportSecuritySettings(enable_dns_rebinding_protection=False)
+                if hosts is None else transport_security(hosts, origins))
+    server = build_server(container, http_keys=require_keys)
+    app: ASGIApp = server.streamable_http_app(streamable_http_path=MCP_PATH,
+                                              transport_security=security)
     if not require_keys:
-        return app
+        return app, server
     return KeyAuthMiddleware(app, KeyService(container.repository), settings.key_rate_per_s,
                              settings.key_burst, settings.bad_key_rate_per_s,
-                             settings.bad_key_burst)
+                             settings.bad_key_burst), server
 
 
 def run_stdio(container: Container, api_key: str | None) -> None:

@@ -10,6 +10,7 @@ new re-scorer is one more object in `rescorers`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import time
@@ -181,17 +182,20 @@ class RetrievalService:
             if kb is not None:
                 judge = functools.partial(self._scope_judge.judge, kb.id, kb.name)
             faq_threshold = None if defaults is None else defaults.faq_direct_threshold
-        started_ns = time.time_ns()
-        result = await run_plan(
-            request, self._settings,
-            functools.partial(self._search_documents, targets=targets), self._faq, version_of,
-            judge, faq_threshold=faq_threshold,
-        )
-        if self._observer is not None:
-            try:
-                self._observer(result, started_ns, time.time_ns())
-            except Exception:
-                logger.exception("the retrieval observer failed (the search did not)")
+        # an observer with `searching` (OpenTelemetry) keeps a span current while it runs
+        live = getattr(self._observer, "searching", None)
+        with live() if live is not None else contextlib.nullcontext():
+            started_ns = time.time_ns()
+            result = await run_plan(
+                request, self._settings,
+                functools.partial(self._search_documents, targets=targets), self._faq,
+                version_of, judge, faq_threshold=faq_threshold,
+            )
+            if self._observer is not None:
+                try:
+                    self._observer(result, started_ns, time.time_ns())
+                except Exception:
+                    logger.exception("the retrieval observer failed (the search did not)")
         return result
 
     def _targets(
