@@ -20,9 +20,12 @@ run, so a change of machine load hits both), medians over --runs:
 - with --serve, `ragsift serve --no-auth`: wall seconds until GET /healthz answers 200 and
   the CPU seconds the server had used by then (from /proc).
 
-One warm-up of each command per configuration runs first (page cache, .pyc files, the model
-cache's files). The load average is read before and after; the machine is shared, so the old /
-new ratios of one run matter more than the absolute figures.
+Both source trees are byte-compiled first (`compileall`), as an installed wheel is: this
+machine's environment sets PYTHONDONTWRITEBYTECODE=1, under which a fresh worktree never
+gets its .pyc files and every run compiled ragsift's ~170 modules from source (~0.3-0.5
+CPU-s of a search; measured 2026-12-06). One warm-up of each command per configuration runs
+first (page cache, the model cache's files). The load average is read before and after; the
+machine is shared, so the old / new ratios of one run matter more than the absolute figures.
 
 Usage: python benchmarks/cold_start.py [--runs 3] [--old-commit 872d442]
        [--old-dir /tmp/ragsift-cold-old] [--keep-old] [--serve] [--output FILE.md]
@@ -195,6 +198,8 @@ def measure_serve(config: Config) -> None:
 def prepare(config: Config, measures: list[Callable[[Config], None]]) -> None:
     """The two KBs, ingested with the configuration's own code, then one warm-up of each."""
     samples = ROOT / "samples"
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(config.src)], check=True,
+                   capture_output=True)
     cli(config, "ingest", str(samples / ZH), str(samples / EN), "--kb", "mixed")
     cli(config, "ingest", str(samples / ZH), "--kb", "zh")
     _, _, out = child_run(config, ["-c", "import ragsift; print(ragsift.__file__)"])

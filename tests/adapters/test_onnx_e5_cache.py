@@ -14,9 +14,27 @@ from typing import Any
 import pytest
 
 from ragsift.adapters.onnx_e5 import cache
-from ragsift.adapters.onnx_e5.cache import graph_path, load_or_build, write_atomically
+from ragsift.adapters.onnx_e5.cache import (
+    graph_path,
+    load_or_build,
+    save_external,
+    single_file_graph_path,
+    weights_path,
+    write_atomically,
+)
 
 DIGEST = "ab" * 32
+
+
+def _save(path: Path, data: bytes) -> None:
+    """Stands in for save_external with the fake graphs below: the graph and its weights."""
+    write_atomically(path, data)
+    weights_path(path).write_bytes(b"weights")
+
+
+def _saved(path: Path, data: bytes) -> None:
+    path.write_bytes(data)
+    weights_path(path).write_bytes(b"weights")
 
 
 class _Session:
@@ -75,18 +93,20 @@ def test_a_failed_write_removes_its_temporary_file(tmp_path: Path,
 
 def test_a_saved_graph_is_opened_without_building(tmp_path: Path) -> None:
     path = graph_path(tmp_path, DIGEST)
-    path.write_bytes(b"graph v1")
+    _saved(path, b"graph v1")
     opened: list[str | bytes] = []
-    loaded = load_or_build(tmp_path, DIGEST, lambda: pytest.fail("built"), _loader(opened))
+    loaded = load_or_build(tmp_path, DIGEST, lambda: pytest.fail("built"), _loader(opened),
+                           save=_save)
     assert (loaded.built, loaded.source, opened) == (False, str(path), [str(path)])
 
 
 def test_a_graph_of_other_weights_under_the_name_is_rebuilt(tmp_path: Path) -> None:
     path = graph_path(tmp_path, DIGEST)
-    path.write_bytes(b"graph old")
+    _saved(path, b"graph old")
     opened: list[str | bytes] = []
     stale = {cache.SOURCE_KEY: "cd" * 32, cache.BUILDER_KEY: cache.BUILDER_VERSION}
-    loaded = load_or_build(tmp_path, DIGEST, lambda: b"graph new", _loader(opened, stale))
+    loaded = load_or_build(tmp_path, DIGEST, lambda: b"graph new", _loader(opened, stale),
+                           save=_save)
     assert loaded.built and path.read_bytes() == b"graph new"
 
 
@@ -94,19 +114,25 @@ def test_an_unwritable_cache_folder_serves_the_graph_from_memory(tmp_path: Path)
     blocker = tmp_path / "file"
     blocker.write_text("a file where the folder should be")
     opened: list[str | bytes] = []
-    loaded = load_or_build(blocker / "models", DIGEST, lambda: b"graph", _loader(opened))
+    loaded = load_or_build(blocker / "models", DIGEST, lambda: b"graph", _loader(opened),
+                           save=_save)
     assert (loaded.built, loaded.source) == (True, b"graph")
 
 
 def test_a_killed_builds_old_temporary_file_is_removed_by_the_next_build(tmp_path: Path) -> None:
     path = graph_path(tmp_path, DIGEST)
-    old, young = (tmp_path / f"{path.name}.{tag}.tmp" for tag in ("old", "young"))
+    old, young, old_dir = (tmp_path / f"{path.name}.{tag}.tmp"
+                           for tag in ("old", "young", "folder"))
     for temp in (old, young):
         temp.write_bytes(b"graph half")
+    old_dir.mkdir()  # save_external's temporary folder
+    (old_dir / "weights").write_bytes(b"half")
     hours_ago = time.time() - 2 * cache.STALE_TEMPORARY_S
-    os.utime(old, (hours_ago, hours_ago))
-    load_or_build(tmp_path, DIGEST, lambda: b"graph", _loader([]))
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([path.name, young.name])
+    for temp in (old, old_dir):
+        os.utime(temp, (hours_ago, hours_ago))
+    load_or_build(tmp_path, DIGEST, lambda: b"graph", _loader([]), save=_save)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [path.name, weights_path(path).name, young.name])
 
 
 def test_the_weights_digest_is_hashed_once_then_read_from_the_cache(tmp_path: Path) -> None:
@@ -124,3 +150,81 @@ def test_the_weights_digest_is_hashed_once_then_read_from_the_cache(tmp_path: Pa
     weights.write_bytes(b"v" * 1001)  # other weights: hashed again
     cache.remembered_digest(str(weights), tmp_path / "cache", digest)
     assert len(hashed) == 2
+
+
+def test_a_graph_saved_in_one_file_by_an_earlier_version_is_converted_not_rebuilt(
+    tmp_path: Path,
+) -> None:
+    single_file_graph_path(tmp_path, DIGEST).write_bytes(b"graph in one file")
+    saved: list[bytes] = []
+
+    def save(path: Path, data: bytes) -> None:
+        saved.append(data)
+        _save(path, data)
+
+    loaded = load_or_build(tmp_path, DIGEST, lambda: pytest.fail("built"), _loader([]),
+                           save=save)
+    path = graph_path(tmp_path, DIGEST)
+    assert saved == [b"graph in one file"] and loaded.source == str(path)
+    assert weights_path(path).is_file()
+
+
+def test_a_graph_whose_weights_file_is_missing_is_rebuilt(tmp_path: Path) -> None:
+    path = graph_path(tmp_path, DIGEST)
+    path.write_bytes(b"graph without weights")
+    loaded = load_or_build(tmp_path, DIGEST, lambda: b"graph new", _loader([]), save=_save)
+    assert loaded.built and path.read_bytes() == b"graph new"
+
+
+def _tiny_model() -> bytes:
+    """y = x @ W with a 64x64 float32 W (16 KB): big enough to be saved as external data."""
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+
+    weight = np.arange(64 * 64, dtype=np.float32).reshape(64, 64) / 4096
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["y"])], "tiny",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 64])],
+        [numpy_helper.from_array(weight, "w")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    data: bytes = model.SerializeToString()
+    return data
+
+
+def test_save_external_keeps_the_weights_beside_a_small_graph_with_equal_outputs(
+    tmp_path: Path,
+) -> None:
+    import numpy as np
+    import onnxruntime as ort
+
+    data = _tiny_model()
+    path = tmp_path / "tiny.onnx"
+    save_external(path, data)
+    assert path.stat().st_size < 1000 and weights_path(path).stat().st_size == 64 * 64 * 4
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tiny.onnx", "tiny.onnx.data"]
+    x = {"x": np.linspace(-1, 1, 64, dtype=np.float32)[None, :]}
+    (mapped,) = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, x)
+    (inline,) = ort.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, x)
+    assert np.array_equal(mapped, inline)
+
+
+def test_save_external_interrupted_before_the_graph_leaves_no_graph_nor_temporaries(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    renames: list[str] = []
+    real_replace = os.replace
+
+    def replace(source: str | Path, target: str | Path) -> None:
+        if renames:  # the second rename, the graph's: as if killed here
+            raise OSError("killed")
+        renames.append(str(target))
+        real_replace(source, target)
+
+    monkeypatch.setattr(cache.os, "replace", replace)
+    path = tmp_path / "tiny.onnx"
+    with pytest.raises(OSError, match="killed"):
+        save_external(path, _tiny_model())
+    assert [p.name for p in tmp_path.iterdir()] == ["tiny.onnx.data"]

