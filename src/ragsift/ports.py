@@ -260,6 +260,12 @@ class Repository(Protocol):
         """Replace a document's (validated) metadata; NotFound when it does not exist."""
         ...
 
+    def update_metadata(self, document_id: str,
+                        change: Callable[[dict[str, Any]], dict[str, Any]]) -> dict[str, Any]:
+        """Write `change(current metadata)` atomically (no concurrent change is lost); the
+        result; NotFound when the document does not exist."""
+        ...
+
     def filter_fields(self, kb_id: str) -> dict[str, dict[str, Any]]:
         """document id -> its metadata plus scope fields, for every document of the KB."""
         ...

@@ -3,7 +3,7 @@ read it from here), and read per KB for a filter and per hit for the results."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -31,6 +31,26 @@ class MetadataRepositoryMixin:
                 .values(meta=dict(metadata), updated_at=datetime.now(UTC)))
             if result.rowcount == 0:  # type: ignore[attr-defined]
                 raise NotFound(f"document {document_id!r} does not exist")
+
+    def update_metadata(self, document_id: str,
+                        change: Callable[[dict[str, Any]], dict[str, Any]]) -> dict[str, Any]:
+        """Read a document's metadata, write `change(current)` and return it, atomically: two
+        concurrent changes (a PATCH of key a, one of key b) both land instead of the later
+        write dropping the earlier one's key. `change` may raise (nothing is written)."""
+        with self._sessions.begin() as session:
+            where = DocumentRow.id == document_id
+            if session.get_bind().dialect.name == "sqlite":
+                # the write lock first (as BEGIN IMMEDIATE): a deferred transaction that read
+                # first could not wait for it, and pysqlite reads outside any transaction
+                session.execute(update(DocumentRow).where(where).values(id=DocumentRow.id))
+            current = session.execute(  # PostgreSQL: the row locked until the commit
+                select(DocumentRow.meta).where(where).with_for_update()).first()
+            if current is None:
+                raise NotFound(f"document {document_id!r} does not exist")
+            metadata = change(dict(current[0] or {}))
+            session.execute(update(DocumentRow).where(where)
+                            .values(meta=dict(metadata), updated_at=datetime.now(UTC)))
+        return metadata
 
     def filter_fields(self, kb_id: str) -> dict[str, dict[str, Any]]:
         """document id -> its metadata (JSON form), scope fields and allowed roles (as
