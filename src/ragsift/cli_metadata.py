@@ -108,6 +108,8 @@ def docs_meta(
             # merged with the metadata as it is when written (a serve may change it meanwhile)
             metadata = container.repository.update_metadata(doc_id, lambda current: (
                 merge_metadata({} if replace else current, patch, limits)))
+            if metadata != document.metadata:  # auto mode publishes it, as any change
+                container.versions.metadata_changed(knowledge_base)
     if as_json:
         echo_json(metadata)
         return

@@ -106,6 +106,8 @@ def _accept_all(
                    and wanted != document.metadata)
         if wanted is not None and not ignored:  # the document's own: no re-embedding
             state.container.repository.set_metadata(document.id, wanted)
+            if outcome.duplicate and wanted != document.metadata:  # no ingest will publish it
+                state.container.versions.metadata_changed(kb)
         accepted.append(UploadedDocument(
             id=document.id, filename=uploaded.filename, status=document.status,
             duplicate=outcome.duplicate, error=document.error, key=document.key,
@@ -257,6 +259,8 @@ def patch_document(document_id: str, body: DocumentPatch, state: State) -> Docum
     else:  # merged with the metadata as it is when written, not as read above
         metadata = state.container.repository.update_metadata(
             document_id, lambda current: merge_metadata(current, body.metadata, limits))
+    if metadata != document.metadata:  # a change of the document: auto mode publishes it
+        state.container.versions.metadata_changed(require_kb(state.container, document.kb_id))
     return document.model_copy(update={"metadata": metadata})
 
 
