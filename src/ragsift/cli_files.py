@@ -101,10 +101,14 @@ def sync(
         todo = plan.add + [source for source, _ in plan.replace]
         tally = _run(container, knowledge_base, todo, None, metadata) if todo else Tally()
         # a changed sidecar beside an unchanged file changes only the metadata
+        changed_metadata = False
         for source, document in plan.unchanged + plan.touched:
             wanted = metadata.get(source.key)
             if wanted is not None and wanted != document.metadata:
                 container.repository.set_metadata(document.id, wanted)
+                changed_metadata = True
+        if changed_metadata:  # a change of the draft like any other: auto mode publishes it
+            container.versions.metadata_changed(knowledge_base)
         for document in plan.delete:
             container.ingestion.delete_document(document.id)
             out.print(f"[red]deleted[/] {escape(document.key or document.filename)}")

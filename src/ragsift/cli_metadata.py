@@ -104,9 +104,12 @@ def docs_meta(
             raise InvalidInput(f"document {doc_id!r} is not in knowledge base {kb!r}")
         metadata = dict(document.metadata)
         if patch or replace:
-            metadata = merge_metadata({} if replace else metadata, patch,
-                                      metadata_limits(container.settings))
-            container.repository.set_metadata(doc_id, metadata)
+            limits = metadata_limits(container.settings)
+            # merged with the metadata as it is when written (a serve may change it meanwhile)
+            metadata = container.repository.update_metadata(doc_id, lambda current: (
+                merge_metadata({} if replace else current, patch, limits)))
+            if metadata != document.metadata:  # auto mode publishes it, as any change
+                container.versions.metadata_changed(knowledge_base)
     if as_json:
         echo_json(metadata)
         return

@@ -10,7 +10,8 @@ from collections.abc import Iterator
 import pytest
 
 from api.api_helpers import FIRMWARE, HOTELS, LEAVE, Api, assert_error
-from api.conftest import open_api
+from api.auth_helpers import as_key, bearer, make_keys, new_key
+from api.conftest import ApiFactory, open_api
 
 Ready = tuple[Api, str, dict[str, str]]
 
@@ -128,3 +129,65 @@ def test_search_explain_and_chat_take_several_kbs_and_name_each_hits_kb(ready: R
     assert all(c["kb_id"] in (docs, facilities) for c in chat.json()["citations"])
     assert_error(missing, 404, "not_found")
     assert both.status_code in (400, 422) and "exactly one of kb_id, kb and kbs" in both.text
+
+
+def test_metadata_keys_list_each_key_with_its_types_and_samples(ready: Ready) -> None:
+    api, kb_id, ids = ready
+    api.client.patch(f"/api/documents/{ids['leave.md']}",
+                     json={"metadata": {"dept": "hr", "year": 2024, "tags": ["policy"]},
+                           "replace": True})
+
+    keys = api.client.get(f"/api/kbs/{kb_id}/metadata-keys")
+
+    assert keys.status_code == 200, keys.text
+    by_key = {entry["key"]: entry for entry in keys.json()}
+    assert list(by_key) == sorted(by_key)
+    assert by_key["dept"] == {"key": "dept", "types": ["string"], "documents": 2,
+                              "samples": ["finance", "hr"]}
+    assert by_key["year"]["types"] == ["number"] and by_key["year"]["samples"] == [2023, 2024]
+    assert by_key["issued"]["types"] == ["date"]
+    assert by_key["issued"]["samples"] == [{"$date": "2023-03-01"}]
+    assert by_key["tags"] == {"key": "tags", "types": ["list"], "documents": 1,
+                              "samples": ["policy"]}
+    assert_error(api.client.get("/api/kbs/nope/metadata-keys"), 404, "not_found")
+
+
+def test_metadata_keys_show_only_documents_within_the_keys_scope(make_api: ApiFactory) -> None:
+    api = make_api(auth=True)
+    admin = bearer(make_keys(api).admin)
+    kb_id = api.client.post("/api/kbs", json={"name": "scoped"}, headers=admin).json()["id"]
+    for tenant, meta in (("t1", {"dept": "hr"}), ("t2", {"secret": "x"})):
+        response = api.client.post(
+            f"/api/kbs/{kb_id}/documents", headers=admin,
+            files=[("files", (f"{tenant}.txt", f"note of {tenant}".encode(), "text/plain"))],
+            data={"tenant_id": tenant, "metadata": json.dumps(meta)})
+        assert response.status_code == 202, response.text
+    reader = new_key(api, "t1-reader", tenant_ids=("t1",))
+
+    seen = as_key(api, reader, "GET", f"/api/kbs/{kb_id}/metadata-keys")
+
+    assert seen.status_code == 200, seen.text
+    assert [entry["key"] for entry in seen.json()] == ["dept"]
+
+
+def test_a_duplicate_upload_keeps_the_documents_metadata_and_says_so(ready: Ready) -> None:
+    api, kb_id, ids = ready
+    before = api.client.get(f"/api/documents/{ids['hotels.md']}").json()["metadata"]
+
+    again = api.upload(kb_id, {"copy-of-hotels.md": HOTELS},
+                       metadata=json.dumps({"dept": "legal"}))
+    same = api.upload(kb_id, {"hotels.md": HOTELS}, metadata=json.dumps(before))
+    replaced = api.upload(kb_id, {"hotels.md": HOTELS},
+                          metadata=json.dumps({"dept": "legal"}), replace="true")
+
+    [first] = again.json()["documents"]
+    assert first["duplicate"] and first["id"] == ids["hotels.md"]
+    assert first["metadata_ignored"] is True
+    # the same metadata again: nothing to ignore
+    assert same.json()["documents"][0]["metadata_ignored"] is False
+    [asked] = replaced.json()["documents"]
+    assert asked["duplicate"] and asked["metadata_ignored"] is False
+    assert api.client.get(f"/api/documents/{ids['hotels.md']}").json()["metadata"] == {
+        "dept": "legal"}
+    api.client.patch(f"/api/documents/{ids['hotels.md']}",
+                     json={"metadata": before, "replace": True})

@@ -63,6 +63,12 @@ def test_versions_over_http(api: Api) -> None:
                          filter={"dept": "hr"})) == {"leave.md"}
     assert filenames(api, kb_id, "annual leave", kb_version=1, filter={"dept": "it"}) == []
     assert set(filenames(api, kb_id, "annual leave", filter={"dept": "it"})) == {"leave.md"}
+    # and its hits show the metadata it was sealed with
+    pinned_hits = explain(api, kb_id, "annual leave", kb_version=1)["results"]
+    assert {str(h["metadata"]) for h in pinned_hits if h["filename"] == "leave.md"} == {
+        str({"dept": "hr"})}
+    assert {str(h["metadata"]) for h in explain(api, kb_id, "annual leave")["results"]
+            if h["filename"] == "leave.md"} == {str({"dept": "it"})}
 
     # a role-restricted document in version 2
     upload = api.upload_ids(kb_id, {"firmware.txt": FIRMWARE}, allowed_roles="eng, support")
@@ -119,3 +125,34 @@ def test_version_errors_are_json(api: Api) -> None:
                                  json={"kb_id": kb_id, "query": "hotel", "kb_version": 5}),
                  404, "not_found")
     assert_error(api.client.get("/api/kbs/nope/versions"), 404, "not_found")
+
+
+def test_a_metadata_change_is_a_change_of_the_draft(api: Api) -> None:
+    """Staged: only a metadata change, and the draft can be sealed (not 409 no_changes), the
+    new version filtering on it. Auto: the change is published at once, as any change."""
+    kb_id = api.create_kb("meta")
+    base = f"/api/kbs/{kb_id}/versions"
+    api.client.put(f"{base}/config", json={"mode": "staged"})
+    [leave] = api.ingest(kb_id, {"leave.md": LEAVE})
+    assert api.client.post(base, json={}).json()["seq"] == 1
+
+    api.client.patch(f"/api/documents/{leave}", json={"metadata": {"dept": "hr"}})
+    state = api.client.get(base).json()["state"]
+    sealed = api.client.post(base, json={})
+
+    assert state["draft_changes"] == 1
+    assert sealed.status_code == 201, sealed.text
+    assert filenames(api, kb_id, "annual leave", kb_version=2, filter={"dept": "hr"}) == [
+        "leave.md"] * len(filenames(api, kb_id, "annual leave", kb_version=2))
+    assert filenames(api, kb_id, "annual leave", kb_version=1, filter={"dept": "hr"}) == []
+    # the same metadata again is no change
+    api.client.patch(f"/api/documents/{leave}", json={"metadata": {"dept": "hr"}})
+    assert api.client.get(base).json()["state"]["draft_changes"] == 0
+
+    api.client.put(f"{base}/config", json={"mode": "auto"})
+    newest = max(v["seq"] for v in api.client.get(base).json()["versions"])
+    api.client.patch(f"/api/documents/{leave}", json={"metadata": {"dept": "it"}})
+    after = api.client.get(base).json()["state"]
+    assert after["active_seq"] == newest + 1 and after["draft_changes"] == 0
+    pinned = explain(api, kb_id, "annual leave", kb_version=after["active_seq"])["results"]
+    assert pinned and all(hit["metadata"] == {"dept": "it"} for hit in pinned)

@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import importlib.util
 import io
+import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from web.web_helpers import REPO_ROOT, Browser, LiveServer
+from web import axe_helpers
+from web.web_helpers import REPO_ROOT, Browser, LiveServer, require_browser
 
 QUERY = "hotel limit per night"
 DESKTOP = (1366, 768)
@@ -456,3 +459,207 @@ def test_debug_catalogue_has_the_same_keys_in_both_languages() -> None:
         used |= set(re.findall(r"[\"':](debug\.[A-Za-z0-9_.]*[A-Za-z0-9_])[\"';]",
                                Path(path).read_text("utf-8")))
     assert used and used <= keys, sorted(used - keys)
+
+
+# ---------- issue 36: metadata on the web pages ----------
+# The debug and chat pages' filter editor builds the JSON `filter` the API takes, shows it, and
+# shows the server's 400 about it inline; the documents page edits a document's metadata. Both
+# widths (1366 and 390 px), no serious or critical axe finding; one Chromium for these tests.
+
+
+@pytest.fixture(scope="module")
+def page(live_server: LiveServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Browser]:
+    """One Chromium for the module (requests logged, to read the chat request's body)."""
+    require_browser()
+    profile: Path = tmp_path_factory.mktemp("metadata-browser")
+    chrome = Browser(live_server.url, profile, network_log=True)
+    try:
+        yield chrome
+    finally:
+        chrome.quit()
+
+
+@pytest.fixture(scope="module")
+def ids(live_server: LiveServer) -> dict[str, str]:
+    """The handbook's documents by file name; leave.md is dept hr, hotels.md finance."""
+    kb_id = live_server.kbs["handbook"]
+    documents = live_server.client.get(f"/api/kbs/{kb_id}/documents").json()
+    found = {d["filename"]: d["id"] for d in documents}
+    for name, meta in (("leave.md", {"dept": "hr", "final": True}),
+                       ("hotels.md", {"dept": "finance", "year": 2023})):
+        response = live_server.client.patch(f"/api/documents/{found[name]}",
+                                            json={"metadata": meta})
+        assert response.status_code == 200, response.text
+    return found
+
+
+def _choose(page: Browser, selector: str, value: str) -> None:
+    from selenium.webdriver.support.ui import Select
+
+    Select(page.css(selector)).select_by_value(value)
+
+
+def _set_filter_row(page: Browser, row: int, field: str, op: str, value_type: str | None,
+                    value: str) -> None:
+    """Fill condition `row` (1-based) of the editor like a user: field, operator, type, value."""
+    base = f"#filter-rows li:nth-child({row})"
+    field_input = page.css(f'{base} [data-part="field"]')
+    field_input.clear()
+    field_input.send_keys(field)
+    page.driver.execute_script(  # the datalist choice fires change, as a pick would
+        "arguments[0].dispatchEvent(new Event('change', {bubbles: true}))", field_input)
+    _choose(page, f'{base} [data-part="op"]', op)
+    if value_type is not None:
+        _choose(page, f'{base} [data-part="type"]', value_type)
+    control = page.css(f'{base} [data-part="value"]')
+    if control.tag_name == "select":
+        _choose(page, f'{base} [data-part="value"]', value)
+    else:
+        control.clear()
+        control.send_keys(value)
+
+
+def _shown_filter(page: Browser) -> Any:
+    return json.loads(page.css("#filter-json").text)
+
+
+def _no_blocking_axe(page: Browser) -> None:
+    found = axe_helpers.blocking(axe_helpers.run_axe(page))
+    assert found == [], axe_helpers.report(found)
+
+
+def _no_horizontal_scroll(page: Browser) -> None:
+    width, scroll = page.driver.execute_script(
+        "return [innerWidth, document.documentElement.scrollWidth]")
+    assert scroll <= width
+
+
+def test_debug_editor_builds_the_filter_and_shows_the_servers_refusal_inline(
+    page: Browser, live_server: LiveServer, ids: dict[str, str],
+) -> None:
+    kb_id = live_server.kbs["handbook"]
+    axe_helpers.set_viewport(page, axe_helpers.DESKTOP)
+    page.open(f"/web/debug?kb={kb_id}")
+    # the KB's known fields are offered, with their types and samples
+    page.wait(lambda d: d.find_elements("css selector", '#filter-keys option[value="dept"]'))
+    assert page.css("#filter-json").text == "none (every document)"
+    page.css("#filter-add").click()
+
+    _set_filter_row(page, 1, "dept", "eq", None, "hr")
+    # the field's known type was chosen for the user
+    assert page.css('#filter-rows [data-part="type"]').get_attribute("value") == "string"
+    assert _shown_filter(page) == {"dept": {"$eq": "hr"}}
+    page.css("#query").send_keys(QUERY)
+    page.css("#search-button").click()
+
+    page.visible("#hits-table")
+    shown = {row.get_attribute("data-chunk-id")
+             for row in page.all("#hits-table tbody tr[data-chunk-id]")}
+    expected = live_server.client.post("/api/retrieval/explain", json={
+        "kb_id": kb_id, "query": QUERY, "filter": {"dept": {"$eq": "hr"}}}).json()
+    assert shown and shown == {hit["chunk_id"] for hit in expected["results"]}
+    assert {hit["document_id"] for hit in expected["results"]} == {ids["leave.md"]}
+
+    # two rows, "any of", a number: the JSON follows
+    page.css("#filter-add").click()
+    _set_filter_row(page, 2, "year", "gte", "number", "2023")
+    _choose(page, "#filter-join", "$or")
+    assert _shown_filter(page) == {"$or": [{"dept": {"$eq": "hr"}}, {"year": {"$gte": 2023}}]}
+    # a filter the server refuses: its message under the editor, not a failed search
+    _set_filter_row(page, 2, "final", "gt", "boolean", "true")
+    page.css("#search-button").click()
+    error = page.visible("#filter-error")
+    assert "filter.$or[1].final.$gt" in error.text and "booleans cannot be ordered" in error.text
+    assert not page.css("#search-error").is_displayed()
+    page.screenshot("metadata-filter-debug", scroll_to="#meta-filter")
+    _no_blocking_axe(page)
+
+    axe_helpers.set_viewport(page, axe_helpers.PHONE)
+    _no_horizontal_scroll(page)
+    _no_blocking_axe(page)
+    page.screenshot("metadata-filter-debug-phone", scroll_to="#meta-filter")
+    # the refused request itself is the only thing the console reports
+    assert [e for e in page.console_errors() if "status of 400" not in e] == []
+
+
+def _chat_bodies(page: Browser) -> list[dict[str, Any]]:
+    bodies = []
+    for entry in page.driver.get_log("performance"):
+        event = json.loads(entry["message"])["message"]
+        request = event.get("params", {}).get("request", {})
+        if (event.get("method") == "Network.requestWillBeSent"
+                and request.get("url", "").endswith("/api/chat/stream")):
+            bodies.append(json.loads(request["postData"]))
+    return bodies
+
+
+def test_chat_sends_the_editors_filter_and_shows_a_refused_one_in_the_options(
+    page: Browser, live_server: LiveServer, ids: dict[str, str],
+) -> None:
+    axe_helpers.set_viewport(page, axe_helpers.DESKTOP)
+    page.open("/web/chat")
+    _choose(page, "#kb", live_server.kbs["handbook"])
+    page.driver.get_log("performance")  # forget the page load's requests
+    page.css("#chat-options summary").click()
+    page.wait(lambda d: d.find_elements("css selector", '#filter-keys option[value="dept"]'))
+    page.css("#filter-add").click()
+    _set_filter_row(page, 1, "dept", "in", "list", "hr, legal")
+    assert _shown_filter(page) == {"dept": {"$in": ["hr", "legal"]}}
+    assert "(" in page.css("#options-summary").text  # the filter counts as a chosen option
+    _no_blocking_axe(page)
+
+    page.css("#message").send_keys("how many days of annual leave")
+    page.css("#send").click()
+    page.wait(lambda d: d.find_elements("css selector", "article.turn[data-done]"))
+
+    [sent] = _chat_bodies(page)
+    assert sent["filter"] == {"dept": {"$in": ["hr", "legal"]}}
+    axe_helpers.set_viewport(page, axe_helpers.PHONE)
+    if page.css("#chat-options").get_attribute("open") is None:  # folded after sending
+        page.css("#chat-options summary").click()
+    _set_filter_row(page, 1, "year", "gt", "boolean", "true")
+    page.css("#message").send_keys("and sick leave?")
+    page.css("#send").click()
+    error = page.visible("#filter-error")
+    assert "booleans cannot be ordered" in error.text
+    assert page.css("#chat-options").get_attribute("open") is not None
+    _no_horizontal_scroll(page)
+    _no_blocking_axe(page)
+    page.screenshot("metadata-filter-chat-phone", scroll_to="#meta-filter")
+
+
+def test_documents_page_edits_a_documents_metadata(
+    page: Browser, live_server: LiveServer, ids: dict[str, str],
+) -> None:
+    kb_id = live_server.kbs["handbook"]
+    axe_helpers.set_viewport(page, axe_helpers.DESKTOP)
+    page.open(f"/web/documents?kb={kb_id}")
+    row = '#documents-body tr[data-filename="hotels.md"]'
+    assert page.visible(f'{row} [data-part="metadata"]').text == "dept: finance · year: 2023"
+    _no_blocking_axe(page)
+    page.click(f'{row} button[data-action="metadata"]')
+    area = page.visible("#metadata-json")
+    assert json.loads(area.get_attribute("value")) == {"dept": "finance", "year": 2023}
+
+    area.clear()
+    area.send_keys('{"dept": "legal", "issued": {"$date": "2024-05-01"}}')
+    page.css('dialog[data-dialog="metadata"] [data-part="submit"]').click()
+
+    page.wait(lambda d: not d.find_elements("css selector", 'dialog[data-dialog="metadata"]'))
+    assert page.visible(f'{row} [data-part="metadata"]').text == (
+        "dept: legal · issued: 2024-05-01")
+    assert live_server.document(ids["hotels.md"])["metadata"] == {
+        "dept": "legal", "issued": {"$date": "2024-05-01"}}
+    # a reserved key: the server's 400 stays in the dialog
+    page.click(f'{row} button[data-action="metadata"]')
+    area = page.visible("#metadata-json")
+    area.clear()
+    area.send_keys('{"tenant_id": "t9"}')
+    page.css('dialog[data-dialog="metadata"] [data-part="submit"]').click()
+    assert "reserved" in page.visible('dialog[data-dialog="metadata"] .error').text
+    axe_helpers.set_viewport(page, axe_helpers.PHONE)
+    _no_blocking_axe(page)
+    page.screenshot("metadata-dialog-phone")
+    page.css('dialog[data-dialog="metadata"] [data-part="cancel"]').click()
+    _no_horizontal_scroll(page)
+    assert live_server.document(ids["hotels.md"])["metadata"]["dept"] == "legal"

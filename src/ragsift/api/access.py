@@ -43,6 +43,7 @@ RULES: tuple[Rule, ...] = (
     _rule("GET HEAD", r"/api/kbs/\{kb_id\}/documents|/api/documents/\{document_id\}"
           r"(/chunks|/assets|/pages/\{page\}\.png)?", Role.READER),
     _rule("GET HEAD", r"/api/assets/\{asset_id\}", Role.READER),
+    _rule("GET HEAD", r"/api/kbs/\{kb_id\}/metadata-keys", Role.READER),  # within its scope
     _rule("GET HEAD", r"/api/kbs/\{kb_id\}/texts", Role.READER),  # texts by key
     _rule("POST DELETE", r"/api/kbs/\{kb_id\}/texts", Role.EDITOR),
     _rule("POST PUT PATCH DELETE", r"/api/kbs/\{kb_id\}/documents|/api/documents/.*", Role.EDITOR),

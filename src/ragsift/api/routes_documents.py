@@ -17,6 +17,7 @@ from ragsift.api.uploads import UploadForm, UploadLimits, read_upload
 from ragsift.config import metadata_limits
 from ragsift.domain.keys import normalize_key
 from ragsift.domain.metadata import merge_metadata, validate_metadata
+from ragsift.domain.metadata_keys import summarize_keys
 from ragsift.domain.models import Document, DocumentScope, DocumentStatus, KnowledgeBase
 from ragsift.ingestion.front_matter import front_matter, is_markdown
 from ragsift.ingestion.parsers import SUPPORTED_EXTENSIONS
@@ -99,12 +100,18 @@ def _accept_all(
                            "replace it")
         if outcome.replacing:
             state.worker.submit_replace(document.id, uploaded.filename, data)
-        if wanted is not None:  # the document's own, not the index's: no re-embedding
+        # a duplicate (same bytes) is the existing document, maybe another file's: its
+        # metadata changes only with replace=true, and the answer says when it did not
+        ignored = (outcome.duplicate and not replace and wanted is not None
+                   and wanted != document.metadata)
+        if wanted is not None and not ignored:  # the document's own: no re-embedding
             state.container.repository.set_metadata(document.id, wanted)
+            if outcome.duplicate and wanted != document.metadata:  # no ingest will publish it
+                state.container.versions.metadata_changed(kb)
         accepted.append(UploadedDocument(
             id=document.id, filename=uploaded.filename, status=document.status,
             duplicate=outcome.duplicate, error=document.error, key=document.key,
-            replacing=outcome.replacing,
+            replacing=outcome.replacing, metadata_ignored=ignored,
         ))
     return UploadOut(documents=accepted)
 
@@ -170,6 +177,19 @@ def list_documents(
     return documents
 
 
+_GONE = (DocumentStatus.DELETING, DocumentStatus.RETIRED)
+
+
+@router.get("/api/kbs/{kb_id}/metadata-keys")
+def metadata_keys(kb_id: str, state: State, principal: CurrentPrincipal) -> list[dict[str, Any]]:
+    """The metadata keys of the KB's documents within the key's scope, each with its types
+    (string, number, boolean, date, datetime, list), how many documents set it and up to
+    five sample values: what a filter can name (the web pages' filter editor offers them)."""
+    kb = require_kb(state.container, kb_id)
+    return summarize_keys(d.metadata for d in state.container.repository.list_documents(kb.id)
+                          if d.status not in _GONE and principal.sees(d.scope))
+
+
 @router.get("/api/documents/{document_id}/chunks")
 def list_chunks(
     document_id: str, state: State, offset: Annotated[int, Query(ge=0)] = 0,
@@ -233,9 +253,14 @@ def patch_document(document_id: str, body: DocumentPatch, state: State) -> Docum
     re-embedded or re-indexed: filters read metadata from the facts."""
     document = require_document(state.container, document_id)
     limits = metadata_limits(state.container.settings)
-    metadata = (validate_metadata(body.metadata, limits) if body.replace
-                else merge_metadata(document.metadata, body.metadata, limits))
-    state.container.repository.set_metadata(document_id, metadata)
+    if body.replace:
+        wanted = validate_metadata(body.metadata, limits)
+        metadata = state.container.repository.update_metadata(document_id, lambda _: wanted)
+    else:  # merged with the metadata as it is when written, not as read above
+        metadata = state.container.repository.update_metadata(
+            document_id, lambda current: merge_metadata(current, body.metadata, limits))
+    if metadata != document.metadata:  # a change of the document: auto mode publishes it
+        state.container.versions.metadata_changed(require_kb(state.container, document.kb_id))
     return document.model_copy(update={"metadata": metadata})
 
 

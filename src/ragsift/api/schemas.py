@@ -74,6 +74,9 @@ class UploadedDocument(BaseModel):
     key: str | None = None
     # the file replaces the document of its key (the old content stays searchable meanwhile)
     replacing: bool = False
+    # a duplicate whose own metadata differs from the upload's was left as it was (send
+    # replace=true, or PATCH the document, to change it)
+    metadata_ignored: bool = False
 
 
 class DocumentPatch(Body):

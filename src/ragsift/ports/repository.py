@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from ragsift.domain.assets import Asset
@@ -127,6 +127,12 @@ class Repository(Protocol):
 
     def set_metadata(self, document_id: str, metadata: Mapping[str, Any]) -> None:
         """Replace a document's (validated) metadata; NotFound when it does not exist."""
+        ...
+
+    def update_metadata(self, document_id: str,
+                        change: Callable[[dict[str, Any]], dict[str, Any]]) -> dict[str, Any]:
+        """Write `change(current metadata)` atomically (no concurrent change is lost); the
+        result; NotFound when the document does not exist."""
         ...
 
     def filter_fields(self, kb_id: str) -> dict[str, dict[str, Any]]:

@@ -303,18 +303,25 @@ def _in_version(chunk: Chunk, version: int | None) -> bool:
 class HitStage:
     """The final hits, ranked, with their context and the assets their chunks name."""
 
-    def __init__(self, repository: Repository) -> None:
+    def __init__(self, repository: Repository, versions: VersionReader | None = None) -> None:
         self._repository = repository
+        self._versions = versions
 
     async def run(
         self, final: Sequence[Candidate], expansions: Mapping[str, Expansion],
         relevance: Callable[[float], float] | None = None,
+        pinned: tuple[str, int] | None = None,
     ) -> tuple[RetrievalHit, ...]:
-        """`relevance`: the calibrated relevance of a fused score (None: left unset)."""
+        """`relevance`: the calibrated relevance of a fused score (None: left unset);
+        `pinned`: (kb id, version) of a search pinned to a version, whose hits carry the
+        metadata that version was sealed with (the current where it kept none)."""
         assets = await self._assets_of(final)
-        metadata = await asyncio.to_thread(
-            self._repository.document_metadata, {c.chunk.document_id for c in final}
-        ) if final else {}
+        documents = {c.chunk.document_id for c in final}
+        sealed = await asyncio.to_thread(self._versions.version_metadata, *pinned) if (
+            final and pinned is not None and self._versions is not None) else None
+        metadata = ({doc: sealed.get(doc, {}) for doc in documents} if sealed is not None
+                    else await asyncio.to_thread(self._repository.document_metadata, documents)
+                    if final else {})
         return tuple(
             _to_hit(rank, c, expansions.get(c.chunk.id), assets,
                     metadata.get(c.chunk.document_id, {}),

@@ -156,7 +156,7 @@ class RetrievalService:
             AutoMergeStage(repository), rescorers, self._rerank
         )
         self._small2big = Small2BigStage(repository)
-        self._hits = HitStage(repository)
+        self._hits = HitStage(repository, versions)
 
     async def search(self, request: SearchRequest) -> RetrievalResult:
         """Documents and FAQ side by side; raises InvalidInput, NotFound, RetrievalUnavailable
@@ -304,8 +304,11 @@ class RetrievalService:
                                              versions if several else None)
         if expanded.ran:
             timings["small2big"] = _ms(stage)
-        hits = await self._hits.run(final, expanded.expansions,
-                                    lambda score: relevance(score, options.fusion))
+        hits = await self._hits.run(
+            final, expanded.expansions, lambda score: relevance(score, options.fusion),
+            # a pinned version's hits show the metadata it was sealed with
+            None if request.kb_version is None or version is None
+            else (request.kb_id, version))
         timings["total"] = _ms(started)
         retrieved, feedback = first.retrieved, first.feedback
         assert feedback is not None

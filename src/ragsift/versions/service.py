@@ -116,6 +116,14 @@ class VersionService:
             self._after_commit(kb.id, sealed)
         return sealed
 
+    def metadata_changed(self, kb: KnowledgeBase) -> KbVersion | None:
+        """A document's metadata changed (it counts as a change of the draft): in auto mode it
+        is sealed and published now, as every other change is; staged, it waits for `seal`."""
+        state = self._store.get_version_state(kb.id)
+        if state is None or state.mode != "auto" or not state.draft_changes:
+            return None
+        return self.seal(kb, note="metadata changed")
+
     def rebuild(self, kb: KnowledgeBase, reindex: Callable[[str], object],
                 note: str | None = None) -> KbVersion | None:
         """Re-chunk every document from its original into the draft, then seal it.

@@ -3,7 +3,7 @@ read it from here), and read per KB for a filter and per hit for the results."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -11,6 +11,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from ragsift.adapters.sql.orm import DocumentRow
+from ragsift.adapters.sql.version_commits import lock_state
 from ragsift.domain.errors import NotFound
 from ragsift.domain.metadata import ROLES_FIELD
 
@@ -25,12 +26,37 @@ class MetadataRepositoryMixin:
 
     def set_metadata(self, document_id: str, metadata: Mapping[str, Any]) -> None:
         """Replace a document's metadata (already validated, in its JSON form)."""
+        self.update_metadata(document_id, lambda _current: dict(metadata))
+
+    def update_metadata(self, document_id: str,
+                        change: Callable[[dict[str, Any]], dict[str, Any]]) -> dict[str, Any]:
+        """Read a document's metadata, write `change(current)` and return it, atomically: two
+        concurrent changes (a PATCH of key a, one of key b) both land instead of the later
+        write dropping the earlier one's key. `change` may raise (nothing is written). A real
+        change counts as a change of the KB's draft (VersionState.draft_changes)."""
         with self._sessions.begin() as session:
-            result = session.execute(
-                update(DocumentRow).where(DocumentRow.id == document_id)
-                .values(meta=dict(metadata), updated_at=datetime.now(UTC)))
-            if result.rowcount == 0:  # type: ignore[attr-defined]
+            where = DocumentRow.id == document_id
+            kb_id = session.scalar(select(DocumentRow.kb_id).where(where))
+            if kb_id is None:
                 raise NotFound(f"document {document_id!r} does not exist")
+            # the KB's version state first, as every versioned write takes it: its UPDATE is
+            # the write lock on SQLite, taken before the read below (pysqlite would read
+            # outside any transaction, and a deferred one could not wait for the lock)
+            lock_state(session, kb_id)
+            if session.get_bind().dialect.name == "sqlite":  # a KB without versions yet
+                session.execute(update(DocumentRow).where(where).values(id=DocumentRow.id))
+            current = session.execute(  # PostgreSQL: the row locked until the commit
+                select(DocumentRow.meta).where(where).with_for_update()).first()
+            if current is None:
+                raise NotFound(f"document {document_id!r} does not exist")
+            before = dict(current[0] or {})
+            metadata = change(dict(before))
+            if metadata != before:
+                session.execute(update(DocumentRow).where(where)
+                                .values(meta=dict(metadata), updated_at=datetime.now(UTC)))
+                # a change of the document in the KB's draft: the next sealed version has it
+                lock_state(session, kb_id, changes=1)
+        return metadata
 
     def filter_fields(self, kb_id: str) -> dict[str, dict[str, Any]]:
         """document id -> its metadata (JSON form), scope fields and allowed roles (as

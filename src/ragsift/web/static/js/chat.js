@@ -16,6 +16,7 @@ import { api, errorFrom, request } from "./api.js";
 import { initKeyControl } from "./auth.js";
 import { ConversationList } from "./conversations.js";
 import { DocPicker } from "./docpicker.js";
+import { FilterEditor } from "./filtereditor.js";
 import { h } from "./dom.js";
 import { EvidencePanel } from "./evidence.js";
 import { t, translatePage } from "./i18n.js";
@@ -38,6 +39,13 @@ const picker = new DocPicker({
   list: $("doc-list"), filter: $("doc-filter"), count: $("doc-count"),
   message: $("doc-limit-message"), clear: $("doc-clear"),
 });
+const filterEditor = new FilterEditor($("meta-filter"));
+
+/** The KB's READY documents (the picker) and metadata fields (the filter editor). */
+function loadDocs(kbId) {
+  return Promise.all([picker.load(kbId), filterEditor.load(kbId)]);
+}
+
 const views = new WeakMap(); // article.turn -> TurnView
 // shown: the stream whose turn is on screen (null: none); streams: every running answer
 const state = { conversationId: null, kbId: null, shown: null, notice: null, busyTimer: null };
@@ -100,7 +108,7 @@ function lockKb(kbId) {
   const changed = kbId && kbSelect.value !== kbId;
   if (kbId) kbSelect.value = kbId;
   kbSelect.disabled = Boolean(kbId);
-  if (changed) picker.load(kbId);
+  if (changed) loadDocs(kbId);
 }
 
 function emptyHint() {
@@ -162,7 +170,7 @@ function newChat() {
   state.kbId = null;
   for (const option of kbSelect.querySelectorAll("option[data-locked]")) option.remove();
   kbSelect.disabled = false;
-  picker.load(kbSelect.value);
+  loadDocs(kbSelect.value);
   thread.replaceChildren(emptyHint());
   conversations.setCurrent(null);
   setUrl(null);
@@ -323,6 +331,8 @@ function options() {
   }
   const ids = picker.documentIds();
   if (ids) body.document_ids = ids;
+  const { filter } = filterEditor.value();
+  if (filter) body.filter = filter;
   return body;
 }
 
@@ -342,6 +352,10 @@ async function send(event) {
   const kbId = state.conversationId ? state.kbId : kbSelect.value;
   if (!message) return notice("chat.notice.typeFirst");
   if (!kbId) return notice("chat.notice.chooseKb");
+  if (filterEditor.checked() === undefined) { // the editor says what is wrong
+    $("chat-options").open = true;
+    return;
+  }
   notice();
   input.value = "";
   foldOptionsOnPhones();
@@ -411,6 +425,7 @@ async function ask(message, extra = {}, replaced = null) {
       notice("chat.notice.busy");
       watchBusy(stream.conversationId);
     } else {
+      if (filterEditor.claims(error)) $("chat-options").open = true;
       const [key, params] = errorKey(error);
       view.setStatus(key, params, "error");
     }
@@ -466,6 +481,7 @@ function renderOptions() {
     }
   }
   if (picker.documentIds()) changed += 1;
+  if (filterEditor.value().filter) changed += 1;
   $("opt-reset").hidden = !SWITCHES.some((name) => switches[name].chosen !== null);
   $("options-summary").textContent = changed
     ? t("chat.options.summaryChanged", { count: changed }) : t("chat.options.summary");
@@ -485,6 +501,8 @@ $("opt-reset").addEventListener("click", () => {
 $("mode").addEventListener("change", renderOptions);
 $("doc-list").addEventListener("change", renderOptions);
 $("doc-clear").addEventListener("click", () => setTimeout(renderOptions));
+$("meta-filter").addEventListener("input", renderOptions);
+$("meta-filter").addEventListener("click", () => setTimeout(renderOptions)); // a row removed
 
 // ---------- knowledge bases, events, start ----------
 
@@ -500,7 +518,7 @@ async function loadKbs() {
   } catch (error) {
     notice("chat.notice.listKbsFailed", { reason: t(...errorKey(error)) });
   }
-  await picker.load(state.conversationId ? state.kbId : kbSelect.value);
+  await loadDocs(state.conversationId ? state.kbId : kbSelect.value);
   renderOptions();
 }
 
@@ -512,6 +530,7 @@ function relabel() {
     option.textContent = t("chat.kb.locked", { id: option.value });
   }
   if (state.notice) $("composer-notice").textContent = t(...state.notice);
+  filterEditor.relabel();
   renderOptions();
 }
 
@@ -537,7 +556,7 @@ $("side-toggle").addEventListener("click", () => {
   const open = side.classList.toggle("open");
   $("side-toggle").setAttribute("aria-expanded", String(open));
 });
-kbSelect.addEventListener("change", () => picker.load(kbSelect.value).then(renderOptions));
+kbSelect.addEventListener("change", () => loadDocs(kbSelect.value).then(renderOptions));
 document.addEventListener("ragsift:language", relabel);
 
 initKeyControl($("key-control"), {

@@ -5,10 +5,13 @@
 // settings) and the document whitelist. When the answer is shown, the focus moves to the
 // results heading (scrolled into view: on a phone the results come right after the search card)
 // and a polite live region says "5 results in 23 ms". A language switch re-renders all of it.
+// The metadata filter editor (filtereditor.js) adds `filter`; a filter the server refuses is
+// shown under the editor.
 import { api, describe } from "./api.js";
 import { initKeyControl } from "./auth.js";
 import { h, say } from "./dom.js";
 import { DocPicker } from "./docpicker.js";
+import { FilterEditor } from "./filtereditor.js";
 import { t, translatePage } from "./i18n.js";
 import "./strings/debug.js";
 import { traceSections } from "./trace.js";
@@ -28,6 +31,7 @@ const picker = new DocPicker({
   list: $("doc-list"), filter: $("doc-filter"), count: $("doc-count"),
   message: $("doc-limit-message"), clear: $("doc-clear"),
 });
+const filterEditor = new FilterEditor($("meta-filter"));
 
 let kbs = [];
 let listFailed = false;
@@ -64,7 +68,7 @@ async function loadKbs(selectId) {
   renderKbOptions();
   if (kbs.some((kb) => kb.id === previous)) kbSelect.value = previous;
   $("kb-empty").hidden = kbs.length > 0;
-  await picker.load(kbSelect.value);
+  await Promise.all([picker.load(kbSelect.value), filterEditor.load(kbSelect.value)]);
 }
 
 /** The number in `input`, null when it is empty, NaN when it is not a number. */
@@ -73,7 +77,8 @@ function numberIn(input) {
   return input.value.trim() === "" ? null : Number(input.value);
 }
 
-/** The request body, or {error: [key, params], input} naming the first invalid field. */
+/** The request body, or {error: [key, params], input} naming the first invalid field, or
+ * {error: null} when the filter editor has said what is wrong. */
 function searchBody() {
   const topK = numberIn($("top-k"));
   if (!Number.isInteger(topK) || topK < TOP_K[0] || topK > TOP_K[1]) {
@@ -111,6 +116,9 @@ function searchBody() {
   }
   const ids = picker.documentIds();
   if (ids) body.document_ids = ids;
+  const filter = filterEditor.checked();
+  if (filter === undefined) return { error: null }; // said by the editor
+  if (filter) body.filter = filter;
   return { body };
 }
 
@@ -166,6 +174,7 @@ async function explain(event) {
     return sayKey(error, "debug.error.noQuery");
   }
   const built = searchBody();
+  if (built.error === null) return sayKey(error, "");
   if (built.error) {
     built.input.setAttribute("aria-invalid", "true");
     built.input.focus();
@@ -185,7 +194,8 @@ async function explain(event) {
     showResults();
   } catch (failure) {
     status.textContent = "";
-    sayKey(error, "debug.error.searchFailed", { reason: describe(failure) });
+    if (filterEditor.claims(failure)) sayKey(error, "");
+    else sayKey(error, "debug.error.searchFailed", { reason: describe(failure) });
   } finally {
     results.removeAttribute("aria-busy");
     button.disabled = false;
@@ -223,7 +233,10 @@ const uploader = new Uploader({
   },
 });
 initKeyControl($("key-control"), { onKeyEntered: () => loadKbs() });
-kbSelect.addEventListener("change", () => picker.load(kbSelect.value));
+kbSelect.addEventListener("change", () => {
+  picker.load(kbSelect.value);
+  filterEditor.load(kbSelect.value);
+});
 $("search-form").addEventListener("submit", explain);
 $("query").addEventListener("keydown", onQueryKey);
 $("kb-form").addEventListener("submit", createKb);
@@ -234,5 +247,6 @@ document.addEventListener("ragsift:language", () => {
   render();
   uploader.relabel();
   picker.relabel();
+  filterEditor.relabel();
 });
 loadKbs().then(() => document.body.setAttribute("data-ready", "true"));

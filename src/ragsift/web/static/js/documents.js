@@ -15,6 +15,7 @@ import { h, say } from "./dom.js";
 import { bytes, timeNode } from "./format.js";
 import { t, translatePage } from "./i18n.js";
 import { confirmDeleteKb, createKb, KbPicker, keepKbInLinks } from "./kbs.js";
+import { editMetadata, metadataLine, metadataText } from "./metadialog.js";
 import "./strings/common.js";
 import { countKey } from "./strings/documents.js";
 import { statusLabel, Uploader } from "./upload.js";
@@ -146,7 +147,8 @@ function renderRow(doc) {
     h("td", { dataset: { col, label }, ...extra }, h("div", { class: "cell" }, content));
   const row = h("tr", { dataset: { documentId: doc.id, filename: name, status: doc.status,
     replacing: doc.replacing ? "true" : "false" } },
-  cell("file", t("documents.col.file"), h("span", { class: "filename" }, name)),
+  cell("file", t("documents.col.file"), [h("span", { class: "filename" }, name),
+    metadataLine(doc)]),
   cell("status", t("documents.col.status"), statusCell(doc)),
   cell("chunks", t("documents.col.chunks"), countCell(doc), { class: "num" }),
   cell("size", t("documents.col.size"), bytes(doc.size), { class: "num", title: `${doc.size} B` }),
@@ -160,6 +162,8 @@ function renderRow(doc) {
       t("documents.action.reindexLabel", { name }), busy, () => reindex(doc.id)),
     actionButton("replace", t("documents.action.replace"),
       t("documents.action.replaceLabel", { name }), busy, () => replace(doc.id)),
+    actionButton("metadata", t("documents.action.metadata"),
+      t("documents.action.metadataLabel", { name }), gone, () => metadata(doc.id)),
     actionButton("delete", t("documents.action.delete"),
       t("documents.action.deleteLabel", { name }), gone, () => remove(doc.id)))));
   return row;
@@ -205,8 +209,8 @@ function applyFilter() {
   let shown = 0;
   for (const [id, row] of rows) {
     const doc = documents.get(id);
-    const text = `${doc.filename} ${doc.key || ""} ${doc.status} ${statusLabel(doc.status)}`
-      .toLowerCase();
+    const text = `${doc.filename} ${doc.key || ""} ${doc.status} ${statusLabel(doc.status)} ${
+      metadataText(doc)}`.toLowerCase();
     row.hidden = Boolean(wanted) && !text.includes(wanted);
     if (!row.hidden) shown += 1;
   }
@@ -375,6 +379,18 @@ async function replace(id) {
     : t("documents.notice.sameFile", { name: doc.filename }));
   if (documents.has(id)) setRow(accepted);
   refocus(id, "replace");
+}
+
+/** Edit a document's metadata (issue 36): saved at once, nothing re-embedded. */
+async function metadata(id) {
+  const doc = documents.get(id);
+  if (!doc) return;
+  const saved = await editMetadata(doc, docUrl(id));
+  if (saved) {
+    announce(t("documents.notice.metadata", { name: doc.filename }));
+    if (documents.has(id)) setRow({ ...documents.get(id), metadata: saved.metadata });
+  }
+  refocus(id, "metadata");
 }
 
 /** After a dialog whose opener was redrawn meanwhile: the focus back on that action of the

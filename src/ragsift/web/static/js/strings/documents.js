@@ -206,6 +206,19 @@ register({
     "documents.upload.gone": "The document no longer exists (deleted).",
     "documents.upload.noneAccepted": "None of the dropped files is of an accepted type ({skipped} left out).",
     "documents.upload.skipped": "{skipped} files of the dropped folders are not of an accepted type and were left out.",
+    // issue 36: a document's metadata (metadialog.js, documents.js)
+    "documents.action.metadata": "Metadata",
+    "documents.action.metadataLabel": "Edit the metadata of {name}",
+    "documents.meta.title": "Metadata of {name}",
+    "documents.meta.description": "A JSON object of key: value. Values: text, numbers, "
+      + "true / false, lists of text, dates as {\"$date\": \"2024-05-01\"}. Saving replaces "
+      + "the whole metadata; nothing is re-embedded.",
+    "documents.meta.field": "Metadata (JSON)",
+    "documents.meta.submit": "Save metadata",
+    "documents.meta.badJson": "This is not JSON: {reason}",
+    "documents.meta.notObject": "The metadata is one JSON object, e.g. {\"dept\": \"hr\"}.",
+    "documents.meta.rowLabel": "Metadata",
+    "documents.notice.metadata": "The metadata of {name} was saved.",
   },
   "zh-CN": {
     "documents.page.documents": "文档",
@@ -391,6 +404,18 @@ register({
     "documents.upload.gone": "该文档已不存在（已删除）。",
     "documents.upload.noneAccepted": "拖放的文件均不是支持的类型（已略过 {skipped} 个）。",
     "documents.upload.skipped": "拖放的文件夹中有 {skipped} 个文件不是支持的类型，已略过。",
+    // issue 36: a document's metadata (metadialog.js, documents.js)
+    "documents.action.metadata": "元数据",
+    "documents.action.metadataLabel": "编辑 {name} 的元数据",
+    "documents.meta.title": "{name} 的元数据",
+    "documents.meta.description": "一个 JSON 对象（键: 值）。值可以是文本、数字、true / false、"
+      + "文本列表，日期写作 {\"$date\": \"2024-05-01\"}。保存会替换全部元数据，不会重新向量化。",
+    "documents.meta.field": "元数据（JSON）",
+    "documents.meta.submit": "保存元数据",
+    "documents.meta.badJson": "这不是合法的 JSON：{reason}",
+    "documents.meta.notObject": "元数据应是一个 JSON 对象，例如 {\"dept\": \"hr\"}。",
+    "documents.meta.rowLabel": "元数据",
+    "documents.notice.metadata": "已保存 {name} 的元数据。",
   },
 });
 

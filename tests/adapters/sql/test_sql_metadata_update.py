@@ -1,0 +1,70 @@
+"""SqlRepository.update_metadata: a read-modify-write of a document's metadata that concurrent
+changes cannot interleave (SQLite and PostgreSQL)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from sql_factories import make_document, make_kb
+
+from ragsift.adapters.sql import SqlRepository
+from ragsift.domain.errors import InvalidInput, NotFound
+
+
+def _merge(key: str, value: int,
+           started: threading.Event | None = None) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    def change(current: dict[str, Any]) -> dict[str, Any]:
+        if started is not None:
+            started.set()
+            time.sleep(0.3)  # the other change arrives while this one has read
+        return {**current, key: value}
+    return change
+
+
+def test_two_concurrent_changes_of_different_keys_keep_both(repo: SqlRepository) -> None:
+    repo.create_kb(make_kb())
+    repo.add_document(make_document())
+    repo.set_metadata("doc1", {"kept": True})
+    started = threading.Event()
+    errors: list[BaseException] = []
+
+    def run(change: Any) -> None:
+        try:
+            repo.update_metadata("doc1", change)
+        except BaseException as exc:  # reported by the assertion below
+            errors.append(exc)
+
+    first = threading.Thread(target=run, args=(_merge("dept", 1, started),))
+    first.start()
+    assert started.wait(10)
+    second = threading.Thread(target=run, args=(_merge("year", 2024),))
+    second.start()
+    first.join(30)
+    second.join(30)
+
+    assert errors == []
+    document = repo.get_document("doc1")
+    assert document is not None
+    assert document.metadata == {"kept": True, "dept": 1, "year": 2024}
+
+
+def test_a_change_that_raises_writes_nothing_and_a_missing_document_is_not_found(
+    repo: SqlRepository,
+) -> None:
+    repo.create_kb(make_kb())
+    repo.add_document(make_document())
+    repo.set_metadata("doc1", {"a": 1})
+
+    def refuse(current: dict[str, Any]) -> dict[str, Any]:
+        raise InvalidInput("no")
+
+    with pytest.raises(InvalidInput):
+        repo.update_metadata("doc1", refuse)
+    with pytest.raises(NotFound):
+        repo.update_metadata("nope", lambda current: current)
+    document = repo.get_document("doc1")
+    assert document is not None and document.metadata == {"a": 1}
