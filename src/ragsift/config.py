@@ -618,6 +618,19 @@ class Settings(BaseSettings):
         "at once. Raise it to roll back and compare versions",
     )
 
+    # retrieval testing on the debug page (issue 38): its query history, and the evaluation
+    # the page runs inside a request
+    query_history_limit: int = Field(
+        default=200, ge=0, le=100_000,
+        description="queries of the debug page kept per knowledge base (the newest); 0 keeps "
+        "none",
+    )
+    web_eval_max_queries: int = Field(
+        default=50, ge=1, le=10_000,
+        description="labelled queries the evaluation view (POST /api/kbs/{id}/evaluation) "
+        "scores inside a request; a larger set is refused: run `ragsift eval --kb` instead",
+    )
+
     # `ragsift eval` progress when stderr is not a terminal (a log): one line per interval
     progress_interval_s: float = Field(
         default=10.0, gt=0, description="seconds between progress lines of `ragsift eval` "

@@ -27,6 +27,7 @@ from ragsift.api import (
     routes_keys,
     routes_maintenance,
     routes_openai,
+    routes_query_history,
     routes_retrieval,
     routes_texts,
     routes_versions,
@@ -107,7 +108,8 @@ def create_app(
     for module in (routes_kb, routes_documents, routes_assets, routes_faq, routes_retrieval,
                    routes_health, routes_chat, routes_conversations, routes_maintenance,
                    routes_versions, routes_keys, routes_dify, routes_openai,
-                   routes_embeddings, routes_kb_settings, routes_feedback, routes_texts):
+                   routes_embeddings, routes_kb_settings, routes_feedback, routes_texts,
+                   routes_query_history):
         app.include_router(module.router, dependencies=guarded)
     app.include_router(routes_conversations.kb_router, dependencies=guarded)
     # the web pages: /web/debug, /web/chat (their API calls carry the key)
