@@ -11,6 +11,7 @@ import { h, say } from "./dom.js";
 import { DocPicker } from "./docpicker.js";
 import { t, translatePage } from "./i18n.js";
 import "./strings/debug.js";
+import { RetrievalTesting } from "./testing.js";
 import { traceSections } from "./trace.js";
 import { Uploader } from "./upload.js";
 
@@ -64,7 +65,26 @@ async function loadKbs(selectId) {
   renderKbOptions();
   if (kbs.some((kb) => kb.id === previous)) kbSelect.value = previous;
   $("kb-empty").hidden = kbs.length > 0;
-  await picker.load(kbSelect.value);
+  await Promise.all([picker.load(kbSelect.value), testing.refresh()]);
+}
+
+/** A history entry: its query and options back in the form, run again (recorded again). */
+function rerun(record) {
+  const o = record.options || {};
+  $("query").value = record.query;
+  $("mode").value = o.mode || "hybrid";
+  $("top-k").value = String(o.top_k ?? 5);
+  for (const [id, field] of [["rewrite", "rewrite"], ["rerank", "rerank"],
+    ["small2big", "small2big"], ["auto-merge", "auto_merge"]]) {
+    if (typeof o[field] === "boolean") $(id).checked = o[field];
+  }
+  $("fusion").value = o.fusion || "";
+  $("min-score").value = o.min_score ?? "";
+  $("dense-weight").value = o.dense_weight ?? "";
+  $("sparse-weight").value = o.sparse_weight ?? "";
+  picker.selected = new Set(o.document_ids || []);
+  picker.render();
+  $("search-form").requestSubmit();
 }
 
 /** The number in `input`, null when it is empty, NaN when it is not a number. */
@@ -179,10 +199,13 @@ async function explain(event) {
   status.textContent = t("debug.results.searching");
   const started = performance.now();
   try {
-    const out = await api("/api/retrieval/explain", { method: "POST", json: built.body });
+    // recorded in the KB's query history (retrieval testing)
+    const out = await api("/api/retrieval/explain?history=true",
+      { method: "POST", json: built.body });
     shown = { out, request: built.body, clientMs: performance.now() - started };
     render();
     showResults();
+    testing.refresh();
   } catch (failure) {
     status.textContent = "";
     sayKey(error, "debug.error.searchFailed", { reason: describe(failure) });
@@ -214,6 +237,10 @@ function onQueryKey(event) {
   $("search-form").requestSubmit();
 }
 
+const testing = new RetrievalTesting({
+  kbId: () => kbSelect.value, query: () => $("query").value,
+  documentIds: () => picker.documentIds(), rerun,
+});
 const uploader = new Uploader({
   form: $("upload-form"), input: $("upload-files"), button: $("upload-button"),
   error: $("upload-error"), list: $("upload-status"), kbId: () => kbSelect.value,
@@ -223,7 +250,10 @@ const uploader = new Uploader({
   },
 });
 initKeyControl($("key-control"), { onKeyEntered: () => loadKbs() });
-kbSelect.addEventListener("change", () => picker.load(kbSelect.value));
+kbSelect.addEventListener("change", () => {
+  picker.load(kbSelect.value);
+  testing.refresh();
+});
 $("search-form").addEventListener("submit", explain);
 $("query").addEventListener("keydown", onQueryKey);
 $("kb-form").addEventListener("submit", createKb);
@@ -234,5 +264,6 @@ document.addEventListener("ragsift:language", () => {
   render();
   uploader.relabel();
   picker.relabel();
+  testing.relabel();
 });
 loadKbs().then(() => document.body.setAttribute("data-ready", "true"));
