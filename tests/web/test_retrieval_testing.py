@@ -225,15 +225,19 @@ def test_regenerate_answers_the_last_question_again_and_keeps_the_old_answer(
 
     page.click("article.turn .turn-tools button.regenerate", 30)
 
-    page.wait(lambda d: "Second answer" in page.css("article.turn[data-done=true]").text, 60,
-              "no regenerated answer")
-    page.wait(lambda d: page.all("article.turn details.versions summary"), 30)
-    summary = page.css("article.turn details.versions summary").text
-    assert summary == "Version 2 · earlier answers: 1"
-    conversation_id = page.css("article.turn").get_attribute("data-turn-id")
-    assert conversation_id
-    turns = [t for c in live_server.client.get("/api/conversations").json()["items"]
-             for t in live_server.conversation(c["id"])["turns"]]
+    # the conversation is read again when the new version is done: it is shown first, the
+    # first version folded under it
+    shown = page.visible('#thread > article.turn[data-version="2"]', 60)
+    assert "Second answer" in shown.text and "First answer" not in shown.text
+    summary = shown.find_element("css selector", "details.versions summary")
+    assert summary.text == "Version 2 · earlier answers: 1"
+    summary.click()
+    older = shown.find_element("css selector", 'details.versions article.turn[data-version="1"]')
+    assert "First answer" in older.text
+    conversation_id = _js(page, "return document.querySelector('#conversation-list li.current')"
+                              "?.dataset.conversationId")
+    turns = live_server.conversation(conversation_id)["turns"]
+    assert len(turns) == 2
     newest = next(t for t in turns if "Second answer" in t["answer"])
     old = next(t for t in turns if t["id"] == newest["version_of"])
     assert newest["version"] == 2 and not newest["superseded"]
