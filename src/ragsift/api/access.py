@@ -43,6 +43,8 @@ RULES: tuple[Rule, ...] = (
     # the debug page's query history: read like the KB, cleared by its editors (issue 38)
     _rule("GET HEAD", r"/api/kbs/\{kb_id\}/queries", Role.READER),
     _rule("DELETE", r"/api/kbs/\{kb_id\}/queries", Role.EDITOR),
+    # the evaluation view: read-only, bounded by RAGSIFT_WEB_EVAL_MAX_QUERIES
+    _rule("POST", r"/api/kbs/\{kb_id\}/evaluation", Role.READER),
     _rule("GET HEAD", r"/api/kbs/\{kb_id\}/documents|/api/documents/\{document_id\}"
           r"(/chunks|/assets|/pages/\{page\}\.png)?", Role.READER),
     _rule("GET HEAD", r"/api/assets/\{asset_id\}", Role.READER),

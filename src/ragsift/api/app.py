@@ -19,6 +19,7 @@ from ragsift.api import (
     routes_dify,
     routes_documents,
     routes_embeddings,
+    routes_evaluation,
     routes_faq,
     routes_feedback,
     routes_health,
@@ -109,7 +110,7 @@ def create_app(
                    routes_health, routes_chat, routes_conversations, routes_maintenance,
                    routes_versions, routes_keys, routes_dify, routes_openai,
                    routes_embeddings, routes_kb_settings, routes_feedback, routes_texts,
-                   routes_query_history):
+                   routes_query_history, routes_evaluation):
         app.include_router(module.router, dependencies=guarded)
     app.include_router(routes_conversations.kb_router, dependencies=guarded)
     # the web pages: /web/debug, /web/chat (their API calls carry the key)
