@@ -244,3 +244,68 @@ def test_regenerate_answers_the_last_question_again_and_keeps_the_old_answer(
     assert old["superseded"] and "First answer" in old["answer"]
     assert _axe_serious(page) == []
     page.screenshot("retrieval-testing-regenerate")
+
+
+LABELS = [{"query": "hotel limit per night", "relevant": ["hotels.md"]},
+          {"query": "how many days of annual leave", "relevant": ["leave.md"]},
+          {"query": "firmware update of the router", "relevant": ["firmware.txt"]}]
+
+
+def _write_labels(folder: Path, lines: list[dict[str, Any]]) -> Path:
+    import json
+
+    path = folder / "labels.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+def test_the_evaluation_view_charts_each_mode_with_intervals(
+    page: Browser, live_server: LiveServer, tmp_path: Path
+) -> None:
+    kb_id = live_server.kbs["handbook"]
+    page.driver.set_window_size(*DESKTOP)
+    page.open(f"/web/debug?kb={kb_id}")
+    page.css("#eval-labels").send_keys(str(_write_labels(tmp_path, LABELS)))
+    page.css("#eval-button").click()
+    page.visible("#eval-chart", 60)
+
+    response = live_server.client.post(f"/api/kbs/{kb_id}/evaluation", json={
+        "feedback": True, "labels": _write_labels(tmp_path, LABELS).read_text(), "k": 10})
+    assert response.status_code == 200, response.text
+    out = response.json()
+    assert out["ran"] and out["uploaded_queries"] == 3
+    bars = {(b.get_attribute("data-mode"), b.get_attribute("data-metric")):
+            float(b.get_attribute("data-value")) for b in page.all("#eval-chart rect.bar")}
+    assert bars == {(m["mode"], metric): m["metrics"][metric] for m in out["modes"]
+                    for metric in ("ndcg", "mrr", "recall")}
+    whiskers = {(w.get_attribute("data-mode"), w.get_attribute("data-metric"))
+                for w in page.all("#eval-chart line.whisker")}
+    assert whiskers == {(mode, metric) for mode in ("dense", "sparse")
+                        for metric in ("ndcg", "mrr", "recall")}  # none on the baseline
+    rows = page.all("#eval-table tbody tr")
+    assert [r.get_attribute("data-mode") for r in rows] == ["hybrid", "dense", "sparse"]
+    dense = out["modes"][1]["intervals"]["ndcg"]
+    cell = page.css('#eval-table tr[data-mode="dense"] td[data-metric="ndcg"]').text
+    assert f"[{dense['low']:+.3f}, {dense['high']:+.3f}]" in cell
+    assert page.css("#eval-status").text.startswith(f"{out['queries']} labelled queries")
+    assert _axe_serious(page) == []
+    page.screenshot("retrieval-testing-eval-1366", scroll_to="#eval-title")
+
+
+def test_on_a_phone_a_set_too_big_for_a_request_names_the_cli_command(
+    page: Browser, live_server: LiveServer, tmp_path: Path
+) -> None:
+    page.driver.set_window_size(*PHONE)
+    page.open(f"/web/debug?kb={live_server.kbs['handbook']}")
+    many = [{**LABELS[n % 3], "id": f"q{n}"} for n in range(51)]  # the default bound: 50
+    page.css("#eval-feedback").click()
+    page.css("#eval-labels").send_keys(str(_write_labels(tmp_path, many)))
+    page.css("#eval-button").click()
+
+    notice = page.visible("#eval-too-large", 30)
+    assert "51 labelled queries are more than the 50" in notice.text
+    assert "ragsift eval --kb handbook --queries" in notice.text
+    assert page.all("#eval-chart") == []
+    assert _no_sideways_scroll(page)
+    assert _axe_serious(page) == []
+    page.screenshot("retrieval-testing-eval-phone", scroll_to="#eval-title")

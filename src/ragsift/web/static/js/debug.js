@@ -9,6 +9,7 @@ import { api, describe } from "./api.js";
 import { initKeyControl } from "./auth.js";
 import { h, say } from "./dom.js";
 import { DocPicker } from "./docpicker.js";
+import { EvalView } from "./evalview.js";
 import { t, translatePage } from "./i18n.js";
 import "./strings/debug.js";
 import { RetrievalTesting } from "./testing.js";
@@ -241,6 +242,7 @@ const testing = new RetrievalTesting({
   kbId: () => kbSelect.value, query: () => $("query").value,
   documentIds: () => picker.documentIds(), rerun,
 });
+const evalView = new EvalView({ kbId: () => kbSelect.value });
 const uploader = new Uploader({
   form: $("upload-form"), input: $("upload-files"), button: $("upload-button"),
   error: $("upload-error"), list: $("upload-status"), kbId: () => kbSelect.value,
@@ -265,5 +267,6 @@ document.addEventListener("ragsift:language", () => {
   uploader.relabel();
   picker.relabel();
   testing.relabel();
+  evalView.relabel();
 });
 loadKbs().then(() => document.body.setAttribute("data-ready", "true"));
