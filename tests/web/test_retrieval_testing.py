@@ -179,13 +179,13 @@ def test_compare_shows_both_rankings_with_moves_and_stage_scores(
     assert scores["sparse"] == f"sparse {b[0]['sparse_score']:.4f}"
     assert scores["fused"] == f"fused {b[0]['fusion_score']:.4f}"
     assert scores["rerank"] == "rerank –"
-    assert page.css("#compare-b .compare-config").text.startswith("sparse · ")
+    assert page.css("#compare-b .compare-config").text.startswith("sparse · – · rerank off")
     assert _no_sideways_scroll(page)
     if size == PHONE:  # the columns stack: B below A
         assert page.css("#compare-b").rect["y"] > page.css("#compare-a").rect["y"]
     assert _axe_serious(page) == []
     page.screenshot(f"retrieval-testing-compare-{'desktop' if size == DESKTOP else 'phone'}",
-                    scroll_to="#compare-title")
+                    scroll_to=".compare-moves")
 
 
 def test_history_and_compare_speak_chinese(page: Browser, live_server: LiveServer) -> None:
@@ -289,7 +289,7 @@ def test_the_evaluation_view_charts_each_mode_with_intervals(
     assert f"[{dense['low']:+.3f}, {dense['high']:+.3f}]" in cell
     assert page.css("#eval-status").text.startswith(f"{out['queries']} labelled queries")
     assert _axe_serious(page) == []
-    page.screenshot("retrieval-testing-eval-1366", scroll_to="#eval-title")
+    page.screenshot("retrieval-testing-eval-1366", scroll_to="#eval-status")
 
 
 def test_on_a_phone_a_set_too_big_for_a_request_names_the_cli_command(

@@ -151,7 +151,9 @@ export class RetrievalTesting {
     const trace = out.trace || {};
     return t("debug.compare.configLine", {
       mode: t(`debug.mode.${body.mode}`),
-      fusion: t(`debug.fusion.${trace.fusion || body.fusion || "rrf"}`),
+      // fusion only means something when two channels are fused
+      fusion: body.mode === "hybrid" ? t(`debug.fusion.${trace.fusion || body.fusion || "rrf"}`)
+        : "–",
       rerank: t(body.rerank ? "debug.stage.on" : "debug.stage.off"),
       rewrite: t(body.rewrite ? "debug.stage.on" : "debug.stage.off"),
       topK: body.top_k,
