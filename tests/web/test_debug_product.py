@@ -91,7 +91,9 @@ def _sent_explains(browser: Browser) -> list[dict[str, Any]]:
     import json
 
     sent: list[dict[str, Any]] = _js(browser, "return window.__sent")
-    return [json.loads(s["body"]) for s in sent if s["url"].endswith("/api/retrieval/explain")]
+    # the page's own Explain is recorded in the query history (?history=true)
+    return [json.loads(s["body"]) for s in sent
+            if s["url"].split("?")[0].endswith("/api/retrieval/explain")]
 
 
 def test_results_fit_1366_px_with_compact_scores_and_a_truncated_section(

@@ -40,6 +40,11 @@ RULES: tuple[Rule, ...] = (
     _rule("POST", r"/v1/embeddings", Role.READER),
     _rule("GET HEAD", r"/api/kbs(/\{kb_id\})?", Role.READER),
     _rule("GET HEAD", r"/api/kbs/\{kb_id\}/settings", Role.READER),  # PATCH: admin
+    # the debug page's query history: read like the KB, cleared by its editors (issue 38)
+    _rule("GET HEAD", r"/api/kbs/\{kb_id\}/queries", Role.READER),
+    _rule("DELETE", r"/api/kbs/\{kb_id\}/queries", Role.EDITOR),
+    # the evaluation view: read-only, bounded by RAGSIFT_WEB_EVAL_MAX_QUERIES
+    _rule("POST", r"/api/kbs/\{kb_id\}/evaluation", Role.READER),
     _rule("GET HEAD", r"/api/kbs/\{kb_id\}/documents|/api/documents/\{document_id\}"
           r"(/chunks|/assets|/pages/\{page\}\.png)?", Role.READER),
     _rule("GET HEAD", r"/api/assets/\{asset_id\}", Role.READER),

@@ -20,6 +20,7 @@ from ragsift.api import (
     routes_dify,
     routes_documents,
     routes_embeddings,
+    routes_evaluation,
     routes_faq,
     routes_feedback,
     routes_health,
@@ -28,6 +29,7 @@ from ragsift.api import (
     routes_keys,
     routes_maintenance,
     routes_openai,
+    routes_query_history,
     routes_retrieval,
     routes_texts,
     routes_versions,
@@ -114,7 +116,8 @@ def create_app(
     for module in (routes_kb, routes_documents, routes_assets, routes_faq, routes_retrieval,
                    routes_health, routes_chat, routes_conversations, routes_maintenance,
                    routes_versions, routes_keys, routes_dify, routes_openai,
-                   routes_embeddings, routes_kb_settings, routes_feedback, routes_texts):
+                   routes_embeddings, routes_kb_settings, routes_feedback, routes_texts,
+                   routes_query_history, routes_evaluation):
         app.include_router(module.router, dependencies=guarded)
     app.include_router(routes_conversations.kb_router, dependencies=guarded)
     if mcp is not None:  # its own key check (the same keys), not the REST dependency

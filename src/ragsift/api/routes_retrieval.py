@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from typing import Annotated
+
+from fastapi import APIRouter, Query
 from starlette.concurrency import run_in_threadpool
 
 from ragsift.api.auth import CurrentPrincipal, Principal
 from ragsift.api.deps import AppState, State, resolve_kbs
 from ragsift.api.errors import ERROR_RESPONSES, ErrorBody
 from ragsift.api.schemas import ExplainOut, SearchBody
+from ragsift.domain.errors import InvalidInput
 from ragsift.domain.results import RetrievalHit, RetrievalResult
+from ragsift.retrieval.query_history import query_record, record
 
 router = APIRouter(prefix="/api/retrieval", tags=["retrieval"], responses={
     **ERROR_RESPONSES,
@@ -45,8 +49,23 @@ async def search(
     return list((await _search(state, body, principal)).hits)
 
 
+HistoryFlag = Annotated[bool, Query(
+    description="record the search in its knowledge base's query history (the debug page "
+                "does; GET /api/kbs/{id}/queries lists it); one knowledge base only")]
+
+
 @router.post("/explain")
-async def explain(body: SearchBody, state: State, principal: CurrentPrincipal) -> ExplainOut:
+async def explain(
+    body: SearchBody, state: State, principal: CurrentPrincipal, history: HistoryFlag = False,
+) -> ExplainOut:
     """Document hits, FAQ hits, and the trace of every retrieval stage."""
+    if history and body.kbs is not None and len(body.kbs) > 1:
+        raise InvalidInput("history=true records a search of one knowledge base; this one "
+                           "names several (kbs)")
     result = await _search(state, body, principal)
+    if history:
+        entry = query_record(result.trace.kb_id, body.query, body.model_dump(mode="json"),
+                             result, principal.name)
+        await run_in_threadpool(record, state.container.repository, entry,
+                                state.container.settings.query_history_limit)
     return ExplainOut(results=list(result.hits), faq=list(result.faq_hits), trace=result.trace)

@@ -45,6 +45,18 @@ class ServerSettings(BaseModel):
     page_preview_max_width: int = Field(
         default=2000, ge=64, le=8000, description="widest PDF page preview the API renders"
     )
+    # retrieval testing on the debug page (issue 38): its query history, and the evaluation
+    # the page runs inside a request
+    query_history_limit: int = Field(
+        default=200, ge=0, le=100_000,
+        description="queries of the debug page kept per knowledge base (the newest); 0 keeps "
+        "none",
+    )
+    web_eval_max_queries: int = Field(
+        default=50, ge=1, le=10_000,
+        description="labelled queries the evaluation view (POST /api/kbs/{id}/evaluation) "
+        "scores inside a request; a larger set is refused: run `ragsift eval --kb` instead",
+    )
     serve_mcp: bool = Field(
         default=True, description="`ragsift serve` answers MCP (streamable HTTP) at /mcp "
         "with the same API keys, when the `mcp` extra is installed")

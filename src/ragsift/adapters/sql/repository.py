@@ -48,6 +48,7 @@ from ragsift.adapters.sql.orm import (
     to_utc,
 )
 from ragsift.adapters.sql.owner_repository import OwnerRepositoryMixin
+from ragsift.adapters.sql.query_history_repository import QueryHistoryRepositoryMixin
 from ragsift.adapters.sql.tuning_repository import TuningRepositoryMixin
 from ragsift.adapters.sql.version_repository import VersionRepositoryMixin
 from ragsift.domain.errors import InvalidInput, NotFound
@@ -78,6 +79,7 @@ class SqlRepository(
     KbSettingsRepositoryMixin, AssetRepositoryMixin, FaqRepositoryMixin, TuningRepositoryMixin,
     VersionRepositoryMixin,
     OwnerRepositoryMixin, KeyRepositoryMixin, IngestBatchMixin, MetadataRepositoryMixin,
+    QueryHistoryRepositoryMixin,
 ):
     """Knowledge bases, documents, chunks and FAQ entries in SQLite or PostgreSQL; thread-safe."""
 

@@ -191,6 +191,24 @@ class KbSettingsRow(Base):
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
 
+class QueryHistoryRow(Base):
+    """A query run on the debug page (0017): the last RAGSIFT_QUERY_HISTORY_LIMIT per KB."""
+
+    __tablename__ = "query_history"
+    __table_args__ = (Index("ix_query_history_kb_id_created_at", "kb_id", "created_at"),)
+
+    id: Mapped[str] = mapped_column(ID, primary_key=True)
+    kb_id: Mapped[str] = mapped_column(
+        ID, ForeignKey("knowledge_bases.id", ondelete="CASCADE"))
+    query: Mapped[str] = mapped_column(Text)
+    options: Mapped[dict[str, Any]] = mapped_column(JSON)
+    # [[chunk_id, score], ...] in rank order
+    hits: Mapped[list[Any]] = mapped_column(JSON)
+    latency_ms: Mapped[float | None] = mapped_column(Float)
+    key_name: Mapped[str | None] = mapped_column(String(255))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
 class IngestJobRow(Base):
     """The latest ingestion job of a document, leased by worker processes (job_queue.py)."""
 

@@ -12,8 +12,10 @@ import { initKeyControl } from "./auth.js";
 import { h, say } from "./dom.js";
 import { DocPicker } from "./docpicker.js";
 import { FilterEditor } from "./filtereditor.js";
+import { EvalView } from "./evalview.js";
 import { t, translatePage } from "./i18n.js";
 import "./strings/debug.js";
+import { RetrievalTesting } from "./testing.js";
 import { traceSections } from "./trace.js";
 import { Uploader } from "./upload.js";
 
@@ -68,7 +70,27 @@ async function loadKbs(selectId) {
   renderKbOptions();
   if (kbs.some((kb) => kb.id === previous)) kbSelect.value = previous;
   $("kb-empty").hidden = kbs.length > 0;
-  await Promise.all([picker.load(kbSelect.value), filterEditor.load(kbSelect.value)]);
+  await Promise.all([picker.load(kbSelect.value), filterEditor.load(kbSelect.value),
+    testing.refresh()]);
+}
+
+/** A history entry: its query and options back in the form, run again (recorded again). */
+function rerun(record) {
+  const o = record.options || {};
+  $("query").value = record.query;
+  $("mode").value = o.mode || "hybrid";
+  $("top-k").value = String(o.top_k ?? 5);
+  for (const [id, field] of [["rewrite", "rewrite"], ["rerank", "rerank"],
+    ["small2big", "small2big"], ["auto-merge", "auto_merge"]]) {
+    if (typeof o[field] === "boolean") $(id).checked = o[field];
+  }
+  $("fusion").value = o.fusion || "";
+  $("min-score").value = o.min_score ?? "";
+  $("dense-weight").value = o.dense_weight ?? "";
+  $("sparse-weight").value = o.sparse_weight ?? "";
+  picker.selected = new Set(o.document_ids || []);
+  picker.render();
+  $("search-form").requestSubmit();
 }
 
 /** The number in `input`, null when it is empty, NaN when it is not a number. */
@@ -188,10 +210,13 @@ async function explain(event) {
   status.textContent = t("debug.results.searching");
   const started = performance.now();
   try {
-    const out = await api("/api/retrieval/explain", { method: "POST", json: built.body });
+    // recorded in the KB's query history (retrieval testing)
+    const out = await api("/api/retrieval/explain?history=true",
+      { method: "POST", json: built.body });
     shown = { out, request: built.body, clientMs: performance.now() - started };
     render();
     showResults();
+    testing.refresh();
   } catch (failure) {
     status.textContent = "";
     if (filterEditor.claims(failure)) sayKey(error, "");
@@ -224,6 +249,11 @@ function onQueryKey(event) {
   $("search-form").requestSubmit();
 }
 
+const testing = new RetrievalTesting({
+  kbId: () => kbSelect.value, query: () => $("query").value,
+  documentIds: () => picker.documentIds(), rerun,
+});
+const evalView = new EvalView({ kbId: () => kbSelect.value });
 const uploader = new Uploader({
   form: $("upload-form"), input: $("upload-files"), button: $("upload-button"),
   error: $("upload-error"), list: $("upload-status"), kbId: () => kbSelect.value,
@@ -236,6 +266,7 @@ initKeyControl($("key-control"), { onKeyEntered: () => loadKbs() });
 kbSelect.addEventListener("change", () => {
   picker.load(kbSelect.value);
   filterEditor.load(kbSelect.value);
+  testing.refresh();
 });
 $("search-form").addEventListener("submit", explain);
 $("query").addEventListener("keydown", onQueryKey);
@@ -248,5 +279,7 @@ document.addEventListener("ragsift:language", () => {
   uploader.relabel();
   picker.relabel();
   filterEditor.relabel();
+  testing.relabel();
+  evalView.relabel();
 });
 loadKbs().then(() => document.body.setAttribute("data-ready", "true"));
