@@ -13,9 +13,11 @@ from pydantic import (
     field_validator,
 )
 
-# Frozensets already checked, by id (each held, so its id is not reused meanwhile).
+# Big frozensets already checked, by id (each held, so its id is not reused meanwhile);
+# a small one is checked again, at no noticeable cost.
 _CHECKED: dict[int, frozenset[str]] = {}
-_CHECKED_MAX = 64
+_CHECKED_MAX = 16
+_CHECKED_MIN_SIZE = 256
 
 
 def _kept_if_frozen(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
@@ -30,9 +32,10 @@ def _kept_if_frozen(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
         return value
     if not set(map(type, value)) <= {str}:
         return handler(value)  # the validation error names the element
-    if len(_CHECKED) >= _CHECKED_MAX:
-        _CHECKED.clear()
-    _CHECKED[id(value)] = value
+    if len(value) >= _CHECKED_MIN_SIZE:
+        if len(_CHECKED) >= _CHECKED_MAX:
+            _CHECKED.clear()
+        _CHECKED[id(value)] = value
     return value
 
 
