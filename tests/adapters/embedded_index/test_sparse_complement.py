@@ -16,7 +16,7 @@ from ragsift.domain.index_records import IndexRecord
 from ragsift.domain.results import ChannelHit
 
 DIM = 8
-DOCUMENTS = 80  # past the 64 whitelisted documents from which the complement is used
+DOCUMENTS = 160  # a half is past the 64 whitelisted documents from which BM25 plans
 WORDS = ("alpha", "beta", "gamma", "delta")
 
 
@@ -48,6 +48,19 @@ def test_a_broad_whitelist_finds_what_the_whitelist_itself_finds(
     weighted = [(word, 1.5) for word in query.split()]
     assert index.search_sparse_weighted(weighted, search_filter, limit) == \
         index._sparse.search_weighted(weighted, search_filter, limit)
+
+
+@pytest.mark.parametrize("limit", [1, 5, 30, 200])
+@pytest.mark.parametrize("query", ["alpha", "delta w3", "gamma beta w1"])
+def test_a_half_whitelist_read_off_an_unrestricted_page_finds_what_it_finds(
+    index: EmbeddedIndex, query: str, limit: int,
+) -> None:
+    """Half the kb's documents: no shorter complement, so BM25 runs unrestricted on a longer
+    page and keeps the whitelisted hits (or, when the page cannot tell, the whitelist)."""
+    search_filter = _whitelist(set(range(1, DOCUMENTS, 2)))
+    assert index._dense.whitelist_plan(search_filter) == (None, 0.5)
+    expected = index._sparse.search(query, search_filter, limit)
+    assert index.search_sparse(query, search_filter, limit) == expected
 
 
 def test_a_narrow_whitelist_is_not_turned_into_a_complement(index: EmbeddedIndex) -> None:
@@ -96,6 +109,30 @@ def test_the_whitelist_is_searched_again_only_when_a_full_page_lost_a_hit(
         return [_hit(d, 1.0) for d in found if excluded is not None or d != "x"]
 
     allowed = SearchFilter(kb_id="kb", document_ids=frozenset({"a", "b"}))
-    hits = search_by_complement(search, allowed, frozenset({"c"}), 3)
+    hits = search_by_complement(search, allowed, (frozenset({"c"}), 0.9), 3)
     assert [hit.document_id for hit in hits] == [d for d in found if d != "x"]
     assert calls == [frozenset({"c"}), None][:searches]
+
+
+@pytest.mark.parametrize(("scores", "searches"), [
+    ([("a", 5.0), ("x", 4.0), ("b", 3.0), ("x", 2.0)], 1),  # 2 kept above the page's floor
+    ([("a", 5.0), ("x", 4.0), ("b", 2.0), ("x", 2.0)], 2),  # the 2nd ties the page's floor
+    ([("a", 5.0), ("b", 3.0), ("a", 3.0), ("x", 1.0)], 2),  # a tie at the cut
+    ([("a", 5.0), ("x", 4.0), ("x", 3.0), ("x", 2.0)], 2),  # too few whitelisted on the page
+    ([("a", 5.0), ("x", 4.0)], 1),                          # a short page: all matches seen
+])
+def test_an_unrestricted_page_is_used_only_when_it_tells_the_top_exactly(
+    scores: list[tuple[str, float]], searches: int,
+) -> None:
+    calls: list[frozenset[str] | None] = []
+
+    def search(excluded: frozenset[str] | None, limit: int) -> list[ChannelHit]:
+        calls.append(excluded)
+        page = scores if excluded is not None else [s for s in scores if s[0] != "x"]
+        return [_hit(doc, score) for doc, score in page[:limit]]
+
+    allowed = SearchFilter(kb_id="kb", document_ids=frozenset({"a", "b"}))
+    # share 0.75: a page of ceil(2 x 1.5 / 0.75) = 4 hits
+    hits = search_by_complement(search, allowed, (None, 0.75), 2)
+    assert calls == [frozenset(), None][:searches]
+    assert hits == [_hit(d, s) for d, s in scores if d != "x"][:2]

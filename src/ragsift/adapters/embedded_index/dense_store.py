@@ -217,8 +217,12 @@ class DenseMatrixStore:
 
     def excluded_documents(self, search_filter: SearchFilter) -> frozenset[str] | None:
         """Snapshot.excluded_documents on the current rows."""
+        return self.whitelist_plan(search_filter)[0]
+
+    def whitelist_plan(self, search_filter: SearchFilter) -> tuple[frozenset[str] | None, float]:
+        """Snapshot.whitelist_plan on the current rows."""
         self.refresh()
-        return self._snapshot.excluded_documents(search_filter)
+        return self._snapshot.whitelist_plan(search_filter)
 
     # ---- internals ----------------------------------------------------------------------
 

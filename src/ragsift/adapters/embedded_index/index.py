@@ -179,7 +179,7 @@ class EmbeddedIndex:
         with default_budget().cpu_call():
             return search_by_complement(
                 lambda excluded, k: self._sparse.search(query, search_filter, k, excluded),
-                search_filter, self._dense.excluded_documents(search_filter), limit)
+                search_filter, self._dense.whitelist_plan(search_filter), limit)
 
     def count(self) -> int:
         """Number of live chunks (dense rows)."""
@@ -231,5 +231,5 @@ class EmbeddedIndex:
             return search_by_complement(
                 lambda excluded, k: self._sparse.search_weighted(terms, search_filter, k,
                                                                  excluded),
-                search_filter, self._dense.excluded_documents(search_filter), limit)
+                search_filter, self._dense.whitelist_plan(search_filter), limit)
 
