@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
@@ -264,3 +266,60 @@ def test_batches_send_only_their_misses_and_a_failed_batch_fails_itself_and_its_
             assert np.array_equal(result, expected(batch))
     assert np.array_equal(cache.embed_passages(["d", "b"]), expected(["d", "b"]))
     assert len(inner.passage_calls) == 5  # the good batches' rows were stored
+
+
+class SlowEmbedder(CountingEmbedder):
+    """Embeds a query only once released, so that calls overlap as a several-KB search's
+    dense channels do; fails when asked to."""
+
+    def __init__(self, fail: bool = False) -> None:
+        super().__init__()
+        self.started = threading.Event()
+        self.release = threading.Event()
+        self._fail = fail
+
+    def embed_query(self, text: str) -> Vectors:
+        self.query_calls.append(text)
+        self.started.set()
+        assert self.release.wait(10)
+        if self._fail:
+            raise RuntimeError("embedder down")
+        return fake_vector(self.model_id, "query: " + text)
+
+
+@pytest.mark.parametrize("size", [1024, 0])
+@pytest.mark.parametrize("fail", [False, True])
+def test_concurrent_calls_for_one_query_embed_it_once(
+    make_cache: MakeCache, size: int, fail: bool,
+) -> None:
+    """Two KBs searched at once each embed the query in their own thread: the second call
+    waits for the first one's vector (or its error) instead of embedding it again."""
+    inner = SlowEmbedder(fail)
+    cache = make_cache(inner, query_cache_size=size)
+    results: list[object] = []
+
+    def call() -> None:
+        try:
+            results.append(cache.embed_query("q"))
+        except RuntimeError as exc:
+            results.append(exc)
+
+    first = threading.Thread(target=call)
+    first.start()
+    assert inner.started.wait(10)
+    second = threading.Thread(target=call)
+    second.start()
+    time.sleep(0.05)  # the second call is waiting on the first (or, before the fix, embedding)
+    inner.release.set()
+    first.join(10)
+    second.join(10)
+    assert inner.query_calls == ["q"]
+    if fail:
+        assert all(isinstance(r, RuntimeError) for r in results) and len(results) == 2
+        with pytest.raises(RuntimeError):  # a failure is not cached: the next call tries
+            cache.embed_query("q")
+        assert inner.query_calls == ["q", "q"]
+    else:
+        assert len(results) == 2
+        for vector in results:
+            np.testing.assert_array_equal(vector, fake_vector("fake-model", "query: q"))

@@ -74,3 +74,22 @@ def test_the_filter_trace_counts_only_documents_within_the_requests_scope(
     if not visible:  # said as of a filter that matches no document at all
         nothing = _run(stage, {"dept": "absent"}, **scope)
         assert outcome.decision.trace.empty_reason == nothing.decision.trace.empty_reason
+
+
+def test_a_repeated_filter_is_answered_with_the_same_set_until_a_document_changes(
+    facts: SqlRepository,
+) -> None:
+    """The same set object each search lets the indexes' caches compare it by reference;
+    a metadata change gives the next search a new answer at once."""
+    facts.add_document(Document(id="moving", kb_id=KB, filename="moving.md",
+                                media_type="text/markdown", sha256=None, size=0,
+                                status=DocumentStatus.READY))
+    facts.set_metadata("moving", {"phase": 1})
+    stage = ScopeStage(facts, None)
+    first, again = (_run(stage, {"phase": 1}, roles=["hr"]) for _ in range(2))
+    assert _allowed(first) == {"moving"}
+    assert first.search_filter is not None and again.search_filter is not None
+    assert again.search_filter.document_ids is first.search_filter.document_ids
+    facts.set_metadata("moving", {"phase": 2})
+    assert _allowed(_run(stage, {"phase": 1}, roles=["hr"])) == frozenset()
+    assert _allowed(_run(stage, {"phase": 2}, roles=["hr"])) == {"moving"}

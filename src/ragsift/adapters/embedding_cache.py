@@ -10,6 +10,7 @@ import sqlite3
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
+from concurrent.futures import Future
 from pathlib import Path
 
 import numpy as np
@@ -51,6 +52,7 @@ class CachedEmbedder:
         self._queries: OrderedDict[str, Vectors] = OrderedDict()
         self._query_cache_size = query_cache_size
         self._query_lock = threading.Lock()
+        self._pending: dict[str, Future[Vectors]] = {}  # queries being embedded now
         self.hits = 0
         self.misses = 0
 
@@ -136,17 +138,34 @@ class CachedEmbedder:
                 yield np.stack([found[d] for d in batch]).astype(np.float32, copy=False)
 
     def embed_query(self, text: str) -> Vectors:
+        """The query's vector; a call meeting one in flight for the same text waits for
+        its vector instead of embedding it again: a search over several KBs runs each KB's
+        dense channel in its own thread, at the same moment, with the same query."""
         with self._query_lock:
             cached = self._queries.get(text)
             if cached is not None:
                 self._queries.move_to_end(text)
                 return cached
-        vector = self._inner.embed_query(text)
-        if self._query_cache_size:
+            pending = self._pending.get(text)
+            owner = pending is None
+            if pending is None:
+                pending = self._pending[text] = Future()
+        if not owner:
+            return pending.result()  # the owner's vector, or its exception raised here too
+        try:
+            vector = self._inner.embed_query(text)
+        except BaseException as exc:
             with self._query_lock:
+                del self._pending[text]
+            pending.set_exception(exc)
+            raise
+        with self._query_lock:
+            del self._pending[text]
+            if self._query_cache_size:
                 self._queries[text] = vector
                 while len(self._queries) > self._query_cache_size:
                     self._queries.popitem(last=False)
+        pending.set_result(vector)
         return vector
 
     def _lookup(self, digests: Sequence[str]) -> dict[str, Vectors]:

@@ -14,7 +14,7 @@ change shows at once. Scope fields are the documents' current ones in both cases
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -38,13 +38,23 @@ def matching_documents(node: Node, records: Records) -> frozenset[str]:
     return frozenset(doc_id for doc_id, values in records.items() if holds(values))
 
 
-def in_scope(record: Mapping[str, Value], scope: SearchFilter) -> bool:
-    """Whether a document's filter record is within the scope fields and roles of `scope`."""
-    for name, accepted in scope.scope_fields().items():
+def in_scope(record: Mapping[str, Value], fields: Mapping[str, frozenset[str]],
+             roles: frozenset[str] | None) -> bool:
+    """Whether a document's filter record is within a search filter's scope fields
+    (SearchFilter.scope_fields) and `roles`."""
+    for name, accepted in fields.items():
         if record.get(name) not in accepted:
             return False
-    roles = record.get(ROLES_FIELD)
-    return roles_allow(roles if isinstance(roles, tuple) else (), scope.roles)
+    held = record.get(ROLES_FIELD)
+    return roles_allow(held if isinstance(held, tuple) else (), roles)
+
+
+def _scope_key(scope: SearchFilter) -> tuple[object, ...]:
+    """What of `scope` in_scope reads: its scope fields and roles (each set sorted, so the
+    key is one whatever the sets' order)."""
+    fields = tuple((name, tuple(sorted(values)))
+                   for name, values in sorted(scope.scope_fields().items()))
+    return fields, None if scope.roles is None else tuple(sorted(scope.roles))
 
 
 def typed_records(fields: Mapping[str, Mapping[str, Any]]) -> dict[str, Mapping[str, Value]]:
@@ -60,8 +70,10 @@ class FilterRecords:
         self._repository = repository
         self._versions = versions
         self._cache: dict[str, tuple[tuple[int, str | None], Records]] = {}
-        self._matched: dict[tuple[str, tuple[int, str | None], str, int | None],
-                            frozenset[str]] = {}
+        # (KB, stamp, filter, pinned) -> the documents passing; with the scope's key too,
+        # those of them within it (the same object each time: the indexes' caches of a
+        # search filter holding it then compare it by identity, not element by element)
+        self._matched: dict[tuple[object, ...], frozenset[str]] = {}
         self._sealed: dict[tuple[str, int], Mapping[str, Mapping[str, Any]] | None] = {}
         self._lock = threading.Lock()
 
@@ -71,30 +83,37 @@ class FilterRecords:
         (called from a worker thread); the same filter on unchanged documents is answered
         from a cache, as the dense store caches rows. `pinned`: a version the request pins,
         filtered on the metadata it was sealed with."""
-        stamp, records = self._records(kb_id)
+        stamp, current = self._records(kb_id)
         sealed = self._sealed_metadata(kb_id, pinned)
         if sealed is None:
             pinned = None
-        else:
-            records = with_metadata(records, sealed)
-        # the caller's scope first: what passes is counted in the trace, and a count of
-        # documents the caller may not see would tell their metadata
-        return frozenset(doc_id for doc_id in self._matching(kb_id, stamp, records, node, pinned)
-                         if in_scope(records[doc_id], scope))
-
-    def _matching(self, kb_id: str, stamp: tuple[int, str | None], records: Records,
-                  node: Node, pinned: int | None) -> frozenset[str]:
         # keyed by the repr, not the node: true == 1 and false == 0 (same hash) in Python,
         # never in the filter language, so equal nodes could stand for different filters
         key = (kb_id, stamp, repr(node), pinned)
+        scoped_key = (*key, _scope_key(scope))
+        with self._lock:
+            scoped = self._matched.get(scoped_key)
+        if scoped is not None:
+            return scoped
+        records = current if sealed is None else with_metadata(current, sealed)
+        matched = self._cached(key, lambda: matching_documents(node, records))
+        # the caller's scope first: what passes is counted in the trace, and a count of
+        # documents the caller may not see would tell their metadata (scope fields are
+        # the documents' current ones, pinned or not)
+        fields, roles = scope.scope_fields(), scope.roles
+        return self._cached(scoped_key, lambda: frozenset(
+            doc_id for doc_id in matched if in_scope(current[doc_id], fields, roles)))
+
+    def _cached(self, key: tuple[object, ...],
+                compute: Callable[[], frozenset[str]]) -> frozenset[str]:
         with self._lock:
             found = self._matched.get(key)
         if found is None:
-            found = matching_documents(node, records)
+            found = compute()
             with self._lock:
                 if len(self._matched) >= _CACHED_FILTERS:
                     self._matched.clear()
-                self._matched[key] = found
+                found = self._matched.setdefault(key, found)
         return found
 
     def _sealed_metadata(

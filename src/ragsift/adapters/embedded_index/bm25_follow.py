@@ -18,9 +18,9 @@ from pathlib import Path
 
 from tantivy import Query
 
+from ragsift.adapters.embedded_index.bm25_filters import FilterClauses
 from ragsift.adapters.embedded_index.bm25_kb import (
     KbIndex,
-    filter_clauses,
     kb_analyzer,
     live_documents,
     schema,
@@ -53,6 +53,7 @@ class FollowedBm25Store:
         # an old layout or an unfinished upgrade is refused as the writer refuses it (reads only)
         check_layout(self._root, upgrade=False)
         self._schema = schema()
+        self._clauses = FilterClauses(self._schema)
         self._lock = threading.Lock()
         self._kbs: dict[str, tuple[Signature, KbIndex]] = {}
         self._why: dict[str, str] = {}  # the last reason a kb index could not be opened
@@ -72,16 +73,18 @@ class FollowedBm25Store:
         """(version, analyzer) of the kb's index (bm25_kb.kb_analyzer)."""
         return kb_analyzer(kb_id, self._kb)
 
-    def search(self, query: str, search_filter: SearchFilter, limit: int) -> list[ChannelHit]:
+    def search(self, query: str, search_filter: SearchFilter, limit: int,
+               excluded: frozenset[str] | None = None) -> list[ChannelHit]:
         """TantivyBm25Store.search over the kb's newest commit."""
-        found = self._searchable(search_filter, limit)
+        found = self._searchable(search_filter, limit, excluded)
         return [] if found is None else found[0].search(query, found[1], limit)
 
     def search_weighted(
-        self, terms: Sequence[tuple[str, float]], search_filter: SearchFilter, limit: int
+        self, terms: Sequence[tuple[str, float]], search_filter: SearchFilter, limit: int,
+        excluded: frozenset[str] | None = None,
     ) -> list[ChannelHit]:
         """TantivyBm25Store.search_weighted over the kb's newest commit."""
-        found = self._searchable(search_filter, limit)
+        found = self._searchable(search_filter, limit, excluded)
         return [] if found is None else found[0].search_weighted(terms, found[1], limit)
 
     def term_stats(self, kb_id: str, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
@@ -136,11 +139,11 @@ class FollowedBm25Store:
         return [name for name in entries if KB_DIRECTORY.fullmatch(name)]
 
     def _searchable(
-        self, search_filter: SearchFilter, limit: int
+        self, search_filter: SearchFilter, limit: int, excluded: frozenset[str] | None = None,
     ) -> tuple[KbIndex, list[Query]] | None:
         if limit <= 0:
             return None
-        restrictions = filter_clauses(self._schema, search_filter)
+        restrictions = self._clauses(search_filter, excluded)
         if restrictions is None:
             return None
         kb = self._kb(kb_directory_name(search_filter.kb_id), search_filter.kb_id)

@@ -369,16 +369,24 @@ def version_clause(schema_: tantivy.Schema, version_seq: int) -> Query:
     ])
 
 
-def filter_clauses(schema_: tantivy.Schema, search_filter: SearchFilter) -> list[Query] | None:
+def filter_clauses(schema_: tantivy.Schema, search_filter: SearchFilter,
+                   excluded: frozenset[str] | None = None) -> list[Query] | None:
     """Document and scope restrictions as term-set queries (never parsed text).
 
     The kb needs no clause, as its index holds nothing else; None when the filter allows
-    nothing, [] when it restricts nothing.
+    nothing, [] when it restricts nothing. `excluded`: documents to leave out, in place of
+    the filter's document whitelist (a shorter list; the caller re-checks the whitelist).
     """
     restrictions: dict[str, frozenset[str]] = dict(search_filter.scope_fields())
-    if search_filter.document_ids is not None:
-        restrictions["document_id"] = search_filter.document_ids
     clauses: list[Query] = []
+    if excluded is not None:
+        if excluded:
+            clauses.append(Query.boolean_query([
+                (Occur.Must, Query.all_query()),
+                (Occur.MustNot, Query.term_set_query(schema_, "document_id", sorted(excluded))),
+            ]))
+    elif search_filter.document_ids is not None:
+        restrictions["document_id"] = search_filter.document_ids
     for name, values in restrictions.items():
         if not values:
             return None

@@ -18,9 +18,9 @@ from pathlib import Path
 from tantivy import Query
 
 from ragsift.adapters.embedded_index.bm25_catalog import Bm25Catalog
+from ragsift.adapters.embedded_index.bm25_filters import FilterClauses
 from ragsift.adapters.embedded_index.bm25_kb import (
     KbIndex,
-    filter_clauses,
     kb_analyzer,
     live_documents,
     lock_root,
@@ -84,6 +84,7 @@ class TantivyBm25Store(Bm25Catalog):
             unlock_root(self._lock_fd)
             raise
         super().__init__(root, schema())
+        self._clauses = FilterClauses(self._schema)
         self._write_lock = threading.Lock()
         self._rebuilds: dict[str, KbRebuild] = {}  # by kb directory name
         # Upgrade mode: kb indexes of an older schema, never opened, waiting to be rebuilt.
@@ -269,23 +270,25 @@ class TantivyBm25Store(Bm25Catalog):
 
     # ---- search -------------------------------------------------------------------------
 
-    def search(self, query: str, search_filter: SearchFilter, limit: int) -> list[ChannelHit]:
+    def search(self, query: str, search_filter: SearchFilter, limit: int,
+               excluded: frozenset[str] | None = None) -> list[ChannelHit]:
         """Top-`limit` chunks of the filter's kb by raw BM25 among those the filter allows.
 
         SparseIndexBroken when the kb's index cannot be opened.
         """
-        found = self._searchable(search_filter, limit)
+        found = self._searchable(search_filter, limit, excluded)
         return [] if found is None else found[0].search(query, found[1], limit)
 
     def search_weighted(
-        self, terms: Sequence[tuple[str, float]], search_filter: SearchFilter, limit: int
+        self, terms: Sequence[tuple[str, float]], search_filter: SearchFilter, limit: int,
+        excluded: frozenset[str] | None = None,
     ) -> list[ChannelHit]:
         """`search` for (index term, weight) pairs, e.g. a feedback-expanded query.
 
         Terms are the kb analyzer's tokens (see `analyzer`) and become term queries boosted
         by their weight; nothing is parsed, so no text can act as query syntax.
         """
-        found = self._searchable(search_filter, limit)
+        found = self._searchable(search_filter, limit, excluded)
         return [] if found is None else found[0].search_weighted(terms, found[1], limit)
 
     def term_stats(self, kb_id: str, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
@@ -298,12 +301,12 @@ class TantivyBm25Store(Bm25Catalog):
     # ---- internals ----------------------------------------------------------------------
 
     def _searchable(
-        self, search_filter: SearchFilter, limit: int
+        self, search_filter: SearchFilter, limit: int, excluded: frozenset[str] | None = None,
     ) -> tuple[KbIndex, list[Query]] | None:
         """The filter's kb index and its restrictions; None when nothing can match."""
         if limit <= 0:
             return None
-        restrictions = filter_clauses(self._schema, search_filter)
+        restrictions = self._clauses(search_filter, excluded)
         if restrictions is None:
             return None
         kb_id = search_filter.kb_id

@@ -29,6 +29,8 @@ _GATHER_BLOCK_ROWS = 256
 # this long on average, multiplying each run in place beats copying the rows out.
 _MIN_MEAN_RUN = 24
 _CACHE_SIZE = 64
+# Below this many whitelisted documents the whitelist itself is short enough for BM25.
+_MIN_COMPLEMENT = 64
 
 
 class _ExactLimit(Protocol):
@@ -87,6 +89,9 @@ class Snapshot:
     # Value <-> code per filter field; append-only until compaction replaces it wholesale.
     vocab: Vocabulary
     cache: dict[SearchFilter, Candidates] = field(default_factory=dict)
+    # filter -> whitelist_plan
+    complements: dict[SearchFilter, tuple[frozenset[str] | None, float]] = field(
+        default_factory=dict)
     generation: int = 0
     # The approximate index (a graph per big kb), used for filters allowing more than its
     # exact_max_rows rows.
@@ -143,6 +148,36 @@ class Snapshot:
             self.cache.clear()
         self.cache[search_filter] = found
         return found
+
+    def excluded_documents(self, search_filter: SearchFilter) -> frozenset[str] | None:
+        """The documents of the filter's kb with live rows here that its whitelist leaves
+        out, when there are fewer of them than whitelisted documents (else None): the
+        shorter list for BM25 to filter on (sparse_complement.py)."""
+        return self.whitelist_plan(search_filter)[0]
+
+    def whitelist_plan(self, search_filter: SearchFilter) -> tuple[frozenset[str] | None, float]:
+        """(excluded_documents, the share of the kb's documents here that the whitelist
+        keeps: 0 without a whitelist of at least _MIN_COMPLEMENT); cached like rows."""
+        allowed = search_filter.document_ids
+        if allowed is None or len(allowed) < _MIN_COMPLEMENT:
+            return None, 0.0
+        cached = self.complements.get(search_filter)
+        if cached is not None:
+            return cached
+        plan: tuple[frozenset[str] | None, float] = (None, 0.0)
+        kb_code = self.vocab.index["kb_id"].get(search_filter.kb_id)
+        if kb_code is not None:
+            in_kb = self.alive & (self.codes["kb_id"] == kb_code + 1)
+            names = self.vocab.values["document_id"]
+            held = frozenset(names[code - 1] for code in
+                             np.unique(self.codes["document_id"][in_kb]).tolist() if code)
+            left_out = held - allowed
+            share = (len(held) - len(left_out)) / len(held) if held else 0.0
+            plan = (left_out if len(left_out) < len(allowed) else None, share)
+        if len(self.complements) >= _CACHE_SIZE:
+            self.complements.clear()
+        self.complements[search_filter] = plan
+        return plan
 
     def _allowed_rows(self, search_filter: SearchFilter) -> IntpArray:
         empty: IntpArray = np.empty(0, dtype=np.intp)

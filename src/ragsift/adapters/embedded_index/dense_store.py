@@ -215,6 +215,15 @@ class DenseMatrixStore:
         self.refresh()
         return self._snapshot.search(self._check_query(vector), search_filter, limit)
 
+    def excluded_documents(self, search_filter: SearchFilter) -> frozenset[str] | None:
+        """Snapshot.excluded_documents on the current rows."""
+        return self.whitelist_plan(search_filter)[0]
+
+    def whitelist_plan(self, search_filter: SearchFilter) -> tuple[frozenset[str] | None, float]:
+        """Snapshot.whitelist_plan on the current rows."""
+        self.refresh()
+        return self._snapshot.whitelist_plan(search_filter)
+
     # ---- internals ----------------------------------------------------------------------
 
     def _check_vectors(self, vectors: Any, expected_rows: int) -> Float32Array:

@@ -7,9 +7,10 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import Engine, func, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
+from ragsift.adapters.sql.change_probe import SqliteChangeProbe, probe_for
 from ragsift.adapters.sql.orm import DocumentRow
 from ragsift.adapters.sql.version_commits import lock_state
 from ragsift.domain.errors import NotFound
@@ -17,12 +18,18 @@ from ragsift.domain.metadata import ROLES_FIELD
 
 # ids per IN list: well under SQLite's oldest bound-variable limit
 _IN_BATCH = 500
+# KBs whose filter stamp is kept beside the probe's value
+_CACHED_STAMPS = 256
 
 
 class MetadataRepositoryMixin:
     """Mixed into SqlRepository, which sets `_sessions`."""
 
     _sessions: sessionmaker[Session]
+    # set by SqlRepository.__init__: see filter_stamp
+    _engine: Engine
+    _probe: SqliteChangeProbe | bool | None  # False until opened
+    _filter_stamps: dict[str, tuple[int, tuple[int, str | None]]]
 
     def set_metadata(self, document_id: str, metadata: Mapping[str, Any]) -> None:
         """Replace a document's metadata (already validated, in its JSON form)."""
@@ -78,12 +85,37 @@ class MetadataRepositoryMixin:
 
     def filter_stamp(self, kb_id: str) -> tuple[int, str | None]:
         """(documents, latest change) of `kb_id`: changes whenever a document is added,
-        deleted or changed (its metadata included), so filter_fields can be cached on it."""
+        deleted or changed (its metadata included), so filter_fields can be cached on it.
+        On a SQLite file, read again only after a commit (change_probe.py)."""
+        probe = self._change_probe()
+        # read before the stamp: a commit in between makes the next call read it again
+        version = None if probe is None else probe.version()
+        stamps = self._filter_stamps
+        cached = stamps.get(kb_id)
+        if version is not None and cached is not None and cached[0] == version:
+            return cached[1]
         query = select(func.count(DocumentRow.id), func.max(DocumentRow.updated_at)
                        ).where(DocumentRow.kb_id == kb_id)
         with self._sessions.begin() as session:
             count, latest = session.execute(query).one()
-        return int(count), None if latest is None else str(latest)
+        stamp = int(count), None if latest is None else str(latest)
+        if version is not None:
+            if len(stamps) >= _CACHED_STAMPS:
+                stamps.clear()
+            stamps[kb_id] = (version, stamp)
+        return stamp
+
+    def _change_probe(self) -> SqliteChangeProbe | None:
+        """This repository's probe, opened on first use (None: not a SQLite file)."""
+        if self._probe is False:
+            self._probe = probe_for(self._engine)
+        return None if isinstance(self._probe, bool) else self._probe
+
+    def close_change_probe(self) -> None:
+        """Close the probe's connection (SqlRepository.close)."""
+        if isinstance(self._probe, SqliteChangeProbe):
+            self._probe.close()
+        self._probe = False
 
     def document_metadata(self, document_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
         """document id -> its metadata (JSON form), for those of `document_ids` that exist."""

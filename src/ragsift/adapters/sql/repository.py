@@ -88,10 +88,13 @@ class SqlRepository(
         # A fresh data directory just works: the schema is created or upgraded here.
         upgrade_to_head(url, self._engine)
         self._sessions = sessionmaker(self._engine, expire_on_commit=False)
+        self._probe = False  # MetadataRepositoryMixin.filter_stamp's, opened on first use
+        self._filter_stamps = {}
         self.kb_setting_defaults = {}
 
     def close(self) -> None:
         """Release every pooled connection."""
+        self.close_change_probe()
         self._engine.dispose()
 
     def ping(self) -> None:
