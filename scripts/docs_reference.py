@@ -227,7 +227,7 @@ def schema_name(schema: dict[str, Any] | None) -> str:
 
 
 def response_schema(response: dict[str, Any]) -> str:
-    content = next(iter(response.get("content", {}).values()), {})
+    content: dict[str, Any] = next(iter(response.get("content", {}).values()), {})
     return schema_name(content.get("schema"))
 
 

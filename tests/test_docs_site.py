@@ -55,3 +55,28 @@ def test_the_readme_is_a_short_front_door_with_its_two_commands() -> None:
     # every relative link of the README points at a file that exists
     for target in re.findall(r"\]\(((?:docs|scripts)/[^)#]+)\)", "\n".join(readme)):
         assert (ROOT / target).exists(), target
+
+
+def test_example_blocks_are_found_with_their_markers(tmp_path: Path) -> None:
+    from support.doc_examples import examples_of
+
+    page = tmp_path / "page.md"
+    page.write_text(
+        "text\n\n```bash\nragsift kb list\n```\n\n```json\n{}\n```\n\n"
+        "<!-- example: server -->\n```python\nprint(1)\n```\n\n"
+        "<!-- example: skip needs Docker -->\n```sh\ndocker ps\n```\n", encoding="utf-8")
+    found = examples_of(page, tmp_path)
+    assert [(e.line, e.language, e.context, e.reason) for e in found] == [
+        (3, "bash", "cli", ""), (12, "python", "server", ""), (17, "bash", "skip", "needs Docker")]
+    assert found[0].code == "ragsift kb list\n"
+
+
+@pytest.mark.parametrize("marker", ["<!-- example: skip -->", "<!-- example: sever -->"])
+def test_a_skip_without_a_reason_or_an_unknown_marker_is_refused(tmp_path: Path,
+                                                                  marker: str) -> None:
+    from support.doc_examples import examples_of
+
+    page = tmp_path / "page.md"
+    page.write_text(f"{marker}\n```bash\ntrue\n```\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"page\.md:"):
+        examples_of(page, tmp_path)

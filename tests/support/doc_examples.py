@@ -45,7 +45,7 @@ def examples_of(page: Path, root: Path) -> list[Example]:
     while index < len(lines):
         match = _FENCE.match(lines[index])
         if not match:
-            if "<!-- example" in lines[index] and not _MARKER.match(lines[index].strip()):
+            if lines[index].startswith("<!-- example") and not _MARKER.match(lines[index].strip()):
                 raise ValueError(f"{page}:{index + 1}: unreadable example marker {lines[index]!r}")
             index += 1
             continue
