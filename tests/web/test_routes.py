@@ -208,8 +208,8 @@ def test_the_api_link_of_every_page_points_at_a_served_document(client: TestClie
         assert 'href="/docs" data-i18n="common.nav.api"' in render_page(source, api_docs=True)
 
 
-def test_the_readme_lists_the_accepted_types_of_the_parser_registry() -> None:
-    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
-    match = re.search(r"<!-- accepted-types -->(.*?)<!-- /accepted-types -->", readme, re.S)
-    assert match, "README: no accepted-types list"
+def test_the_file_formats_page_lists_the_accepted_types_of_the_parser_registry() -> None:
+    page = (REPO_ROOT / "docs" / "how-to" / "file-formats.md").read_text(encoding="utf-8")
+    match = re.search(r"<!-- accepted-types -->(.*?)<!-- /accepted-types -->", page, re.S)
+    assert match, "docs/how-to/file-formats.md: no accepted-types list"
     assert re.findall(r"`(\.[a-z]+)`", match.group(1)) == sorted(SUPPORTED_EXTENSIONS)
