@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.markup import escape
 
-from ragsift.cli_common import (
+from ragsift.cli.common import (
     CliFailure,
     DataDir,
     JsonFlag,
@@ -25,20 +25,20 @@ from ragsift.cli_common import (
     opened_data_dir,
     out,
 )
-from ragsift.cli_eval import eval_command
-from ragsift.cli_faq import faq_app
-from ragsift.cli_feedback import feedback_app
-from ragsift.cli_files import ingest, sync
-from ragsift.cli_kb_settings import kb_settings_command
-from ragsift.cli_keys import audit, keys_app
-from ragsift.cli_maintenance import fill_second_dense, rebuild_sparse, reindex
-from ragsift.cli_mcp import mcp as mcp_command
-from ragsift.cli_metadata import FilterOpt, WhereOpt, docs_meta, given_filter
-from ragsift.cli_remote import ApiKeyOpt, ServerOpt
-from ragsift.cli_render import render_faq, render_hits, render_scores, render_trace
-from ragsift.cli_serve import serve
-from ragsift.cli_tune import tune_command
-from ragsift.cli_versions import (
+from ragsift.cli.eval import eval_command
+from ragsift.cli.faq import faq_app
+from ragsift.cli.feedback import feedback_app
+from ragsift.cli.files import ingest, sync
+from ragsift.cli.kb_settings import kb_settings_command
+from ragsift.cli.keys import audit, keys_app
+from ragsift.cli.maintenance import fill_second_dense, rebuild_sparse, reindex
+from ragsift.cli.mcp import mcp as mcp_command
+from ragsift.cli.metadata import FilterOpt, WhereOpt, docs_meta, given_filter
+from ragsift.cli.remote import ApiKeyOpt, ServerOpt
+from ragsift.cli.render import render_faq, render_hits, render_scores, render_trace
+from ragsift.cli.serve import serve
+from ragsift.cli.tune import tune_command
+from ragsift.cli.versions import (
     DatasetOpt,
     KbVersionOpt,
     RoleOpt,
@@ -46,7 +46,7 @@ from ragsift.cli_versions import (
     VisibilityOpt,
     version_app,
 )
-from ragsift.cli_worker import worker
+from ragsift.cli.worker import worker
 from ragsift.domain.errors import InvalidInput, RagsiftError, StorageFull
 from ragsift.storage_full import StorageSpace, describe, is_storage_full
 
@@ -94,7 +94,7 @@ def _search(data_dir: Path | None, kb: list[str], query: str, fields: dict[str, 
     from ragsift.domain.requests import SearchRequest
 
     if server is not None:
-        from ragsift.cli_remote import remote_search
+        from ragsift.cli.remote import remote_search
 
         return remote_search(server, api_key, kb, query, fields)
     with open_container(data_dir, follow=True) as container:

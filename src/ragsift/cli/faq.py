@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ragsift.cli_common import (
+from ragsift.cli.common import (
     DataDir,
     JsonFlag,
     KbName,

@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ragsift.cli_common import DataDir, JsonFlag, echo_json, load_settings, open_repository, out
+from ragsift.cli.common import DataDir, JsonFlag, echo_json, load_settings, open_repository, out
 from ragsift.domain.errors import InvalidInput
 
 SetOpt = Annotated[list[str] | None, typer.Option(

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.markup import escape
 
-from ragsift.cli_common import DataDir, JsonFlag, echo_json, err, load_settings, out
+from ragsift.cli.common import DataDir, JsonFlag, echo_json, err, load_settings, out
 from ragsift.domain.errors import InvalidInput
 
 if TYPE_CHECKING:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ragsift.cli_common import (
+from ragsift.cli.common import (
     CliFailure,
     DataDir,
     JsonFlag,

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ragsift.cli_common import DataDir, JsonFlag, KbName, echo_json, kb_named, open_container, out
+from ragsift.cli.common import DataDir, JsonFlag, KbName, echo_json, kb_named, open_container, out
 from ragsift.domain.errors import InvalidInput
 
 if TYPE_CHECKING:

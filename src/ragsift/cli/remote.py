@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ragsift.cli_common import CliFailure
+from ragsift.cli.common import CliFailure
 
 if TYPE_CHECKING:
     from ragsift.domain.results import RetrievalResult

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
-from ragsift.cli_common import (
+from ragsift.cli.common import (
     DataDir,
     JsonFlag,
     KbName,

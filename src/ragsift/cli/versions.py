@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ragsift.cli_common import (
+from ragsift.cli.common import (
     DataDir,
     JsonFlag,
     KbName,
