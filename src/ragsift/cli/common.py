@@ -10,7 +10,7 @@ import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console
@@ -26,12 +26,6 @@ if TYPE_CHECKING:
 out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
 
-DataDir = Annotated[
-    Path | None,
-    typer.Option("--data-dir", envvar="RAGSIFT_DATA_DIR", help="Data directory [./.ragsift]."),
-]
-KbName = Annotated[str, typer.Option("--kb", help="Knowledge base name.")]
-JsonFlag = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
 
 
 class CliFailure(Exception):

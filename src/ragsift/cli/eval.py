@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ragsift.cli.common import DataDir, JsonFlag, echo_json, err, open_container, out
-from ragsift.cli.versions import KbVersionOpt
+from ragsift.cli.common import echo_json, err, open_container, out
+from ragsift.cli.options import DataDir, JsonFlag, KbVersionOpt
 from ragsift.domain.errors import InvalidInput
 
 if TYPE_CHECKING:

@@ -10,8 +10,9 @@ import typer
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ragsift.cli.common import CliFailure, DataDir, KbName, err, open_container, out
-from ragsift.cli.metadata import MetaFileOpt, MetaOpt, checked_metadata, given_metadata
+from ragsift.cli.common import CliFailure, err, open_container, out
+from ragsift.cli.metadata import checked_metadata, given_metadata
+from ragsift.cli.options import DataDir, KbName, MetaFileOpt, MetaOpt
 from ragsift.cli.prepare import prepare_embedder
 
 if TYPE_CHECKING:

@@ -12,9 +12,6 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from ragsift.cli.common import (
     CliFailure,
-    DataDir,
-    JsonFlag,
-    KbName,
     echo_json,
     err,
     kb_named,
@@ -22,6 +19,7 @@ from ragsift.cli.common import (
     open_container,
     out,
 )
+from ragsift.cli.options import DataDir, JsonFlag, KbName
 
 if TYPE_CHECKING:
     from ragsift.bootstrap import Container

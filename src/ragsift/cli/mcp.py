@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ragsift.cli.common import CliFailure, DataDir, open_container
+from ragsift.cli.common import CliFailure, open_container
+from ragsift.cli.options import DataDir
 from ragsift.cli.serve import STARTUP_FAILURE, is_loopback
 
 if TYPE_CHECKING:

@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ragsift.cli.common import CliFailure, DataDir, open_container
+from ragsift.cli.common import CliFailure, open_container
+from ragsift.cli.options import DataDir
 from ragsift.cli.prepare import prepare_embedder
 from ragsift.cli.worker import pause_hook_s
 from ragsift.shutdown import ShutdownClock, hard_exit
