@@ -86,3 +86,9 @@ def test_a_groups_help_imports_only_that_group_and_no_heavy_stack() -> None:
     assert "ragsift.cli.versions" in loaded
     others = {"ragsift.cli.search", "ragsift.cli.serve", "ragsift.cli.faq"}
     assert loaded & (HEAVY | others) == set()
+
+
+def test_a_mistyped_command_is_answered_with_the_close_names_of_all_commands() -> None:
+    done = CliRunner().invoke(app, ["serch"], prog_name="ragsift")
+    assert done.exit_code == 2
+    assert "No such command 'serch'. Did you mean 'search', 'serve'?" in done.output

@@ -8,6 +8,7 @@ and helpers cost more CPU than the help itself: issue 39 asks `ragsift --help` <
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import inspect
 from collections.abc import Mapping
@@ -40,6 +41,20 @@ class LazyGroup(TyperGroup):
         if cmd_name not in self.commands and cmd_name in self.lazy:
             self.commands[cmd_name] = self._load(cmd_name, self.lazy[cmd_name])
         return super().get_command(ctx, cmd_name)
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        try:
+            return super().resolve_command(ctx, args)
+        except click.exceptions.UsageError as exc:
+            # typer suggests among the commands loaded so far: suggest among all of them
+            if self.suggest_commands and args and "Did you mean" not in exc.message:
+                matches = difflib.get_close_matches(args[0], self.list_commands(ctx))
+                if matches:
+                    names = ", ".join(repr(match) for match in matches)
+                    exc.message = f"{exc.message.rstrip('.')}. Did you mean {names}?"
+            raise
 
     def get_help_option(self, ctx: click.Context) -> TyperOption | None:
         return _bool_default(super().get_help_option(ctx))
