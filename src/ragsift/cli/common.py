@@ -1,7 +1,8 @@
-"""What every `ragsift` command shares: consoles, common options, the container, KB lookup.
+"""What every `ragsift` command shares: consoles, the container, KB lookup (the shared
+options are in cli/options.py).
 
-Every `ragsift` command imports this module and `--help` imports nothing else of ragsift's:
-the settings, the container and pydantic are imported only when a command opens them.
+Every command module imports this one, so it stays light: the settings, the container and
+pydantic are imported only when a command opens them (a command's `--help` needs none).
 """
 
 from __future__ import annotations
