@@ -130,9 +130,13 @@ def cli_app() -> Any:
 def walk_commands(command: Any, path: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], Any]]:
     if not command.hidden:
         yield path, command
-    if hasattr(command, "commands"):
-        for name in sorted(command.commands):
-            yield from walk_commands(command.commands[name], (*path, name))
+    if hasattr(command, "list_commands"):
+        # through click's group API: a lazy group imports a command only when asked for it
+        ctx = command.context_class(command, info_name=path[-1] if path else "ragsift")
+        for name in sorted(command.list_commands(ctx)):
+            sub = command.get_command(ctx, name)
+            if sub is not None:
+                yield from walk_commands(sub, (*path, name))
 
 
 def param_row(param: Any) -> str:

@@ -9,8 +9,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ragsift.auth.keys import Role
-from ragsift.cli_keys import RoleName
-from ragsift.cli_tune import METRICS
+from ragsift.cli.keys import RoleName
+from ragsift.cli.tune import METRICS
 from ragsift.evaluation.kb_tuning import TUNING_METRICS
 
 HEAVY = ("fastapi", "sqlalchemy", "numpy", "tantivy", "PIL", "pypdfium2", "pydantic_settings",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ragsift.cli_prepare import MESSAGE, prepare_embedder
+from ragsift.cli.prepare import MESSAGE, prepare_embedder
 
 
 class _Embedder:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from rich.console import Console
 
 from chat.chat_factories import hit, trace
-from ragsift.cli_render import render_scores, render_trace
+from ragsift.cli.render import render_scores, render_trace
 from ragsift.domain.results import RetrievalResult
 from ragsift.domain.trace import ChannelRun, Switches
 

@@ -19,7 +19,7 @@ import pytest
 from api.api_helpers import HOTELS
 from ragsift.adapters.sql.job_queue import SqlJobQueue
 from ragsift.bootstrap import Container, build
-from ragsift.cli_worker import PAUSE_HOOK
+from ragsift.cli.worker import PAUSE_HOOK
 from ragsift.config import Settings
 from ragsift.domain.jobs import JobKind, JobStatus
 from ragsift.domain.models import CHILD_LEVEL, DocumentStatus

@@ -15,7 +15,7 @@ import httpx
 
 from api.api_helpers import HOTELS
 from ragsift.bootstrap import build
-from ragsift.cli_worker import PAUSE_HOOK
+from ragsift.cli.worker import PAUSE_HOOK
 from ragsift.config import Settings
 from ragsift.domain.models import DocumentStatus
 from support.serve import free_port, ragsift_command, wait_healthy

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import httpx
 
-from ragsift.cli_serve import is_loopback
+from ragsift.cli.serve import is_loopback
 from support.live_server import create_key, serving
 from support.serve import free_port, ragsift_command
 

@@ -6,7 +6,8 @@ from typing import Annotated, Any
 
 import typer
 
-from ragsift.cli_common import DataDir, JsonFlag, echo_json, load_settings, open_repository, out
+from ragsift.cli.common import echo_json, load_settings, open_repository, out
+from ragsift.cli.options import DataDir, JsonFlag
 from ragsift.domain.errors import InvalidInput
 
 SetOpt = Annotated[list[str] | None, typer.Option(

@@ -9,16 +9,8 @@ import typer
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ragsift.cli_common import (
-    DataDir,
-    JsonFlag,
-    KbName,
-    echo_json,
-    err,
-    kb_named,
-    open_container,
-    out,
-)
+from ragsift.cli.common import echo_json, err, kb_named, open_container, out
+from ragsift.cli.options import DataDir, JsonFlag, KbName
 from ragsift.domain.errors import InvalidInput
 
 if TYPE_CHECKING:

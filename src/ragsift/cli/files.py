@@ -10,13 +10,14 @@ import typer
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ragsift.cli_common import CliFailure, DataDir, KbName, err, open_container, out
-from ragsift.cli_metadata import MetaFileOpt, MetaOpt, checked_metadata, given_metadata
-from ragsift.cli_prepare import prepare_embedder
+from ragsift.cli.common import CliFailure, err, open_container, out
+from ragsift.cli.metadata import checked_metadata, given_metadata
+from ragsift.cli.options import DataDir, KbName, MetaFileOpt, MetaOpt
+from ragsift.cli.prepare import prepare_embedder
 
 if TYPE_CHECKING:
     from ragsift.bootstrap import Container
-    from ragsift.cli_ingest_report import Tally
+    from ragsift.cli.ingest_report import Tally
     from ragsift.domain.models import DocumentScope, KnowledgeBase
     from ragsift.ingestion.files import SourceFile, SyncPlan
 
@@ -80,7 +81,7 @@ def sync(
 ) -> None:
     """Make a KB match a folder: new files added, changed ones replaced (size + mtime, then
     sha256), with --prune deleted ones removed. Idempotent; a re-run resumes a killed one."""
-    from ragsift.cli_ingest_report import Tally
+    from ragsift.cli.ingest_report import Tally
     from ragsift.ingestion.files import find_files, plan_sync
 
     if not folder.is_dir():
@@ -165,7 +166,7 @@ def _run(
     container: Container, kb: KnowledgeBase, files: list[SourceFile],
     scope: DocumentScope | None, metadata: dict[str, dict[str, Any]] | None = None,
 ) -> Tally:
-    from ragsift.cli_ingest_report import report
+    from ragsift.cli.ingest_report import report
     from ragsift.ingestion.files import ingest_files
 
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),

@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ragsift.cli_common import CliFailure, DataDir, open_container
+from ragsift.cli.common import CliFailure, open_container
+from ragsift.cli.options import DataDir
 from ragsift.shutdown import ShutdownClock
 
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from rich.markup import escape
 
-from ragsift.cli_common import err, out
+from ragsift.cli.common import err, out
 from ragsift.domain.models import DocumentScope, DocumentStatus
 
 if TYPE_CHECKING:

@@ -8,16 +8,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
-from ragsift.cli_common import (
-    DataDir,
-    JsonFlag,
-    KbName,
-    echo_json,
-    err,
-    kb_named,
-    open_container,
-    out,
-)
+from ragsift.cli.common import echo_json, err, kb_named, open_container, out
+from ragsift.cli.options import DataDir, JsonFlag, KbName
 
 if TYPE_CHECKING:
     from ragsift.evaluation.datasets import EvalQuery, Qrels

@@ -9,23 +9,13 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ragsift.cli_common import DataDir, JsonFlag, KbName, echo_json, kb_named, open_container, out
+from ragsift.cli.common import echo_json, kb_named, open_container, out
+from ragsift.cli.options import DataDir, JsonFlag, KbName, MetaFileOpt, MetaOpt
 from ragsift.domain.errors import InvalidInput
 
 if TYPE_CHECKING:
     from ragsift.config import Settings
 
-MetaOpt = Annotated[list[str] | None, typer.Option(
-    "--meta", help="Metadata key=value (repeatable): a number, true/false or an ISO date when "
-    "the value reads as one, else a string; 'k=\"007\"' stays a string.")]
-MetaFileOpt = Annotated[Path | None, typer.Option(
-    "--meta-file", help="A JSON object of metadata (JSON types kept; dates as "
-    "{\"$date\": \"YYYY-MM-DD\"}); --meta values override its keys.")]
-FilterOpt = Annotated[str | None, typer.Option(
-    "--filter", help="A metadata filter as JSON, e.g. '{\"year\": {\"$gte\": 2024}}'.")]
-WhereOpt = Annotated[list[str] | None, typer.Option(
-    "--where", help="Short form of an equality filter, key=value (repeatable, all must "
-    "hold; values typed as --meta reads them).")]
 
 
 def _load_json(text: str, what: str) -> Any:

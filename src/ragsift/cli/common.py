@@ -1,7 +1,8 @@
-"""What every `ragsift` command shares: consoles, common options, the container, KB lookup.
+"""What every `ragsift` command shares: consoles, the container, KB lookup (the shared
+options are in cli/options.py).
 
-Every `ragsift` command imports this module and `--help` imports nothing else of ragsift's:
-the settings, the container and pydantic are imported only when a command opens them.
+Every command module imports this one, so it stays light: the settings, the container and
+pydantic are imported only when a command opens them (a command's `--help` needs none).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console
@@ -26,12 +27,6 @@ if TYPE_CHECKING:
 out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
 
-DataDir = Annotated[
-    Path | None,
-    typer.Option("--data-dir", envvar="RAGSIFT_DATA_DIR", help="Data directory [./.ragsift]."),
-]
-KbName = Annotated[str, typer.Option("--kb", help="Knowledge base name.")]
-JsonFlag = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
 
 
 class CliFailure(Exception):

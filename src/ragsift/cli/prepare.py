@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 from typing import Protocol
 
-from ragsift.cli_common import err
+from ragsift.cli.common import err
 
 
 class Preparable(Protocol):

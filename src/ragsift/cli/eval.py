@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ragsift.cli_common import DataDir, JsonFlag, echo_json, err, open_container, out
-from ragsift.cli_versions import KbVersionOpt
+from ragsift.cli.common import echo_json, err, open_container, out
+from ragsift.cli.options import DataDir, JsonFlag, KbVersionOpt
 from ragsift.domain.errors import InvalidInput
 
 if TYPE_CHECKING:
@@ -107,7 +107,7 @@ def _run(
 def _conversations(data_dir: Path | None, kb: str, path: Path, k: int, as_json: bool) -> None:
     """Multi-turn evaluation of a live KB: every conversation's turns in order, searched as
     they stand, with their history, and (a rewriter configured) as standalone questions."""
-    from ragsift.cli_common import kb_named
+    from ragsift.cli.common import kb_named
     from ragsift.evaluation.conversations import (
         load_conversations,
         score_all,

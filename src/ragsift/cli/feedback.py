@@ -9,7 +9,8 @@ from typing import Annotated
 
 import typer
 
-from ragsift.cli_common import DataDir, KbName, err, kb_named, open_container
+from ragsift.cli.common import err, kb_named, open_container
+from ragsift.cli.options import DataDir, KbName
 
 feedback_app = typer.Typer(help="Users' feedback on chat answers.", no_args_is_help=True)
 

@@ -10,16 +10,8 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ragsift.cli_common import (
-    DataDir,
-    JsonFlag,
-    KbName,
-    echo_json,
-    err,
-    kb_named,
-    open_container,
-    out,
-)
+from ragsift.cli.common import echo_json, err, kb_named, open_container, out
+from ragsift.cli.options import DataDir, JsonFlag, KbName
 from ragsift.domain.errors import InvalidInput
 
 if TYPE_CHECKING:
@@ -29,18 +21,6 @@ version_app = typer.Typer(
     help="Versions of a knowledge base: seal the draft, activate behind the quality gate, "
          "roll back, compare.", no_args_is_help=True)
 
-# search, explain and eval pin a version with this option (None: the active version)
-KbVersionOpt = Annotated[int | None, typer.Option(
-    "--kb-version", min=0, help="Search this retained KB version instead of the active one.")]
-RoleOpt = Annotated[list[str] | None, typer.Option(
-    "--role", help="A role of the caller (repeatable); chunks restricted to other roles are "
-                   "not searched, and without --role only unrestricted chunks are.")]
-TenantOpt = Annotated[list[str] | None, typer.Option(
-    "--tenant-id", help="Only chunks of this tenant (repeatable).")]
-DatasetOpt = Annotated[list[str] | None, typer.Option(
-    "--dataset-id", help="Only chunks of this dataset (repeatable).")]
-VisibilityOpt = Annotated[list[str] | None, typer.Option(
-    "--visibility", help="Only chunks of this visibility level (repeatable).")]
 VersionArg = Annotated[int, typer.Argument(min=0, help="Version number (version_seq).")]
 
 

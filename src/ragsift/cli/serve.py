@@ -21,9 +21,10 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ragsift.cli_common import CliFailure, DataDir, open_container
-from ragsift.cli_prepare import prepare_embedder
-from ragsift.cli_worker import pause_hook_s
+from ragsift.cli.common import CliFailure, open_container
+from ragsift.cli.options import DataDir
+from ragsift.cli.prepare import prepare_embedder
+from ragsift.cli.worker import pause_hook_s
 from ragsift.shutdown import ShutdownClock, hard_exit
 
 if TYPE_CHECKING:
@@ -197,7 +198,7 @@ def _search_processes(settings: Settings, host: str, port: int, no_auth: bool,
                          "set); run more `ragsift serve` processes against the Milvus server "
                          "instead", 2)
     from ragsift.api.forward import ForwardedClient
-    from ragsift.cli_search_processes import (
+    from ragsift.cli.search_processes import (
         SearchProcesses,
         listening_socket,
         main_socket_path,
@@ -238,7 +239,7 @@ def _serve_searches(host: str, port: int, data_dir: Path | None,
 
     from ragsift.api import create_app
     from ragsift.api.forward import SearchFront
-    from ragsift.cli_search_processes import listening_socket
+    from ragsift.cli.search_processes import listening_socket
     from ragsift.processes import die_with_parent
 
     die_with_parent(os.getppid())  # however the main process ends, this one does too

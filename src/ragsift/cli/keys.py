@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.markup import escape
 
-from ragsift.cli_common import DataDir, JsonFlag, echo_json, err, load_settings, out
+from ragsift.cli.common import echo_json, err, load_settings, out
+from ragsift.cli.options import DataDir, JsonFlag
 from ragsift.domain.errors import InvalidInput
 
 if TYPE_CHECKING:

@@ -6,20 +6,13 @@ instead, through ragsift.client, and renders the answer as the local search woul
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Any
 
-import typer
-
-from ragsift.cli_common import CliFailure
+from ragsift.cli.common import CliFailure
 
 if TYPE_CHECKING:
     from ragsift.domain.results import RetrievalResult
 
-ServerOpt = Annotated[str | None, typer.Option(
-    "--server", help="Search through this ragsift server (http://HOST:PORT) instead of the "
-                     "data directory.")]
-ApiKeyOpt = Annotated[str | None, typer.Option(
-    "--api-key", envvar="RAGSIFT_API_KEY", help="API key for --server.", show_default=False)]
 
 
 def remote_search(server: str, api_key: str | None, kb: list[str], query: str,

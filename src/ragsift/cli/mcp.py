@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ragsift.cli_common import CliFailure, DataDir, open_container
-from ragsift.cli_serve import STARTUP_FAILURE, is_loopback
+from ragsift.cli.common import CliFailure, open_container
+from ragsift.cli.options import DataDir
+from ragsift.cli.serve import STARTUP_FAILURE, is_loopback
 
 if TYPE_CHECKING:
     from ragsift.bootstrap import Container

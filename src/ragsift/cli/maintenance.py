@@ -10,11 +10,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ragsift.cli_common import (
+from ragsift.cli.common import (
     CliFailure,
-    DataDir,
-    JsonFlag,
-    KbName,
     echo_json,
     err,
     kb_named,
@@ -22,6 +19,7 @@ from ragsift.cli_common import (
     open_container,
     out,
 )
+from ragsift.cli.options import DataDir, JsonFlag, KbName
 
 if TYPE_CHECKING:
     from ragsift.bootstrap import Container
