@@ -41,21 +41,36 @@ def mcp_mount(container: Container, allowed_hosts: Sequence[str] | None) -> McpM
         logger.info("MCP is not served at %s: the MCP SDK is not installed "
                     "(pip install 'ragsift[mcp]')", MCP_PATH)
         return None
-    app, server = mcp_server.keyed_app(container, allowed_hosts,
-                                       require_keys=container.settings.auth)
-    named = _Named(app)
+    def build() -> tuple[ASGIApp, AbstractAsyncContextManager[None]]:
+        app, server = mcp_server.keyed_app(container, allowed_hosts,
+                                           require_keys=container.settings.auth)
+        return app, server.session_manager.run()
+
+    named = _Named(build)
     # a Route whose endpoint is an ASGI app: the path stays /mcp, which the SDK's app routes
     named.route = Route(MCP_PATH, named)
-    return McpMount(named.route, server.session_manager.run)
+    return McpMount(named.route, named.running)
 
 
 class _Named:
     """Leaves its route in the scope, as FastAPI does for its own routes only: the metrics
     and the server span read the route template there."""
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
+    def __init__(self, build: Callable[[], tuple[ASGIApp, AbstractAsyncContextManager[None]]]
+                 ) -> None:
+        self._build = build
+        self.app, run = build()
+        self._run: AbstractAsyncContextManager[None] | None = run
         self.route: Route | None = None
+
+    def running(self) -> AbstractAsyncContextManager[None]:
+        """The session manager's run for this lifespan: the SDK's manager runs once per
+        instance, and an app's lifespan may start again (tests, an embedding server), so a
+        second start builds a fresh MCP app (sessions of the first run are gone anyway)."""
+        if self._run is None:
+            self.app, self._run = self._build()
+        run, self._run = self._run, None
+        return run
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         scope["route"] = self.route
