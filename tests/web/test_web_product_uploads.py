@@ -247,9 +247,13 @@ def test_the_chinese_debug_page_counts_and_limits_documents_in_chinese(
     chrome.click("#doc-list input[type=checkbox]")
     assert chrome.css("#doc-count").text == "已选 1 个（最多 50 个）"
     assert chrome.css("#upload-drop p").text == "将文件或文件夹拖放到此处，或选择文件："
+    # the query history holds users' queries and the filter preview JSON: data, not UI
     body = chrome.css("main").text
-    # nothing English but names: file names, the KB, mode and fusion names, score labels
-    names = {"handbook", "hotels", "leave", "firmware", "txt", "csv", "docx", "htm", "html",
+    for data in ("#history-list", "#filter-json"):
+        body = body.replace(chrome.css(data).text, "")
+    # nothing English but names: file names, the KB, mode and fusion names, score labels, the
+    # command and API field a hint names (ragsift eval, filter) and the JSONL format
+    names = {"ragsift", "eval", "filter", "JSONL", "handbook", "hotels", "leave", "firmware", "txt", "csv", "docx", "htm", "html",
              "jpeg", "jpg", "json", "jsonl", "markdown", "pdf", "png", "pptx", "tif", "tiff",
              "webp", "xlsx", "Small", "Big", "RRF", "Ctrl", "Enter", "Mac", "Top", "hybrid",
              "dense", "sparse"}  # terms kept beside their translation: 返回条数（Top k）
