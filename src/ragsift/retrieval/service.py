@@ -22,15 +22,12 @@ from ragsift.domain.errors import InvalidInput
 from ragsift.domain.filters import SearchFilter
 from ragsift.domain.metadata_filter import Node
 from ragsift.domain.requests import SearchRequest
-from ragsift.domain.results import FusedHit, RankedList, RetrievalResult
+from ragsift.domain.results import FusedHit, RankedList, RetrievalHit, RetrievalResult
 from ragsift.domain.trace import (
     Degradation,
-    QueryVariant,
-    RetrievalTrace,
     StageTrace,
 )
 from ragsift.kb_settings import SearchDefaults
-from ragsift.observability.context import current_request_id
 from ragsift.ports import (
     Embedder,
     QueryRewriter,
@@ -40,13 +37,20 @@ from ragsift.ports import (
     TunedFusionStore,
     VersionReader,
 )
-from ragsift.retrieval.candidates import Candidate, CandidateStage, StageContext
+from ragsift.retrieval.candidates import (
+    Candidate,
+    CandidateOutcome,
+    CandidateStage,
+    StageContext,
+)
 from ragsift.retrieval.channel_stage import ChannelStage, Retrieved, SecondDensePolicy
 from ragsift.retrieval.channels import ChannelRunner
 from ragsift.retrieval.chunk_languages import ChunkLanguages
 from ragsift.retrieval.document_stages import (
     AutoMergeStage,
+    ExpandOutcome,
     HitStage,
+    ReadyOutcome,
     ReadyStage,
     RerankCandidates,
     ScopeStage,
@@ -75,6 +79,7 @@ from ragsift.retrieval.service_trace import (
     TRACE_FIELDS,
     applied,
     candidate_stages,
+    first_trace,
     padding_trace,
     some,
 )
@@ -187,12 +192,7 @@ class RetrievalService:
         query, options, requested_ids, query_tokens = await self._setup.prepare(request)
         several = targets is not None
         targets = targets or (KbTarget(request.kb_id, version),)
-        trace = RetrievalTrace(
-            request_id=current_request_id(), kb_id=request.kb_id, query=query, mode=options.mode,
-            fusion=options.fusion, switches_requested=options.switches,
-            tuned_fusion=options.tuned_fusion,
-            variants=(QueryVariant(text=query, method="original"),),
-        )
+        trace = first_trace(request, query, options)
         metadata = self._setup.metadata_filter(request)
         parts = await asyncio.gather(*(
             self._kb_part(query, request, target, requested_ids, metadata, options)
@@ -209,39 +209,16 @@ class RetrievalService:
         assert first.retrieved is not None and first.lists is not None
         options = next((p.options for p in live if p.retrieved is not None
                         and p.retrieved.second_dense_weight is not None), first.options)
-        lists = merge_kb_lists([part.lists or () for part in live], options.channel_k)
-        stage = time.perf_counter()
-        fused, padded, exact = self._fuse(
-            options, lists, merge_lookups([part.lookup for part in live if part.lookup]))
-        timings["fusion"] = _ms(stage)
-
-        stage = time.perf_counter()
-        versions = {target.kb_id: target.version for target in targets}
-        ready = await (self._ready.run_kbs(versions, fused, hit_kbs(
-            [(part.target.kb_id, part.lists or ()) for part in live])) if several
-            else self._ready.run(request.kb_id, fused, version))
-        timings["ready_check"] = _ms(stage)
-        # a follow-up is reranked as the question it stands for
-        question, query_tokens = self._question(query, first.retrieved, options, query_tokens)
-        context = StageContext(request.kb_id, options, version, query_tokens)
-        candidates, traces, degradations = await self._runcandidate_stages(
-            question, ready.candidates, context, timings
-        )
-        threshold = threshold_stage(
-            candidates, options.min_score, traces["rerank"].status == "applied"
-        )
+        versions = {target.kb_id: target.version for target in targets} if several else None
+        lists, padded, exact, ready = await self._fused_ready(
+            request.kb_id, version, versions, live, options, timings)
+        threshold, traces, degradations = await self._ranked(
+            query, first.retrieved, ready.candidates, request.kb_id, version, options,
+            query_tokens, timings)
         final = threshold.candidates[: options.top_k]
 
-        stage = time.perf_counter()
-        expanded = await self._small2big.run(final, options, version,
-                                             versions if several else None)
-        if expanded.ran:
-            timings["small2big"] = _ms(stage)
-        hits = await self._hits.run(
-            final, expanded.expansions, lambda score: relevance(score, options.fusion),
-            # a pinned version's hits show the metadata it was sealed with
-            None if request.kb_version is None or version is None
-            else (request.kb_id, version))
+        expanded, hits = await self._expanded_hits(request, version, versions, final, options,
+                                                   timings)
         timings["total"] = _ms(started)
         retrieved, feedback = first.retrieved, first.feedback
         assert feedback is not None
@@ -262,6 +239,58 @@ class RetrievalService:
                 "hit_kbs": {hit.chunk_id: hit.kb_id or "" for hit in hits}} if several else {}),
         })
         return RetrievalResult(hits=hits, trace=trace)
+
+    async def _fused_ready(
+        self, kb_id: str, version: int | None, versions: dict[str, int | None] | None,
+        live: Sequence[KbPart], options: Options, timings: dict[str, float],
+    ) -> tuple[tuple[RankedList, ...], StageTrace, ExactMatchOutcome, ReadyOutcome]:
+        """The KBs' lists merged and fused (with the exact-match lane), then the READY check
+        (`versions`: each KB's version when the search covers several)."""
+        lists = merge_kb_lists([part.lists or () for part in live], options.channel_k)
+        stage = time.perf_counter()
+        fused, padded, exact = self._fuse(
+            options, lists, merge_lookups([part.lookup for part in live if part.lookup]))
+        timings["fusion"] = _ms(stage)
+
+        stage = time.perf_counter()
+        ready = await (self._ready.run_kbs(versions, fused, hit_kbs(
+            [(part.target.kb_id, part.lists or ()) for part in live])) if versions is not None
+            else self._ready.run(kb_id, fused, version))
+        timings["ready_check"] = _ms(stage)
+        return lists, padded, exact, ready
+
+    async def _ranked(
+        self, query: str, retrieved: Retrieved, candidates: Sequence[Candidate], kb_id: str,
+        version: int | None, options: Options, query_tokens: int, timings: dict[str, float],
+    ) -> tuple[CandidateOutcome, dict[str, StageTrace], tuple[Degradation, ...]]:
+        """The READY candidates through the candidate stages, then the score threshold."""
+        # a follow-up is reranked as the question it stands for
+        question, query_tokens = self._question(query, retrieved, options, query_tokens)
+        context = StageContext(kb_id, options, version, query_tokens)
+        ranked, traces, degradations = await self._runcandidate_stages(
+            question, candidates, context, timings
+        )
+        threshold = threshold_stage(
+            ranked, options.min_score, traces["rerank"].status == "applied"
+        )
+        return threshold, traces, degradations
+
+    async def _expanded_hits(
+        self, request: SearchRequest, version: int | None,
+        versions: dict[str, int | None] | None, final: Sequence[Candidate], options: Options,
+        timings: dict[str, float],
+    ) -> tuple[ExpandOutcome, tuple[RetrievalHit, ...]]:
+        """Small2Big on the final candidates, then the hits as callers see them."""
+        stage = time.perf_counter()
+        expanded = await self._small2big.run(final, options, version, versions)
+        if expanded.ran:
+            timings["small2big"] = _ms(stage)
+        hits = await self._hits.run(
+            final, expanded.expansions, lambda score: relevance(score, options.fusion),
+            # a pinned version's hits show the metadata it was sealed with
+            None if request.kb_version is None or version is None
+            else (request.kb_id, version))
+        return expanded, hits
 
     async def _kb_part(
         self, query: str, request: SearchRequest, target: KbTarget,
