@@ -15,7 +15,7 @@ from collections.abc import AsyncGenerator, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Protocol
 
 from ragsift.chat.assets import validate_answer
 from ragsift.chat.citations import CitedAnswer, trim_unfinished_link
@@ -26,11 +26,17 @@ from ragsift.chat.prompt import build_messages, conversation_is_chinese
 from ragsift.chat.regenerate import check_regenerate
 from ragsift.chat.replies import route_reply
 from ragsift.chat.stream_check import CheckedStream
-from ragsift.domain.assets import AssetRef
+from ragsift.chat.turns import (
+    AnswerDelta,
+    ChatAnswer,
+    ChatRequest,
+    PreparedTurn,
+    TurnEvent,
+    TurnFinished,
+    TurnStarted,
+)
 from ragsift.domain.chat import (
-    ChatMessage,
     ChatModelFailed,
-    Citation,
     ConversationBusy,
     Evidence,
     NewConversation,
@@ -41,11 +47,16 @@ from ragsift.domain.chat import (
     conversation_title,
 )
 from ragsift.domain.errors import InvalidInput, NotFound, UpstreamError
-from ragsift.domain.requests import HistoryMessage, Mode, RouteChoice, SearchRequest
+from ragsift.domain.requests import HistoryMessage, SearchRequest
 from ragsift.domain.results import RetrievalResult
-from ragsift.domain.trace import RetrievalTrace
 from ragsift.ports import ChatModel, ConversationStore
 from ragsift.retrieval.query import validate_query
+
+# the turn's records stay importable from here, where they were before turns.py
+__all__ = [
+    "CLIENT_GONE", "INTERRUPTED", "AnswerDelta", "ChatAnswer", "ChatOptions", "ChatRequest",
+    "ChatService", "PreparedTurn", "Retriever", "TurnEvent", "TurnFinished", "TurnStarted",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -71,102 +82,6 @@ class ChatOptions:
     # below the direct-answer threshold, FAQ entries at this dense cosine or more join the
     # evidence (chat/faq.py)
     faq_evidence_min_score: float = 0.86
-
-
-@dataclass(frozen=True, slots=True)
-class ChatRequest:
-    """One message of a conversation (new when `conversation_id` is None) and search options."""
-
-    kb_id: str
-    message: str
-    conversation_id: str | None = None
-    # several KBs searched with one ranking (kb_id first); None: kb_id alone
-    kb_ids: tuple[str, ...] | None = None
-    mode: Mode | None = None
-    top_k: int | None = None
-    document_ids: tuple[str, ...] | None = None
-    rewrite: bool | None = None
-    rerank: bool | None = None
-    small2big: bool | None = None
-    route: RouteChoice | None = None  # None: the plan's rules decide
-    # the data scope of the search (an API key's ceiling; roles None: none, so unrestricted
-    # content only) and the key the conversation is for
-    tenant_ids: tuple[str, ...] | None = None
-    dataset_ids: tuple[str, ...] | None = None
-    visibilities: tuple[str, ...] | None = None
-    roles: tuple[str, ...] | None = None
-    owner_key: str | None = None
-    # earlier (question, answer) pairs a stateless caller sends along (OpenAI-style messages);
-    # used for a new conversation only: a stored one has its own turns
-    history: tuple[tuple[str, str], ...] = ()
-    # a metadata filter (domain/metadata_filter.py), ANDed with the scope
-    filter: dict[str, Any] | None = None
-    # answer the conversation's last turn again as a new version of it (the old one is kept);
-    # `message` must be that turn's question
-    regenerate_turn_id: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class PreparedTurn:
-    """A turn whose evidence is chosen; nothing is stored yet."""
-
-    conversation_id: str
-    turn_id: str
-    new_conversation: NewConversation | None
-    question: str
-    evidence: tuple[Evidence, ...]
-    trace: RetrievalTrace
-    messages: tuple[ChatMessage, ...]
-    # the whole answer of a turn the plan routed away from the search (a greeting, a
-    # request for a person: no evidence) or answered by a FAQ entry (its evidence); no model
-    reply: str | None = None
-    # the turn this one is a new version of (regenerate)
-    version_of: str | None = None
-
-    @property
-    def faq_direct(self) -> bool:
-        """Answered with a FAQ entry's own answer (the plan's route `faq_direct`)."""
-        return self.reply is not None and self.trace.route.route == "faq_direct"
-
-
-@dataclass(frozen=True, slots=True)
-class TurnStarted:
-    """The turn is stored as generating; its evidence and trace are final."""
-
-    turn: PreparedTurn
-
-
-@dataclass(frozen=True, slots=True)
-class AnswerDelta:
-    """A piece of the answer: the model's text checked as it streams (chat/stream_check.py),
-    so the pieces together are the final answer."""
-
-    text: str
-
-
-@dataclass(frozen=True, slots=True)
-class TurnFinished:
-    """The validated answer, the evidence it cites and the images it shows; the turn is
-    stored as complete."""
-
-    answer: str
-    citations: tuple[Citation, ...]
-    extractive: bool
-    model: str | None
-    assets: tuple[AssetRef, ...] = ()
-    # the model call's tokens as its server reported them (None: not reported, or no model)
-    usage: TokenUsage | None = None
-
-
-TurnEvent = TurnStarted | AnswerDelta | TurnFinished
-
-
-@dataclass(frozen=True, slots=True)
-class ChatAnswer:
-    """A whole turn at once (the JSON endpoint)."""
-
-    turn: PreparedTurn
-    finished: TurnFinished
 
 
 def _as_messages(history: list[tuple[str, str]]) -> tuple[HistoryMessage, ...]:

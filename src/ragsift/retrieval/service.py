@@ -17,21 +17,17 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from ragsift.config import Settings, filter_limits
-from ragsift.domain.errors import EmbeddingModelMismatch, InvalidInput, NotFound
+from ragsift.config import Settings
+from ragsift.domain.errors import InvalidInput
 from ragsift.domain.filters import SearchFilter
-from ragsift.domain.metadata_filter import Node, parse_filter
-from ragsift.domain.models import KnowledgeBase
+from ragsift.domain.metadata_filter import Node
 from ragsift.domain.requests import SearchRequest
-from ragsift.domain.results import FusedHit, RankedList, RetrievalResult
+from ragsift.domain.results import FusedHit, RankedList, RetrievalHit, RetrievalResult
 from ragsift.domain.trace import (
     Degradation,
-    QueryVariant,
-    RetrievalTrace,
     StageTrace,
 )
-from ragsift.kb_settings import SearchDefaults, with_kb_defaults
-from ragsift.observability.context import current_request_id
+from ragsift.kb_settings import SearchDefaults
 from ragsift.ports import (
     Embedder,
     QueryRewriter,
@@ -41,13 +37,20 @@ from ragsift.ports import (
     TunedFusionStore,
     VersionReader,
 )
-from ragsift.retrieval.candidates import Candidate, CandidateStage, StageContext
+from ragsift.retrieval.candidates import (
+    Candidate,
+    CandidateOutcome,
+    CandidateStage,
+    StageContext,
+)
 from ragsift.retrieval.channel_stage import ChannelStage, Retrieved, SecondDensePolicy
 from ragsift.retrieval.channels import ChannelRunner
 from ragsift.retrieval.chunk_languages import ChunkLanguages
 from ragsift.retrieval.document_stages import (
     AutoMergeStage,
+    ExpandOutcome,
     HitStage,
+    ReadyOutcome,
     ReadyStage,
     RerankCandidates,
     ScopeStage,
@@ -61,24 +64,22 @@ from ragsift.retrieval.fusion import Padding, fuse, fused_count
 from ragsift.retrieval.multi_kb import (
     KbPart,
     KbTarget,
-    check_models,
     hit_kbs,
     kb_traces,
     merge_kb_lists,
     merge_lookups,
     merged_timings,
-    unique_kbs,
 )
-from ragsift.retrieval.options import Options, resolve_options, wants_tuned_fusion
-from ragsift.retrieval.plan import RouteJudge, VersionOf, run_plan
-from ragsift.retrieval.query import validate_query
+from ragsift.retrieval.options import Options
+from ragsift.retrieval.plan import RouteJudge, run_plan
 from ragsift.retrieval.relevance import relevance
-from ragsift.retrieval.scope import check_document_ids
 from ragsift.retrieval.scope_judge import ScopeJudge
+from ragsift.retrieval.search_setup import SearchSetup
 from ragsift.retrieval.service_trace import (
     TRACE_FIELDS,
     applied,
     candidate_stages,
+    first_trace,
     padding_trace,
     some,
 )
@@ -114,13 +115,8 @@ class RetrievalService:
     ) -> None:
         """`rescorers`: post-fusion stages run after auto-merge and before rerank;
         `kb_defaults`: a KB's own search defaults (ragsift/kb_settings.py) by kb id."""
-        self._kb_defaults = kb_defaults
-        self._repository = repository
         # told of every finished search (OpenTelemetry spans); never fails a search
         self._observer = observer
-        self._tuning = tuning
-        self._versions = versions  # None: no KB versions (every chunk in every search)
-        self._embedder = embedder
         self._settings = settings
         self._faq = None if faq_index is None else FaqSearcher(
             repository, faq_index, embedder, settings.faq_direct_answer_threshold, reranker
@@ -157,39 +153,26 @@ class RetrievalService:
         )
         self._small2big = Small2BigStage(repository)
         self._hits = HitStage(repository, versions)
+        self._setup = SearchSetup(repository, embedder, settings, self._rerank.query_tokens,
+                                  tuning, versions, kb_defaults)
 
     async def search(self, request: SearchRequest) -> RetrievalResult:
         """Documents and FAQ side by side; raises InvalidInput, NotFound, RetrievalUnavailable
         and EmbeddingModelMismatch (an InvalidInput). With several `kb_ids`, one ranking over
         every KB's documents (retrieval/multi_kb.py); the FAQ search is then off."""
-        # the KB and its version are read once per search, in one hop to a thread: the KB for
-        # the embedder check here, the version for the plan (see _version)
-        self._metadata_filter(request)  # a bad filter is refused whatever the route
-        targets: tuple[KbTarget, ...] | None = None
-        judge: RouteJudge | None = None
-        faq_threshold: float | None = None
-        kb_ids = unique_kbs(request.kb_ids or (request.kb_id,), self._settings.search_max_kbs)
-        if len(kb_ids) > 1:
-            # several KBs: the request's own options (no one KB's defaults), no domain judge
-            request, several = await asyncio.to_thread(self._targets, request, kb_ids)
-            version_of: VersionOf = functools.partial(_first_version, targets=several)
-            targets = several
-        else:
-            kb, version, defaults = await asyncio.to_thread(self._kb_and_version, request)
-            request = with_kb_defaults(request, defaults)
-            self._check_embedder(request, kb)
-            version_of = functools.partial(self._version, kb=kb, read=version)
-            if kb is not None:
-                judge = functools.partial(self._scope_judge.judge, kb.id, kb.name)
-            faq_threshold = None if defaults is None else defaults.faq_direct_threshold
+        # the KB and its version are read once per search (search_setup.py)
+        resolved = await self._setup.resolve(request)
+        kb = resolved.kb
+        judge: RouteJudge | None = (
+            None if kb is None else functools.partial(self._scope_judge.judge, kb.id, kb.name))
         # an observer with `searching` (OpenTelemetry) keeps a span current while it runs
         live = getattr(self._observer, "searching", None)
         with live() if live is not None else contextlib.nullcontext():
             started_ns = time.time_ns()
             result = await run_plan(
-                request, self._settings,
-                functools.partial(self._search_documents, targets=targets), self._faq,
-                version_of, judge, faq_threshold=faq_threshold,
+                resolved.request, self._settings,
+                functools.partial(self._search_documents, targets=resolved.targets), self._faq,
+                resolved.version_of, judge, faq_threshold=resolved.faq_threshold,
             )
             if self._observer is not None:
                 try:
@@ -198,69 +181,19 @@ class RetrievalService:
                     logger.exception("the retrieval observer failed (the search did not)")
         return result
 
-    def _targets(
-        self, request: SearchRequest, kb_ids: tuple[str, ...]
-    ) -> tuple[SearchRequest, tuple[KbTarget, ...]]:
-        """A search over several KBs: each KB checked (NotFound, the embedding models) and
-        its active version read once; the request with the FAQ search off (it covers one
-        KB) and the first KB as kb_id."""
-        if request.kb_version is not None:
-            raise InvalidInput("kb_version pins one knowledge base's version: it cannot be "
-                               "given with several knowledge bases")
-        if request.run_faq:
-            raise InvalidInput("the FAQ search covers one knowledge base: run_faq cannot be "
-                               "true with several knowledge bases")
-        kbs = [self._repository.get_kb(kb_id) for kb_id in kb_ids]
-        check_models(kbs, kb_ids, self._embedder.model_id,
-                     (request.mode or self._settings.mode) == "sparse")
-        targets = tuple(KbTarget(kb.id, None if self._versions is None
-                                 else self._versions.searchable_version(kb.id, None), kb.name)
-                        for kb in kbs if kb is not None)
-        return request.model_copy(update={"kb_id": kb_ids[0], "kb_ids": kb_ids,
-                                          "run_faq": False}), targets
-
-    def _metadata_filter(self, request: SearchRequest) -> Node | None:
-        """The request's metadata filter parsed (InvalidInput naming the bad part), or None."""
-        if request.filter is None:
-            return None
-        return parse_filter(request.filter, filter_limits(self._settings))
-
-    def _check_embedder(self, request: SearchRequest, kb: KnowledgeBase | None) -> None:
-        """Refuse a dense search whose query vector would come from another model than the
-        KB's vectors: their cosines mean nothing, and fusing them would do so silently.
-
-        BM25 needs no embedding, so mode "sparse" is allowed; an unknown KB is left to the
-        search itself (NotFound).
-        """
-        if (request.mode or self._settings.mode) == "sparse":
-            return
-        model = self._embedder.model_id
-        if kb is not None and kb.embedding_model != model:
-            raise EmbeddingModelMismatch(
-                f"knowledge base {kb.name!r} was built with the embedding model "
-                f"{kb.embedding_model}, but the configured embedder is {model}: their vectors "
-                "cannot be compared. Configure the KB's model, re-ingest the KB with this one, "
-                "or search it in mode sparse (BM25 needs no embedding)."
-            )
-
     async def _search_documents(
         self, request: SearchRequest, version: int | None,
         targets: tuple[KbTarget, ...] | None = None,
     ) -> RetrievalResult:
-        """The document search of a plan at `version` (read once by the plan, see _version):
-        chunks only, every stage in the trace. `targets`: several KBs, each at its version,
-        their channel lists merged (multi_kb.py) before fusion."""
+        """The document search of a plan at `version` (read once by the plan, see
+        SearchSetup.version): chunks only, every stage in the trace. `targets`: several KBs,
+        each at its version, their channel lists merged (multi_kb.py) before fusion."""
         started = time.perf_counter()
-        query, options, requested_ids, query_tokens = await self._prepare(request)
+        query, options, requested_ids, query_tokens = await self._setup.prepare(request)
         several = targets is not None
         targets = targets or (KbTarget(request.kb_id, version),)
-        trace = RetrievalTrace(
-            request_id=current_request_id(), kb_id=request.kb_id, query=query, mode=options.mode,
-            fusion=options.fusion, switches_requested=options.switches,
-            tuned_fusion=options.tuned_fusion,
-            variants=(QueryVariant(text=query, method="original"),),
-        )
-        metadata = self._metadata_filter(request)
+        trace = first_trace(request, query, options)
+        metadata = self._setup.metadata_filter(request)
         parts = await asyncio.gather(*(
             self._kb_part(query, request, target, requested_ids, metadata, options)
             for target in targets))
@@ -276,39 +209,16 @@ class RetrievalService:
         assert first.retrieved is not None and first.lists is not None
         options = next((p.options for p in live if p.retrieved is not None
                         and p.retrieved.second_dense_weight is not None), first.options)
-        lists = merge_kb_lists([part.lists or () for part in live], options.channel_k)
-        stage = time.perf_counter()
-        fused, padded, exact = self._fuse(
-            options, lists, merge_lookups([part.lookup for part in live if part.lookup]))
-        timings["fusion"] = _ms(stage)
-
-        stage = time.perf_counter()
-        versions = {target.kb_id: target.version for target in targets}
-        ready = await (self._ready.run_kbs(versions, fused, hit_kbs(
-            [(part.target.kb_id, part.lists or ()) for part in live])) if several
-            else self._ready.run(request.kb_id, fused, version))
-        timings["ready_check"] = _ms(stage)
-        # a follow-up is reranked as the question it stands for
-        question, query_tokens = self._question(query, first.retrieved, options, query_tokens)
-        context = StageContext(request.kb_id, options, version, query_tokens)
-        candidates, traces, degradations = await self._runcandidate_stages(
-            question, ready.candidates, context, timings
-        )
-        threshold = threshold_stage(
-            candidates, options.min_score, traces["rerank"].status == "applied"
-        )
+        versions = {target.kb_id: target.version for target in targets} if several else None
+        lists, padded, exact, ready = await self._fused_ready(
+            request.kb_id, version, versions, live, options, timings)
+        threshold, traces, degradations = await self._ranked(
+            query, first.retrieved, ready.candidates, request.kb_id, version, options,
+            query_tokens, timings)
         final = threshold.candidates[: options.top_k]
 
-        stage = time.perf_counter()
-        expanded = await self._small2big.run(final, options, version,
-                                             versions if several else None)
-        if expanded.ran:
-            timings["small2big"] = _ms(stage)
-        hits = await self._hits.run(
-            final, expanded.expansions, lambda score: relevance(score, options.fusion),
-            # a pinned version's hits show the metadata it was sealed with
-            None if request.kb_version is None or version is None
-            else (request.kb_id, version))
+        expanded, hits = await self._expanded_hits(request, version, versions, final, options,
+                                                   timings)
         timings["total"] = _ms(started)
         retrieved, feedback = first.retrieved, first.feedback
         assert feedback is not None
@@ -329,6 +239,58 @@ class RetrievalService:
                 "hit_kbs": {hit.chunk_id: hit.kb_id or "" for hit in hits}} if several else {}),
         })
         return RetrievalResult(hits=hits, trace=trace)
+
+    async def _fused_ready(
+        self, kb_id: str, version: int | None, versions: dict[str, int | None] | None,
+        live: Sequence[KbPart], options: Options, timings: dict[str, float],
+    ) -> tuple[tuple[RankedList, ...], StageTrace, ExactMatchOutcome, ReadyOutcome]:
+        """The KBs' lists merged and fused (with the exact-match lane), then the READY check
+        (`versions`: each KB's version when the search covers several)."""
+        lists = merge_kb_lists([part.lists or () for part in live], options.channel_k)
+        stage = time.perf_counter()
+        fused, padded, exact = self._fuse(
+            options, lists, merge_lookups([part.lookup for part in live if part.lookup]))
+        timings["fusion"] = _ms(stage)
+
+        stage = time.perf_counter()
+        ready = await (self._ready.run_kbs(versions, fused, hit_kbs(
+            [(part.target.kb_id, part.lists or ()) for part in live])) if versions is not None
+            else self._ready.run(kb_id, fused, version))
+        timings["ready_check"] = _ms(stage)
+        return lists, padded, exact, ready
+
+    async def _ranked(
+        self, query: str, retrieved: Retrieved, candidates: Sequence[Candidate], kb_id: str,
+        version: int | None, options: Options, query_tokens: int, timings: dict[str, float],
+    ) -> tuple[CandidateOutcome, dict[str, StageTrace], tuple[Degradation, ...]]:
+        """The READY candidates through the candidate stages, then the score threshold."""
+        # a follow-up is reranked as the question it stands for
+        question, query_tokens = self._question(query, retrieved, options, query_tokens)
+        context = StageContext(kb_id, options, version, query_tokens)
+        ranked, traces, degradations = await self._runcandidate_stages(
+            question, candidates, context, timings
+        )
+        threshold = threshold_stage(
+            ranked, options.min_score, traces["rerank"].status == "applied"
+        )
+        return threshold, traces, degradations
+
+    async def _expanded_hits(
+        self, request: SearchRequest, version: int | None,
+        versions: dict[str, int | None] | None, final: Sequence[Candidate], options: Options,
+        timings: dict[str, float],
+    ) -> tuple[ExpandOutcome, tuple[RetrievalHit, ...]]:
+        """Small2Big on the final candidates, then the hits as callers see them."""
+        stage = time.perf_counter()
+        expanded = await self._small2big.run(final, options, version, versions)
+        if expanded.ran:
+            timings["small2big"] = _ms(stage)
+        hits = await self._hits.run(
+            final, expanded.expansions, lambda score: relevance(score, options.fusion),
+            # a pinned version's hits show the metadata it was sealed with
+            None if request.kb_version is None or version is None
+            else (request.kb_id, version))
+        return expanded, hits
 
     async def _kb_part(
         self, query: str, request: SearchRequest, target: KbTarget,
@@ -414,20 +376,6 @@ class RetrievalService:
             timings["feedback"] = _ms(stage)
         return outcome
 
-    async def _prepare(
-        self, request: SearchRequest
-    ) -> tuple[str, Options, tuple[str, ...] | None, int]:
-        """Everything checked before any stage runs: (query, options, document whitelist,
-        query tokens for the reranker); InvalidInput for what no stage could search."""
-        settings = self._settings
-        query = validate_query(request.query, settings.max_query_chars)
-        tuned = None
-        if self._tuning is not None and wants_tuned_fusion(request, settings):
-            tuned = await asyncio.to_thread(self._tuning.get_tuned_fusion, request.kb_id)
-        options = resolve_options(request, settings, tuned)
-        requested_ids = check_document_ids(request.document_ids, settings.max_document_ids)
-        return query, options, requested_ids, self._rerank.query_tokens(query, options)
-
     async def _runcandidate_stages(
         self, query: str, candidates: Sequence[Candidate], context: StageContext,
         timings: dict[str, float],
@@ -450,46 +398,3 @@ class RetrievalService:
                 logger.debug("%s: %s (no trace field)", candidate_stage.name, outcome.trace)
             current = outcome.candidates
         return current, traces, tuple(degradations)
-
-    def _kb_and_version(
-        self, request: SearchRequest
-    ) -> tuple[KnowledgeBase | None, int | Exception | None, SearchDefaults | None]:
-        """The KB, the version a search of it reads (or why none could be read: raised
-        by _version, after the plan's own checks, as when it was read there), and the KB's
-        own search defaults."""
-        kb = self._repository.get_kb(request.kb_id)
-        if kb is None:
-            return kb, None, None
-        defaults = None if self._kb_defaults is None else self._kb_defaults(kb.id)
-        if self._versions is None:
-            return kb, None, defaults
-        try:
-            return (kb, self._versions.searchable_version(request.kb_id, request.kb_version),
-                    defaults)
-        except Exception as exc:  # NotFound for a version not retained, or a database error
-            return kb, exc, defaults
-
-    async def _version(
-        self, request: SearchRequest, kb: KnowledgeBase | None, read: int | Exception | None
-    ) -> int | None:
-        """The KB version this request searches: the active one, or the one it pins.
-
-        Read once, at the start of the search (`read`, by _kb_and_version): the documents and
-        the FAQ search that one version, so an activation meanwhile never mixes two versions
-        into one answer. NotFound for an unknown KB (`kb`: the KB as search() read it).
-        """
-        if kb is None:
-            raise NotFound(f"knowledge base {request.kb_id!r} does not exist")
-        if self._versions is None:
-            if request.kb_version is not None:
-                raise InvalidInput("this service keeps no knowledge-base versions")
-            return None
-        if isinstance(read, Exception):
-            raise read
-        return read
-
-
-async def _first_version(_request: SearchRequest, targets: tuple[KbTarget, ...]) -> int | None:
-    """The plan's version of a search over several KBs: the first KB's (its FAQ side is
-    off, so no other search reads it)."""
-    return targets[0].version

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ragsift.domain.requests import SearchRequest
 from ragsift.domain.results import RankedList
-from ragsift.domain.trace import Degradation, RetrievalTrace, StageTrace, Switches
+from ragsift.domain.trace import Degradation, QueryVariant, RetrievalTrace, StageTrace, Switches
+from ragsift.observability.context import current_request_id
 from ragsift.retrieval.candidates import CandidateStage
 from ragsift.retrieval.channel_stage import Retrieved
 from ragsift.retrieval.document_stages import ExpandOutcome
@@ -23,6 +25,16 @@ _RESERVED = frozenset({"scope", "rewrite", "channels", "feedback", "fusion", "re
 
 
 _NOT_RUN = StageTrace()
+
+
+def first_trace(request: SearchRequest, query: str, options: Options) -> RetrievalTrace:
+    """The trace a document search starts from: the query and the options it resolved to."""
+    return RetrievalTrace(
+        request_id=current_request_id(), kb_id=request.kb_id, query=query, mode=options.mode,
+        fusion=options.fusion, switches_requested=options.switches,
+        tuned_fusion=options.tuned_fusion,
+        variants=(QueryVariant(text=query, method="original"),),
+    )
 
 
 def padding_trace(
