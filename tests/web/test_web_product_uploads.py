@@ -253,7 +253,8 @@ def test_the_chinese_debug_page_counts_and_limits_documents_in_chinese(
         body = body.replace(chrome.css(data).text, "")
     # nothing English but names: file names, the KB, mode and fusion names, score labels, the
     # command and API field a hint names (ragsift eval, filter) and the JSONL format
-    names = {"ragsift", "eval", "filter", "JSONL", "handbook", "hotels", "leave", "firmware", "txt", "csv", "docx", "htm", "html",
+    names = {"ragsift", "eval", "filter", "JSONL",
+             "handbook", "hotels", "leave", "firmware", "txt", "csv", "docx", "htm", "html",
              "jpeg", "jpg", "json", "jsonl", "markdown", "pdf", "png", "pptx", "tif", "tiff",
              "webp", "xlsx", "Small", "Big", "RRF", "Ctrl", "Enter", "Mac", "Top", "hybrid",
              "dense", "sparse"}  # terms kept beside their translation: 返回条数（Top k）
