@@ -120,3 +120,25 @@ def test_search_and_explain_take_the_kb_option_repeated_and_name_each_hits_kb(
     assert {h["kb_id"] for h in json.loads(found.stdout)} == {kbs["k"], kbs["k2"]}
     assert shown.exit_code == 0, shown.output
     assert "1. k2 router.md" in " ".join(shown.stdout.split())
+
+
+def test_ingest_of_a_duplicate_keeps_its_metadata_unless_replace_meta(
+    data_dir: Path, tmp_path: Path,
+) -> None:
+    copy = tmp_path / "manual-copy.md"  # manual.md's bytes under another key: a duplicate
+    copy.write_text("# Manual\n\nE-104 means Wi-Fi authentication failed.\n")
+
+    def manual() -> dict[str, Any]:
+        listed = json.loads(_run(data_dir, "docs", "list", "--kb", "k", "--json").stdout)
+        return next(d["metadata"] for d in listed if d["filename"] == "manual.md")
+
+    before = manual()
+    done = _run(data_dir, "ingest", str(copy), "--kb", "k", "--meta", "dept=ops")
+    assert done.exit_code == 0, done.output
+    assert "metadata left as it was" in done.stdout and "--replace-meta" in done.stdout
+    assert manual() == before
+    done = _run(data_dir, "ingest", str(copy), "--kb", "k", "--meta", "dept=ops",
+                "--replace-meta")
+    assert done.exit_code == 0, done.output
+    assert "metadata left as it was" not in done.stdout
+    assert manual() == {"dept": "ops"}

@@ -75,8 +75,11 @@ def test_versions_over_http(api: Api) -> None:
     assert api.wait_settled(upload[0])["scope"]["allowed_roles"] == ["eng", "support"]
     assert api.client.post(base, json={}).json()["seq"] == 2
     diff = api.client.get(f"{base}/diff", params={"from_seq": 1, "to_seq": 2}).json()
-    assert [(d["filename"], d["added"], d["removed"]) for d in diff["documents"]] == [
-        ("firmware.txt", diff["added_chunks"], 0)]
+    # leave.md's metadata change (dept hr -> it) is listed though no chunk changed
+    assert [(d["filename"], d["added"], d["removed"], d["metadata_keys"])
+            for d in diff["documents"]] == [
+        ("firmware.txt", diff["added_chunks"], 0, []), ("leave.md", 0, 0, ["dept"])]
+    assert diff["metadata_compared"] is True
     pinned = explain(api, kb_id, "error E-104 firmware", kb_version=2, roles=["support"])
     assert pinned["trace"]["kb_version"] == 2
     assert pinned["results"][0]["filename"] == "firmware.txt"

@@ -20,6 +20,7 @@ from ragsift.domain.metadata import merge_metadata, validate_metadata
 from ragsift.domain.metadata_keys import summarize_keys
 from ragsift.domain.models import Document, DocumentScope, DocumentStatus, KnowledgeBase
 from ragsift.ingestion.front_matter import front_matter, is_markdown
+from ragsift.ingestion.given_metadata import apply_given_metadata
 from ragsift.ingestion.parsers import SUPPORTED_EXTENSIONS
 
 router = APIRouter(tags=["documents"], responses=ERROR_RESPONSES)
@@ -102,12 +103,8 @@ def _accept_all(
             state.worker.submit_replace(document.id, uploaded.filename, data)
         # a duplicate (same bytes) is the existing document, maybe another file's: its
         # metadata changes only with replace=true, and the answer says when it did not
-        ignored = (outcome.duplicate and not replace and wanted is not None
-                   and wanted != document.metadata)
-        if wanted is not None and not ignored:  # the document's own: no re-embedding
-            state.container.repository.set_metadata(document.id, wanted)
-            if outcome.duplicate and wanted != document.metadata:  # no ingest will publish it
-                state.container.versions.metadata_changed(kb)
+        ignored = apply_given_metadata(state.container.repository, state.container.versions,
+                                       kb, outcome, wanted, replace)
         accepted.append(UploadedDocument(
             id=document.id, filename=uploaded.filename, status=document.status,
             duplicate=outcome.duplicate, error=document.error, key=document.key,

@@ -112,8 +112,9 @@ def rollback(kb_id: str, body: RollbackBody, state: State) -> ActivationOutcome:
 @router.get("/diff")
 def diff(kb_id: str, state: State, from_seq: OptionalSeq = None, to_seq: OptionalSeq = None
          ) -> DiffOut:
-    """Indexed chunks per document added and removed from one version to another
-    (defaults: from the active version to the newest)."""
+    """Indexed chunks per document added and removed from one version to another, and the
+    metadata keys changed (`metadata_keys`; defaults: from the active version to the
+    newest)."""
     kb = require_kb(state.container, kb_id)
     result = state.container.versions.diff(kb, from_seq, to_seq)
     return DiffOut(**result.model_dump(), added_chunks=result.added,

@@ -39,6 +39,9 @@ def ingest(
     ] = None,
     meta: MetaOpt = None,
     meta_file: MetaFileOpt = None,
+    replace_meta: Annotated[bool, typer.Option(
+        "--replace-meta", help="Set the metadata of a file whose bytes are already a document "
+        "of the KB too (by default that document keeps its own).")] = False,
 ) -> None:
     """Ingest files into a knowledge base (created if needed); a file whose key exists with
     other bytes replaces that document. Exit 2 if any document failed."""
@@ -63,7 +66,8 @@ def ingest(
         knowledge_base = container.ingestion.ensure_kb(kb)
         if found.files:
             prepare_embedder(container.embedder)
-        tally = _run(container, knowledge_base, found.files, scope, metadata)
+        tally = _run(container, knowledge_base, found.files, scope, metadata,
+                     replace_meta=replace_meta)
     out.print(f"{tally.ingested} of {len(found.files)} documents ingested into {kb!r}"
               + tally.duplicates_note())
     _finish(container, knowledge_base, tally)
@@ -100,7 +104,9 @@ def sync(
         for source, document in plan.touched:
             container.repository.set_source_mtime(document.id, source.path.stat().st_mtime)
         todo = plan.add + [source for source, _ in plan.replace]
-        tally = _run(container, knowledge_base, todo, None, metadata) if todo else Tally()
+        # sidecars are the folder's own statement of its metadata: they apply to duplicates too
+        tally = (_run(container, knowledge_base, todo, None, metadata, replace_meta=True)
+                 if todo else Tally())
         # a changed sidecar beside an unchanged file changes only the metadata
         changed_metadata = False
         for source, document in plan.unchanged + plan.touched:
@@ -165,9 +171,11 @@ def _file_metadata(
 def _run(
     container: Container, kb: KnowledgeBase, files: list[SourceFile],
     scope: DocumentScope | None, metadata: dict[str, dict[str, Any]] | None = None,
+    *, replace_meta: bool,
 ) -> Tally:
     from ragsift.cli.ingest_report import report
     from ragsift.ingestion.files import ingest_files
+    from ragsift.ingestion.given_metadata import apply_given_metadata
 
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                TimeElapsedColumn())
@@ -175,13 +183,17 @@ def _run(
         embedding = bar.add_task("chunks embedded", total=None)
         results, resumed = ingest_files(container.ingestion, kb, files, scope,
                                         lambda n: bar.advance(embedding, n))
-    tally = report(results)
     listed = {r.outcome.document.id for r in results if r.outcome is not None}
-    # the documents' own, not the index's: set after ingesting, nothing is re-embedded
+    # the documents' own, not the index's: set after ingesting, nothing is re-embedded; a
+    # duplicate keeps its own unless asked (as an upload does without replace=true)
+    kept: set[str] = set()
     for result in results:
         wanted = (metadata or {}).get(result.source.key)
-        if wanted is not None and result.outcome is not None:
-            container.repository.set_metadata(result.outcome.document.id, wanted)
+        if result.outcome is not None and apply_given_metadata(
+                container.repository, container.versions, kb, result.outcome, wanted,
+                replace_meta):
+            kept.add(result.source.key)
+    tally = report(results, kept)
     if resumed:
         others = len([i for i in resumed if i not in listed])
         out.print(f"resumed {len(resumed)} document(s) an interrupted run left unfinished"

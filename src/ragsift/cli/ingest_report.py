@@ -16,6 +16,8 @@ from ragsift.cli.common import err, out
 from ragsift.domain.models import DocumentScope, DocumentStatus
 
 if TYPE_CHECKING:
+    from collections.abc import Collection
+
     from ragsift.ingestion.files import FileResult
     from ragsift.ingestion.outcomes import IngestOutcome
 
@@ -41,8 +43,9 @@ class Tally:
                 if self.duplicate else "")
 
 
-def report(results: list[FileResult]) -> Tally:
-    """One line per file (see the module docstring), and their counts."""
+def report(results: list[FileResult], metadata_kept: Collection[str] = ()) -> Tally:
+    """One line per file (see the module docstring), and their counts; `metadata_kept`: the
+    keys of duplicates whose given metadata was not applied (their lines say so)."""
     tally = Tally()
     for result in results:
         path = escape(str(result.source.path))
@@ -51,6 +54,10 @@ def report(results: list[FileResult]) -> Tally:
             err.print(f"[red]FAILED[/] {path}: {escape(result.error or '')}")
         else:
             _line(tally, path, result.source.key, result.outcome)
+            if result.source.key in metadata_kept:
+                out.print(f"  {path}: metadata left as it was (document "
+                          f"{result.outcome.document.id} already holds these bytes); pass "
+                          "--replace-meta to set it")
     return tally
 
 

@@ -173,7 +173,8 @@ def version_diff(
     data_dir: DataDir = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Indexed chunks per document that one version adds and removes against another."""
+    """Indexed chunks per document that one version adds and removes against another, and
+    the metadata keys that changed."""
     with open_container(data_dir, follow=True) as container:
         diff = container.versions.diff(kb_named(container, kb), from_seq, to_seq)
     if as_json:
@@ -181,11 +182,14 @@ def version_diff(
                    "removed": diff.removed})
         return
     out.print(f"version {diff.from_seq} -> {diff.to_seq}: +{diff.added} -{diff.removed} chunks")
-    table = Table("document", "id", "added", "removed")
+    table = Table("document", "id", "added", "removed", "metadata keys changed")
     for change in diff.documents:
         table.add_row(escape(change.filename), change.document_id, f"+{change.added}",
-                      f"-{change.removed}")
+                      f"-{change.removed}", escape(", ".join(change.metadata_keys)))
     out.print(table)
+    if not diff.metadata_compared:
+        out.print("metadata changes not listed: a version was sealed before versions kept "
+                  "their metadata")
 
 
 @version_app.command("check")

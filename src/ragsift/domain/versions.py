@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -115,12 +116,15 @@ class ActivationOutcome(Frozen):
 
 
 class DocumentChange(Frozen):
-    """Indexed chunks of one document added and removed between two versions."""
+    """Indexed chunks of one document added and removed between two versions, and the keys
+    of its metadata that differ (set, removed or changed; a metadata-only change has no
+    chunks)."""
 
     document_id: str
     filename: str
     added: int
     removed: int
+    metadata_keys: tuple[str, ...] = ()
 
 
 class VersionDiff(Frozen):
@@ -128,6 +132,9 @@ class VersionDiff(Frozen):
     from_seq: int
     to_seq: int
     documents: tuple[DocumentChange, ...] = ()
+    # False when a version was sealed without its metadata (before migration 0016): the
+    # metadata changes are then unknown and not listed
+    metadata_compared: bool = True
 
     @property
     def added(self) -> int:
@@ -136,6 +143,21 @@ class VersionDiff(Frozen):
     @property
     def removed(self) -> int:
         return sum(d.removed for d in self.documents)
+
+
+def metadata_changes(before: Mapping[str, Mapping[str, Any]],
+                     after: Mapping[str, Mapping[str, Any]]) -> dict[str, tuple[str, ...]]:
+    """Document id -> the keys whose values differ between two sealed metadata snapshots
+    (document id -> metadata; a document absent has none), for the documents with any."""
+    changed: dict[str, tuple[str, ...]] = {}
+    for doc_id in before.keys() | after.keys():
+        old, new = before.get(doc_id, {}), after.get(doc_id, {})
+        keys = sorted(k for k in old.keys() | new.keys() if k not in old or k not in new
+                      # a type is part of the value: 1 and true differ (Python says equal)
+                      or old[k] != new[k] or type(old[k]) is not type(new[k]))
+        if keys:
+            changed[doc_id] = tuple(keys)
+    return changed
 
 
 class Collected(Frozen):

@@ -69,3 +69,29 @@ def test_a_database_outside_a_file_has_no_probe() -> None:
         assert repository._change_probe() is None
     finally:
         repository.close()
+
+
+@pytest.mark.sqlite_only
+def test_the_stamp_query_reads_the_kb_updated_at_index_not_the_document_rows(
+    db_url: str,
+) -> None:
+    repository = SqlRepository(db_url)
+    try:
+        repository.create_kb(make_kb())
+        repository.add_document(make_document("doc1"))
+        asked: list[tuple[str, Any]] = []
+
+        @event.listens_for(repository._engine, "before_cursor_execute")
+        def _keep(_conn: Any, _cursor: Any, statement: str, parameters: Any,
+                  *_args: Any) -> None:
+            asked.append((statement, parameters))
+
+        repository.filter_stamp("kb1")  # first call: no stamp kept yet, so it queries
+        (statement, parameters), = [a for a in asked if "max(" in a[0].lower()]
+        with repository._engine.connect() as connection:
+            plan = connection.exec_driver_sql(f"EXPLAIN QUERY PLAN {statement}",
+                                              parameters).all()
+        details = " | ".join(str(row[-1]) for row in plan)
+        assert "COVERING INDEX ix_documents_kb_id_updated_at" in details, details
+    finally:
+        repository.close()

@@ -177,3 +177,20 @@ def test_data_from_before_the_migration_stays_searchable(db_url: str) -> None:
         assert [c.id for c, _ in repo.get_chunks_at("kb1", ["c1"], 7)] == ["c1"]
     finally:
         repo.close()
+
+
+def test_a_diff_lists_a_metadata_only_change_with_its_keys(versioned: SqlRepository) -> None:
+    repo = versioned
+    commit(repo, "d1", 1, window(make_chunks("d1", children=1), 1))
+    repo.set_metadata("d1", {"dept": "hr", "year": 2024, "draft": True})
+    repo.seal_draft("kb1")
+    repo.set_metadata("d1", {"dept": "it", "year": 2024, "draft": 1, "tags": ["a"]})
+    assert repo.seal_draft("kb1") is not None  # the metadata change is the draft's change
+    diff = repo.version_diff("kb1", 1, 2)
+    assert diff.metadata_compared
+    # true -> 1 is a change of type; year is the same
+    assert [(d.document_id, d.added, d.removed, d.metadata_keys) for d in diff.documents] == [
+        ("d1", 0, 0, ("dept", "draft", "tags"))]
+    # from nothing sealed (version 0): every key of the new document is set
+    assert repo.version_diff("kb1", 0, 1).documents[0].metadata_keys == (
+        "dept", "draft", "year")

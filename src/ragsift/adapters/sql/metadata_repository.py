@@ -94,8 +94,10 @@ class MetadataRepositoryMixin:
         cached = stamps.get(kb_id)
         if version is not None and cached is not None and cached[0] == version:
             return cached[1]
-        query = select(func.count(DocumentRow.id), func.max(DocumentRow.updated_at)
-                       ).where(DocumentRow.kb_id == kb_id)
+        # count(*), not count(id): with ix_documents_kb_id_updated_at (0018) SQLite answers
+        # from the index alone; count(id) would read every row for its id (never NULL)
+        query = select(func.count(), func.max(DocumentRow.updated_at)
+                       ).select_from(DocumentRow).where(DocumentRow.kb_id == kb_id)
         with self._sessions.begin() as session:
             count, latest = session.execute(query).one()
         stamp = int(count), None if latest is None else str(latest)

@@ -35,6 +35,7 @@ from ragsift.domain.versions import (
     KbVersion,
     VersionDiff,
     VersionState,
+    metadata_changes,
 )
 
 # A document whose chunks a version may show: READY, or deleted from the draft but kept for
@@ -187,15 +188,24 @@ class VersionRepositoryMixin(VersionCommitMixin):
                 after = valid_at(row.valid_from_seq, row.valid_to_seq, to_seq)
                 if before != after:
                     counts.setdefault(row.document_id, [0, 0])[0 if after else 1] += 1
+            snapshots = [session.get(KbVersionRow, (kb_id, seq)) for seq in (from_seq, to_seq)]
+            # the sealed snapshots (0016): NULL on a version sealed before, and none for
+            # version 0 (nothing sealed yet: no metadata)
+            compared = all(row is None or row.meta is not None for row in snapshots)
+            keys = metadata_changes(*[{} if row is None or row.meta is None else row.meta
+                                      for row in snapshots]) if compared else {}
             names: dict[str, str] = {}
-            for batch in batches(sorted(counts)):
+            for batch in batches(sorted(counts.keys() | keys.keys())):
                 query = select(DocumentRow.id, DocumentRow.filename).where(
                     DocumentRow.id.in_(batch))
                 names.update({row.id: row.filename for row in session.execute(query)})
         documents = tuple(
             DocumentChange(document_id=doc_id, filename=names.get(doc_id, "?"),
-                           added=added, removed=removed)
-            for doc_id, (added, removed) in sorted(
-                counts.items(), key=lambda item: (names.get(item[0], ""), item[0]))
+                           added=counts.get(doc_id, [0, 0])[0],
+                           removed=counts.get(doc_id, [0, 0])[1],
+                           metadata_keys=keys.get(doc_id, ()))
+            for doc_id in sorted(counts.keys() | keys.keys(),
+                                 key=lambda doc_id: (names.get(doc_id, ""), doc_id))
         )
-        return VersionDiff(kb_id=kb_id, from_seq=from_seq, to_seq=to_seq, documents=documents)
+        return VersionDiff(kb_id=kb_id, from_seq=from_seq, to_seq=to_seq, documents=documents,
+                           metadata_compared=compared)

@@ -60,6 +60,8 @@ class DocumentRow(Base):
         # NULL keys (documents from before 0009) never collide, as with sha256
         Index("uq_documents_kb_id_doc_key", "kb_id", "doc_key", unique=True),
         Index("ix_documents_kb_id_status", "kb_id", "status"),
+        # the filtered search's stamp (count, latest updated_at) reads this index only (0018)
+        Index("ix_documents_kb_id_updated_at", "kb_id", "updated_at"),
     )
 
     id: Mapped[str] = mapped_column(ID, primary_key=True)
