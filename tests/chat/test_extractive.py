@@ -92,7 +92,7 @@ def test_a_table_hit_is_quoted_as_its_matching_rows_under_its_header() -> None:
     )
 
 
-def test_a_list_item_is_quoted_as_one_bullet_without_its_own_marker() -> None:
+def test_a_dash_list_item_is_quoted_as_one_bullet_never_a_doubled_marker() -> None:
     text = "- 年假：员工每年享有十五天带薪年假。\n- 病假：须提供医院证明。"
     answer = extractive_answer("年假有几天", [evidence(1, text)])
 
