@@ -102,3 +102,10 @@ def test_a_table_of_a_real_parsed_sample_is_quoted_with_its_header_and_the_match
     top = next(i for i, line in enumerate(lines) if line.startswith("| "))
     assert header in lines[top] and lines[top + 1].startswith("| --- |")
     assert any(row in line for line in lines[top + 2:])
+
+
+def test_the_answer_bound_is_the_callers_setting() -> None:
+    items = [evidence(n, f"rule {n}: " + "the hotel limit applies " * 12) for n in range(1, 4)]
+    short = extractive_answer("hotel limit", items, max_sentences=3, max_chars=200)
+    long = extractive_answer("hotel limit", items, max_sentences=3, max_chars=5000)
+    assert short.count("citation://") == 1 < long.count("citation://") == 3

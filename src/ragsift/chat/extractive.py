@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from ragsift.chat.assets import image_link
 from ragsift.chat.citations import citation_link, label_word
 from ragsift.chat.extractive_structure import (
+    MAX_ANSWER_CHARS,
     Excerpt,
     list_excerpt,
     quote,
@@ -73,14 +74,16 @@ def best_excerpt(wanted: set[str], item: Evidence) -> Excerpt:
     return Excerpt("sentence", sentence, score)
 
 
-def extractive_answer(question: str, evidence: Sequence[Evidence], max_sentences: int = 3) -> str:
+def extractive_answer(question: str, evidence: Sequence[Evidence], max_sentences: int = 3,
+                      max_chars: int = MAX_ANSWER_CHARS) -> str:
     """A note saying no model answered, then the best sentences with their citation links
     (`[来源 N](citation://N)` for a Chinese question, `[Source N](...)` else); pure.
 
     One excerpt per evidence item (best_excerpt: table rows, list items or a sentence), in
     evidence order, from the items that share any term with the question (at most
     `max_sentences`); when none does, the first sentence of the top item. The quotes are cut
-    to MAX_ANSWER_CHARS only between whole excerpts, each with its citation.
+    to `max_chars` (RAGSIFT_CHAT_EXTRACTIVE_MAX_CHARS) only between whole excerpts, each
+    with its citation.
     The top item's first image follows, when it has one. Without evidence, the plain
     no-evidence answer.
     """
@@ -102,7 +105,7 @@ def extractive_answer(question: str, evidence: Sequence[Evidence], max_sentences
     note = EXTRACTIVE_NOTE_ZH if chinese else EXTRACTIVE_NOTE_EN
     word = label_word(chinese)
     blocks = within_bound([quote(excerpt, citation_link(item.n, word))
-                           for item, excerpt in picked])
+                           for item, excerpt in picked], max_chars)
     answer = note + "\n\n" + "\n".join(blocks).strip("\n")
     if evidence[0].assets:
         answer += "\n\n" + image_link(evidence[0].assets[0])

@@ -77,6 +77,7 @@ class ChatOptions:
     max_query_chars: int = 1000
     history_turns: int = 3
     extractive_sentences: int = 3
+    extractive_max_chars: int = 1500
     # replies to turns routed away from the search, keyed <kind>.<zh|en> (chat/replies.py)
     route_replies: Mapping[str, str] = field(default_factory=dict)
     # below the direct-answer threshold, FAQ entries at this dense cosine or more join the
@@ -282,7 +283,8 @@ class ChatService:
             return
         if self._model is None or not turn.evidence:
             yield extractive_answer(
-                turn.question, turn.evidence, self._options.extractive_sentences
+                turn.question, turn.evidence, self._options.extractive_sentences,
+                self._options.extractive_max_chars,
             )
             return
         async with aclosing(self._model.stream(turn.messages)) as stream:

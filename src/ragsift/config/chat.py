@@ -26,5 +26,10 @@ class ChatSettings(BaseModel):
         default=3, ge=0, le=20, description="earlier complete turns replayed in the prompt"
     )
     chat_extractive_sentences: int = Field(
-        default=3, ge=1, le=20, description="evidence sentences an extractive answer quotes"
+        default=3, ge=1, le=20, description="evidence items an extractive answer (no chat "
+        "model) quotes from: a sentence, a table's matching rows or a list's matching items each"
+    )
+    chat_extractive_max_chars: int = Field(
+        default=1500, ge=100, le=100_000, description="characters of quotes an extractive "
+        "answer holds at most, cut only between whole quotes (each keeps its citation)"
     )
