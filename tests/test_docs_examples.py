@@ -70,6 +70,9 @@ def doc_world(tmp_path_factory: pytest.TempPathFactory) -> DocWorld:
     base = root / "base-data"
     env = {**os.environ, "RAGSIFT_DATA_DIR": str(base),
            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    if os.environ.get("PYTHONPATH"):  # the blocks run elsewhere: a relative entry would miss
+        env["PYTHONPATH"] = os.pathsep.join(
+            str(Path(entry).resolve()) for entry in os.environ["PYTHONPATH"].split(os.pathsep))
     run_cli("ingest", *(str(ROOT / "samples" / name) for name in SAMPLE_FILES), "--kb", "demo",
             env=env)
     run_cli("ingest", str(ROOT / "samples" / NOTES_FILE), "--kb", "notes", env=env)

@@ -57,7 +57,8 @@ def test_the_same_bytes_uploaded_again_are_reported_as_a_duplicate(api: Api) -> 
     [again] = api.upload(kb_id, {"copy.md": HOTELS}).json()["documents"]
 
     assert again == {"id": first, "filename": "copy.md", "status": "READY", "duplicate": True,
-                     "error": None, "key": "hotels.md", "replacing": False}
+                     "error": None, "key": "hotels.md", "replacing": False,
+                     "metadata_ignored": False}
 
 
 def test_a_file_over_the_limit_is_rejected_with_413(make_api: ApiFactory) -> None:
