@@ -8,6 +8,8 @@ a reopen then really reads the data back from disk.
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import logging
 import threading
 from dataclasses import dataclass
@@ -65,6 +67,7 @@ def connect(uri: str, token: str | None = None, timeout_s: float = 30.0) -> Conn
             "RAGSIFT_INDEX_URI names Milvus, but pymilvus is not installed: "
             "pip install 'ragsift[milvus]'"
         ) from exc
+    _import_scipy_sparse()
     if not is_lite_uri(uri):
         try:
             client = MilvusClient(uri=uri, token=token or "", timeout=timeout_s)
@@ -105,3 +108,11 @@ def _stop_lite_server(path: str) -> None:
         return
     server_manager_instance.release_server(path)
     logger.debug("released milvus-lite server for %s", path)
+
+
+def _import_scipy_sparse() -> None:
+    """pymilvus imports scipy.sparse on first use from whichever thread searches; two channel
+    threads doing it at once saw a partially initialised module (AttributeError in
+    scipy.sparse._bsr), so it is imported once here, before any search thread runs."""
+    with contextlib.suppress(ImportError):
+        importlib.import_module("scipy.sparse")
