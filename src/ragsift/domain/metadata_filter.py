@@ -173,7 +173,8 @@ def parse_filter(
     return _Parser(limits or FilterLimits(), builtins).filter(raw, "filter", 1)
 
 
-def _kind(value: Value) -> str:
+def value_kind(value: Value) -> str:
+    """A typed value's kind, as the filter compares them (one kind only equals its own)."""
     if isinstance(value, bool):
         return "bool"
     if isinstance(value, int | float):
@@ -188,12 +189,12 @@ def _kind(value: Value) -> str:
 def _equal(value: Value, operand: Scalar) -> bool:
     if isinstance(value, tuple):
         return isinstance(operand, str) and operand in value
-    return _kind(value) == _kind(operand) and value == operand
+    return value_kind(value) == value_kind(operand) and value == operand
 
 
 def _order(value: Value, op: str, operand: Scalar) -> bool:
-    kind = _kind(value)
-    if kind in ("bool", "list") or kind != _kind(operand):
+    kind = value_kind(value)
+    if kind in ("bool", "list") or kind != value_kind(operand):
         return False
     left: Any = value
     right: Any = operand

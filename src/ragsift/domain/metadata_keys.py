@@ -5,28 +5,22 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import date, datetime
 from typing import Any
 
 from ragsift.domain.errors import InvalidInput
 from ragsift.domain.metadata import Value, decode_value, encode_value
+from ragsift.domain.metadata_filter import value_kind
 
 SAMPLES = 5  # distinct sample values kept per key
 
 
+_EDITOR_NAMES = {"bool": "boolean", "str": "string"}
+
+
 def type_name(value: Value) -> str:
-    """The filter editor's name of a typed value's type."""
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, datetime):
-        return "datetime"
-    if isinstance(value, date):
-        return "date"
-    if isinstance(value, tuple):
-        return "list"
-    return "string"
+    """The filter editor's name of a typed value's type (the filter's kinds, spelled out)."""
+    kind = value_kind(value)
+    return _EDITOR_NAMES.get(kind, kind)
 
 
 @dataclass(slots=True)
