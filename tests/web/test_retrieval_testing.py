@@ -135,6 +135,48 @@ def test_each_explain_is_kept_in_the_history_and_a_click_runs_it_again(
     assert page.console_errors() == []
 
 
+def test_a_history_re_run_restores_every_recorded_option(
+    page: Browser, live_server: LiveServer
+) -> None:
+    """Version, fusion, stage switches, numbers, the filter (as editor rows) and an option the
+    form has no control for: the re-run is recorded with exactly the options of the first run."""
+    import json
+
+    kb_id = live_server.kbs["handbook"]
+    live_server.client.delete(f"/api/kbs/{kb_id}/queries")
+    versions = live_server.client.get(f"/api/kbs/{kb_id}/versions").json()
+    active = versions["state"]["active_seq"]
+    assert active >= 1, versions
+    where = {"$or": [{"topic": {"$in": ["travel", "leave"]}}, {"year": {"$gte": 2020}},
+                     {"draft": {"$exists": False}}]}
+    options = {"mode": "hybrid", "fusion": "weighted", "top_k": 4, "rerank": False,
+               "rewrite": False, "small2big": False, "auto_merge": True, "min_score": -5,
+               "dense_weight": 2, "sparse_weight": 0.5, "kb_version": active, "filter": where,
+               "consistency": True}
+    response = live_server.client.post("/api/retrieval/explain?history=true",
+                                       json={"kb_id": kb_id, "query": QUERY, **options})
+    assert response.status_code == 200, response.text
+    [first] = _history(live_server, kb_id)
+    assert first["options"] == options
+    page.driver.set_window_size(*DESKTOP)
+    page.open(f"/web/debug?kb={kb_id}")
+
+    page.css("#history-list .history-run").click()
+    page.wait(lambda d: len(page.all("#history-list li")) == 2, 30, "the re-run was not kept")
+
+    assert _history(live_server, kb_id)[0]["options"] == options
+    form = {id_: page.css(f"#{id_}").get_attribute("value") for id_ in (
+        "mode", "fusion", "top-k", "min-score", "dense-weight", "sparse-weight", "kb-version")}
+    assert form == {"mode": "hybrid", "fusion": "weighted", "top-k": "4", "min-score": "-5",
+                    "dense-weight": "2", "sparse-weight": "0.5", "kb-version": str(active)}
+    assert [page.css(f"#{id_}").is_selected() for id_ in (
+        "rerank", "rewrite", "small2big", "auto-merge")] == [False, False, False, True]
+    assert json.loads(page.css("#filter-json").text) == where
+    assert len(page.all("#filter-rows li")) == 3
+    assert page.css("#filter-join").get_attribute("value") == "$or"
+    assert page.console_errors() == []
+
+
 def _compare(page: Browser) -> None:
     from selenium.webdriver.support.ui import Select
 

@@ -15,6 +15,7 @@ import { FilterEditor } from "./filtereditor.js";
 import { EvalView } from "./evalview.js";
 import { t, translatePage } from "./i18n.js";
 import "./strings/debug.js";
+import { restoreForm } from "./rerun.js";
 import { RetrievalTesting } from "./testing.js";
 import { traceSections } from "./trace.js";
 import { Uploader } from "./upload.js";
@@ -25,6 +26,7 @@ const $ = (id) => document.getElementById(id);
 const TOP_K = [1, 200];
 const MIN_SCORE = [-1e6, 1e6];
 const WEIGHT = [0, 1000];
+const VERSION_MAX = 2 ** 31 - 1;
 
 translatePage();
 
@@ -39,6 +41,8 @@ let kbs = [];
 let listFailed = false;
 // the last explained search: {out, request, clientMs}, re-rendered on a language switch
 let shown = null;
+// a history re-run's options the form cannot show, sent with that re-run only (rerun.js)
+let carried = {};
 // messages shown by this page, as [key, params], said again on a language switch
 const messages = new Map();
 
@@ -76,20 +80,7 @@ async function loadKbs(selectId) {
 
 /** A history entry: its query and options back in the form, run again (recorded again). */
 function rerun(record) {
-  const o = record.options || {};
-  $("query").value = record.query;
-  $("mode").value = o.mode || "hybrid";
-  $("top-k").value = String(o.top_k ?? 5);
-  for (const [id, field] of [["rewrite", "rewrite"], ["rerank", "rerank"],
-    ["small2big", "small2big"], ["auto-merge", "auto_merge"]]) {
-    if (typeof o[field] === "boolean") $(id).checked = o[field];
-  }
-  $("fusion").value = o.fusion || "";
-  $("min-score").value = o.min_score ?? "";
-  $("dense-weight").value = o.dense_weight ?? "";
-  $("sparse-weight").value = o.sparse_weight ?? "";
-  picker.selected = new Set(o.document_ids || []);
-  picker.render();
+  carried = restoreForm(record, { picker, filterEditor });
   $("search-form").requestSubmit();
 }
 
@@ -136,12 +127,19 @@ function searchBody() {
   if (body.dense_weight === 0 && body.sparse_weight === 0) {
     return { error: ["debug.error.weightsZero", {}], input: $("dense-weight") };
   }
+  const version = numberIn($("kb-version"));
+  if (version !== null) {
+    if (!Number.isInteger(version) || version < 0 || version > VERSION_MAX) {
+      return { error: ["debug.compare.badVersion", {}], input: $("kb-version") };
+    }
+    body.kb_version = version;
+  }
   const ids = picker.documentIds();
   if (ids) body.document_ids = ids;
   const filter = filterEditor.checked();
   if (filter === undefined) return { error: null }; // said by the editor
   if (filter) body.filter = filter;
-  return { body };
+  return { body: { ...carried, ...body } };
 }
 
 function summaryText() {
@@ -203,6 +201,7 @@ async function explain(event) {
     return sayKey(error, ...built.error);
   }
   sayKey(error, "");
+  carried = {};
   button.disabled = true;
   const results = $("results");
   const status = $("results-summary");

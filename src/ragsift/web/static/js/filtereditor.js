@@ -41,6 +41,52 @@ function operand(type, raw, n) {
   return { value: raw };
 }
 
+/** The editor's type of a stored operand, or null for one it cannot show. */
+function typeOf(value) {
+  if (typeof value === "number") return "number";
+  if (typeof value === "boolean") return "boolean";
+  if (typeof value === "string") return "string";
+  if (value && typeof value === "object" && ("$date" in value || "$datetime" in value)) {
+    return "date";
+  }
+  return null;
+}
+
+/** {field, op, type, text} rows of one `{field: {$op: value, ...}}`, or null. */
+function fieldRows(condition) {
+  const entries = Object.entries(condition);
+  if (entries.length !== 1) return null;
+  const [field, ops] = entries[0];
+  if (field.startsWith("$") || !ops || typeof ops !== "object" || Array.isArray(ops)) return null;
+  const rows = [];
+  for (const [name, value] of Object.entries(ops)) {
+    const op = name.slice(1);
+    if (!name.startsWith("$") || !OPERATORS.includes(op)) return null;
+    const items = LIST_OPS.has(op) ? value : [value];
+    if (!Array.isArray(items) || !items.length) return null;
+    const types = new Set(items.map(typeOf));
+    if (types.size !== 1 || types.has(null)) return null;
+    const type = op === "exists" ? "string" : [...types][0];
+    rows.push({ field, op, type, text: shownValue(value) });
+  }
+  return rows;
+}
+
+/** A filter as the editor's rows and join ({join, rows}), or null when it has another shape. */
+function conditionsOf(filter) {
+  for (const join of ["$and", "$or"]) {
+    if (Object.keys(filter).length === 1 && Array.isArray(filter[join])) {
+      const rows = filter[join].map(fieldRows);
+      if (rows.some((row) => row === null)) return null;
+      // two operators on one field are two conditions: only "all of" keeps their meaning
+      if (join === "$or" && rows.some((row) => row.length > 1)) return null;
+      return { join, rows: rows.flat() };
+    }
+  }
+  const rows = fieldRows(filter);
+  return rows && { join: "$and", rows };
+}
+
 export class FilterEditor {
   constructor(root) {
     this.root = root;
@@ -212,6 +258,26 @@ export class FilterEditor {
     if (!conditions.length) return { filter: null };
     if (conditions.length === 1) return { filter: conditions[0] };
     return { filter: { [this.join.value]: conditions } };
+  }
+
+  /** Rows for `filter` (a history re-run): true when the editor can show it, false (the
+   * editor left empty) for one it cannot build, e.g. a nested $not. */
+  set(filter) {
+    const rows = filter ? conditionsOf(filter) : { join: "$and", rows: [] };
+    this.rows.replaceChildren();
+    this.join.value = rows?.join || "$and";
+    for (const condition of rows?.rows || []) {
+      const row = this.addRow();
+      const get = (part) => row.querySelector(`[data-part="${part}"]`);
+      get("field").value = condition.field;
+      get("op").value = condition.op;
+      get("type").value = condition.type;
+      this.renderValue(row);
+      get("value").value = condition.text;
+      this.renderSamples(row);
+    }
+    this.update();
+    return rows !== null;
   }
 
   /** The JSON to be sent, shown as it is edited ("…" while a row is incomplete). */
