@@ -177,6 +177,59 @@ def test_a_history_re_run_restores_every_recorded_option(
     assert page.console_errors() == []
 
 
+def _marked(page: Browser) -> set[str]:
+    """The ids of the search form's controls marked as holding the KB's default."""
+    return set(_js(page, "return [...document.querySelectorAll('#search-form .kb-default')]"
+                         ".map((b) => b.closest('label').querySelector('input, select').id)"))
+
+
+def test_the_debug_form_starts_from_the_kbs_default_search_options(
+    page: Browser, live_server: LiveServer
+) -> None:
+    from selenium.webdriver.support.ui import Select
+
+    kb_id = live_server.kbs["handbook"]
+    other = live_server.create_kb("no-defaults")
+    own = {"mode": "sparse", "top_k": 3, "rerank": False, "fusion": "weighted"}
+    response = live_server.client.patch(f"/api/kbs/{kb_id}/settings", json={"set": own})
+    assert response.status_code == 200, response.text
+    try:
+        for size in (PHONE, DESKTOP):
+            page.driver.set_window_size(*size)
+            page.open(f"/web/debug?kb={kb_id}")
+            assert _marked(page) == {"mode", "top-k", "rerank", "fusion"}
+            assert page.css("#mode").get_attribute("value") == "sparse"
+            assert page.css("#top-k").get_attribute("value") == "3"
+            assert page.css("#fusion").get_attribute("value") == "weighted"
+            assert not page.css("#rerank").is_selected()
+            assert page.css("#small2big").is_selected()  # not the KB's: the page's default
+            assert "KB default" in page.css("#kb-defaults-note").text
+            assert _no_sideways_scroll(page)
+            assert _axe_serious(page) == []
+        page.screenshot("debug-kb-defaults-1366", scroll_to="#search-title")
+
+        # the form sends what it shows: the KB's defaults
+        before = len(_history(live_server, kb_id))
+        page.css("#query").send_keys(QUERY)
+        page.css("#search-button").click()
+        page.wait(lambda d: len(_history(live_server, kb_id)) == before + 1, 30)
+        sent = _history(live_server, kb_id)[0]["options"]
+        assert {key: sent[key] for key in own} == own
+
+        Select(page.css("#mode")).select_by_value("hybrid")  # changed: no longer the default
+        assert _marked(page) == {"top-k", "rerank", "fusion"}
+        Select(page.css("#kb")).select_by_value(other)  # a KB without defaults: the page's
+        page.wait(lambda d: not _marked(page), 10, "the marks stayed")
+        assert [page.css(f"#{id_}").get_attribute("value") for id_ in (
+            "mode", "top-k", "fusion")] == ["hybrid", "5", ""]
+        assert page.css("#rerank").is_selected()
+        assert not page.css("#kb-defaults-note").is_displayed()
+        assert page.console_errors() == []
+    finally:
+        live_server.client.patch(f"/api/kbs/{kb_id}/settings", json={"unset": list(own)})
+        live_server.client.delete(f"/api/kbs/{other}")
+
+
 def _compare(page: Browser) -> None:
     from selenium.webdriver.support.ui import Select
 

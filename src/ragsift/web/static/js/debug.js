@@ -14,6 +14,7 @@ import { DocPicker } from "./docpicker.js";
 import { FilterEditor } from "./filtereditor.js";
 import { EvalView } from "./evalview.js";
 import { t, translatePage } from "./i18n.js";
+import { KbDefaults } from "./kbdefaults.js";
 import "./strings/debug.js";
 import { restoreForm } from "./rerun.js";
 import { RetrievalTesting } from "./testing.js";
@@ -36,6 +37,7 @@ const picker = new DocPicker({
   message: $("doc-limit-message"), clear: $("doc-clear"),
 });
 const filterEditor = new FilterEditor($("meta-filter"));
+const kbDefaults = new KbDefaults(kbSelect.closest("label"));
 
 let kbs = [];
 let listFailed = false;
@@ -75,12 +77,13 @@ async function loadKbs(selectId) {
   if (kbs.some((kb) => kb.id === previous)) kbSelect.value = previous;
   $("kb-empty").hidden = kbs.length > 0;
   await Promise.all([picker.load(kbSelect.value), filterEditor.load(kbSelect.value),
-    testing.refresh()]);
+    testing.refresh(), kbDefaults.load(kbSelect.value)]);
 }
 
 /** A history entry: its query and options back in the form, run again (recorded again). */
 function rerun(record) {
   carried = restoreForm(record, { picker, filterEditor });
+  kbDefaults.mark();
   $("search-form").requestSubmit();
 }
 
@@ -266,6 +269,7 @@ kbSelect.addEventListener("change", () => {
   picker.load(kbSelect.value);
   filterEditor.load(kbSelect.value);
   testing.refresh();
+  kbDefaults.load(kbSelect.value);
 });
 $("search-form").addEventListener("submit", explain);
 $("query").addEventListener("keydown", onQueryKey);
@@ -280,5 +284,6 @@ document.addEventListener("ragsift:language", () => {
   filterEditor.relabel();
   testing.relabel();
   evalView.relabel();
+  kbDefaults.relabel();
 });
 loadKbs().then(() => document.body.setAttribute("data-ready", "true"));

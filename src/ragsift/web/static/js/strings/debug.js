@@ -252,6 +252,13 @@ register({
     "debug.eval.queries": "queries",
     "debug.eval.interval": "vs hybrid {mean} [{low}, {high}]",
     "debug.eval.tableLabel": "Metrics per mode and intervals against hybrid",
+    // issue 38, the KB's default search options in the debug form (kbdefaults.js)
+    "debug.kbDefault.badge": "KB default",
+    "debug.kbDefault.note": "Fields marked “KB default” hold this knowledge base's own search "
+      + "defaults; the form sends what it shows.",
+    "debug.kbDefault.failed": "This knowledge base's default search options could not be read: "
+      + "{reason}",
+    "debug.kbDefault.settingsLink": "Settings",
   },
   "zh-CN": {
     "debug.search.title": "检索",
@@ -499,5 +506,10 @@ register({
     "debug.eval.queries": "查询数",
     "debug.eval.interval": "相对混合 {mean} [{low}, {high}]",
     "debug.eval.tableLabel": "各模式的指标及相对混合模式的区间",
+    // issue 38, the KB's default search options in the debug form (kbdefaults.js)
+    "debug.kbDefault.badge": "知识库默认",
+    "debug.kbDefault.note": "标有“知识库默认”的字段是此知识库自己的默认检索选项；表单按所显示的值发送。",
+    "debug.kbDefault.failed": "无法读取此知识库的默认检索选项：{reason}",
+    "debug.kbDefault.settingsLink": "设置",
   },
 });
