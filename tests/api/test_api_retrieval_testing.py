@@ -3,7 +3,8 @@
 server's time and the key; the list keeps the newest RAGSIFT_QUERY_HISTORY_LIMIT per KB; a key
 without access to the KB can neither read nor clear it. The evaluation view: per-mode metrics
 with paired-bootstrap intervals on uploaded labels and on the KB's feedback, refused (with the
-CLI command) above RAGSIFT_WEB_EVAL_MAX_QUERIES."""
+CLI command) above RAGSIFT_WEB_EVAL_MAX_QUERIES; a labels file saved as a named set of the KB
+is scored again by its id, bounded in size and number, and scoped like the KB."""
 
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ from ragsift.auth.keys import Role
 
 KEEP = 3
 MAX_EVAL = 3
+MAX_SETS = 2
+MAX_SET_BYTES = 2000
 IT_DOC = (b"# IT\n\nReset the router by holding its button for ten seconds.\n\n"
           b"## Laptops\n\nLaptops are replaced every four years.\n")
 DOC = (b"# Travel\n\nThe hotel limit is 150 dollars per night in most cities.\n\n"
@@ -29,7 +32,8 @@ DOC = (b"# Travel\n\nThe hotel limit is 150 dollars per night in most cities.\n\
 @pytest.fixture(scope="module")
 def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
     with open_api(tmp_path_factory.mktemp("query_history") / "data", auth=True,
-                  query_history_limit=KEEP, web_eval_max_queries=MAX_EVAL) as started:
+                  query_history_limit=KEEP, web_eval_max_queries=MAX_EVAL,
+                  web_eval_max_sets=MAX_SETS, web_eval_set_max_bytes=MAX_SET_BYTES) as started:
         admin = new_key(started, "admin", Role.ADMIN)
         started.client.headers["Authorization"] = f"Bearer {admin}"
         yield started
@@ -201,3 +205,76 @@ def test_evaluation_above_the_bound_is_not_run_and_bad_labels_are_named(
     assert "nope.md" in message and "/tmp" not in message
     none = api.client.post(f"/api/kbs/{kb_id}/evaluation", json={"feedback": False})
     assert_error(none, 400, "invalid_input")
+
+
+def sets(api: Api, kb_id: str) -> dict[str, Any]:
+    response = api.client.get(f"/api/kbs/{kb_id}/labelled-sets")
+    assert response.status_code == 200, response.text
+    out: dict[str, Any] = response.json()
+    return out
+
+
+def test_a_saved_labelled_set_is_listed_scored_by_its_id_and_deleted(
+    api: Api, kbs: dict[str, str]
+) -> None:
+    kb_id = kbs["travel"]
+    saved = api.client.post(f"/api/kbs/{kb_id}/labelled-sets",
+                            json={"name": " travel and IT ", "labels": LABELS})
+    assert saved.status_code == 201, saved.text
+    entry = saved.json()
+    assert entry["name"] == "travel and IT" and entry["queries"] == 2
+    assert entry["size_bytes"] == len(LABELS.encode()) and entry["key_name"] == "admin"
+    listed = sets(api, kb_id)
+    assert listed["max_sets"] == MAX_SETS and listed["max_bytes"] == MAX_SET_BYTES
+    assert [i["id"] for i in listed["items"]] == [entry["id"]]
+    assert sets(api, kbs["other"])["items"] == []  # per KB
+
+    stored = evaluate(api, kb_id, feedback=False, set_id=entry["id"], k=5)
+    uploaded = evaluate(api, kb_id, feedback=False, labels=LABELS, k=5)
+    assert stored["ran"] and stored["labelled_set"] == "travel and IT"
+    assert stored["uploaded_queries"] == 2
+    assert [m["metrics"] for m in stored["modes"]] == [m["metrics"] for m in uploaded["modes"]]
+
+    other_kb = api.client.post(f"/api/kbs/{kbs['other']}/evaluation",
+                               json={"feedback": False, "set_id": entry["id"]})
+    assert_error(other_kb, 404, "not_found")  # a set is scored only with its own KB
+    gone = api.client.delete(f"/api/kbs/{kb_id}/labelled-sets/{entry['id']}")
+    assert gone.status_code == 204, gone.text
+    assert sets(api, kb_id)["items"] == []
+    again = api.client.post(f"/api/kbs/{kb_id}/evaluation",
+                            json={"feedback": False, "set_id": entry["id"]})
+    assert_error(again, 404, "not_found")
+    assert_error(api.client.delete(f"/api/kbs/{kb_id}/labelled-sets/{entry['id']}"), 404,
+                 "not_found")
+
+
+def test_labelled_sets_are_bounded_named_once_checked_and_scoped_like_the_kb(
+    api: Api, kbs: dict[str, str]
+) -> None:
+    kb_id = kbs["other"]
+    path = f"/api/kbs/{kb_id}/labelled-sets"
+
+    def save(name: str, labels: str = LABELS, key: str | None = None) -> Any:
+        body = {"name": name, "labels": labels}
+        return as_key(api, key, "POST", path, json=body) if key else api.client.post(
+            path, json=body)
+
+    assert save("a").status_code == 201
+    assert_error(save("a"), 409, "labelled_set_exists")
+    assert save("b").status_code == 201
+    full = assert_error(save("c"), 409, "too_many_labelled_sets")
+    assert "RAGSIFT_WEB_EVAL_MAX_SETS=2" in full["message"]
+    big = assert_error(save("big", LABELS * 40), 400, "invalid_input")
+    assert "RAGSIFT_WEB_EVAL_SET_MAX_BYTES" in big["message"]
+    bad = assert_error(save("bad", '{"query": "x"}\nnot json\n'), 400, "invalid_input")
+    assert "line 2" in bad["message"]
+    assert_error(save("   "), 400, "invalid_input")
+
+    reader = new_key(api, "sets-reader", Role.READER, kb_ids=[kb_id])
+    outsider = new_key(api, "sets-outsider", Role.EDITOR, kb_ids=[kbs["travel"]])
+    assert as_key(api, reader, "GET", path).status_code == 200
+    assert_error(save("r", key=reader), 403, "forbidden")
+    assert_error(as_key(api, outsider, "GET", path), 403, "forbidden")
+    first = sets(api, kb_id)["items"][0]["id"]
+    assert_error(as_key(api, outsider, "DELETE", f"{path}/{first}"), 403, "forbidden")
+    assert [i["name"] for i in sets(api, kb_id)["items"]] == ["a", "b"]

@@ -387,6 +387,47 @@ def test_the_evaluation_view_charts_each_mode_with_intervals(
     page.screenshot("retrieval-testing-eval-1366", scroll_to="#eval-status")
 
 
+def test_a_labels_file_saved_as_a_set_is_evaluated_again_after_a_reload_and_deleted(
+    page: Browser, live_server: LiveServer, tmp_path: Path
+) -> None:
+    from selenium.webdriver.support.ui import Select
+
+    kb_id = live_server.kbs["handbook"]
+    page.driver.set_window_size(*DESKTOP)
+    page.open(f"/web/debug?kb={kb_id}")
+    page.css("#eval-labels").send_keys(str(_write_labels(tmp_path, LABELS)))
+    page.css("#eval-set-name").send_keys("handbook three")
+    page.css("#eval-set-save").click()
+    page.wait(lambda d: "Saved" in page.css("#eval-set-status").text, 30)
+    [stored] = live_server.client.get(f"/api/kbs/{kb_id}/labelled-sets").json()["items"]
+    assert stored["name"] == "handbook three" and stored["queries"] == 3
+
+    page.open(f"/web/debug?kb={kb_id}")  # nothing uploaded now: the set is the server's
+    page.css("#eval-feedback").click()  # off: the set alone
+    Select(page.css("#eval-set")).select_by_value(stored["id"])
+    page.css("#eval-button").click()
+    page.visible("#eval-chart", 60)
+    out = live_server.client.post(f"/api/kbs/{kb_id}/evaluation", json={
+        "feedback": False, "set_id": stored["id"], "k": 10}).json()
+    bars = {(b.get_attribute("data-mode"), b.get_attribute("data-metric")):
+            float(b.get_attribute("data-value")) for b in page.all("#eval-chart rect.bar")}
+    assert bars == {(m["mode"], metric): m["metrics"][metric] for m in out["modes"]
+                    for metric in ("ndcg", "mrr", "recall")}
+    assert page.css("#eval-status").text.startswith("3 labelled queries")
+    assert "set “handbook three”" in page.css("#eval-status").text
+    assert _axe_serious(page) == []
+    page.screenshot("retrieval-testing-labelled-set-1366", scroll_to="#eval-sets")
+
+    page.driver.set_window_size(*PHONE)
+    assert _no_sideways_scroll(page)
+    page.css("#eval-set-delete").click()
+    page.wait(lambda d: "Deleted" in page.css("#eval-set-status").text, 30)
+    assert page.css("#eval-set").get_attribute("value") == ""
+    assert live_server.client.get(f"/api/kbs/{kb_id}/labelled-sets").json()["items"] == []
+    assert _axe_serious(page) == []
+    assert page.console_errors() == []
+
+
 def test_on_a_phone_a_set_too_big_for_a_request_names_the_cli_command(
     page: Browser, live_server: LiveServer, tmp_path: Path
 ) -> None:

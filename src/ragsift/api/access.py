@@ -45,6 +45,10 @@ RULES: tuple[Rule, ...] = (
     _rule("DELETE", r"/api/kbs/\{kb_id\}/queries", Role.EDITOR),
     # the evaluation view: read-only, bounded by RAGSIFT_WEB_EVAL_MAX_QUERIES
     _rule("POST", r"/api/kbs/\{kb_id\}/evaluation", Role.READER),
+    # its stored labelled sets: read like the KB, saved and deleted by its editors
+    _rule("GET HEAD", r"/api/kbs/\{kb_id\}/labelled-sets", Role.READER),
+    _rule("POST", r"/api/kbs/\{kb_id\}/labelled-sets", Role.EDITOR),
+    _rule("DELETE", r"/api/kbs/\{kb_id\}/labelled-sets/\{set_id\}", Role.EDITOR),
     _rule("GET HEAD", r"/api/kbs/\{kb_id\}/documents|/api/documents/\{document_id\}"
           r"(/chunks|/assets|/pages/\{page\}\.png)?", Role.READER),
     _rule("GET HEAD", r"/api/assets/\{asset_id\}", Role.READER),

@@ -27,6 +27,7 @@ from ragsift.api import (
     routes_kb,
     routes_kb_settings,
     routes_keys,
+    routes_labelled_sets,
     routes_maintenance,
     routes_openai,
     routes_query_history,
@@ -117,7 +118,8 @@ def create_app(
                    routes_health, routes_chat, routes_conversations, routes_maintenance,
                    routes_versions, routes_keys, routes_dify, routes_openai,
                    routes_embeddings, routes_kb_settings, routes_feedback, routes_texts,
-                   routes_query_history, routes_evaluation):
+                   routes_query_history, routes_evaluation,
+                   routes_labelled_sets):
         app.include_router(module.router, dependencies=guarded)
     app.include_router(routes_conversations.kb_router, dependencies=guarded)
     if mcp is not None:  # its own key check (the same keys), not the REST dependency

@@ -57,6 +57,15 @@ class ServerSettings(BaseModel):
         description="labelled queries the evaluation view (POST /api/kbs/{id}/evaluation) "
         "scores inside a request; a larger set is refused: run `ragsift eval --kb` instead",
     )
+    web_eval_max_sets: int = Field(
+        default=20, ge=1, le=1000,
+        description="labelled sets a knowledge base keeps for the evaluation view "
+        "(POST /api/kbs/{id}/labelled-sets)",
+    )
+    web_eval_set_max_bytes: int = Field(
+        default=1_000_000, ge=1000, le=5_000_000,
+        description="largest labels JSONL (bytes, UTF-8) saved as a labelled set",
+    )
     serve_mcp: bool = Field(
         default=True, description="`ragsift serve` answers MCP (streamable HTTP) at /mcp "
         "with the same API keys, when the `mcp` extra is installed")

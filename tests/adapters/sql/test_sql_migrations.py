@@ -22,7 +22,7 @@ EXPECTED_TABLES = {"alembic_version", "knowledge_bases", "documents", "chunks", 
                    "kb_fusion_tuning", "ingest_jobs",
                    "kb_version_state", "kb_versions", "kb_activations",
                    "conversations", "conversation_turns", "api_keys", "audit_log", "assets",
-                   "kb_settings", "query_history"}
+                   "kb_settings", "query_history", "labelled_sets"}
 
 
 def _tables(url: str) -> set[str]:

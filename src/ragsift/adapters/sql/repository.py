@@ -24,6 +24,7 @@ from ragsift.adapters.sql.faq_repository import FaqRepositoryMixin
 from ragsift.adapters.sql.ingest_batches import IngestBatchMixin
 from ragsift.adapters.sql.kb_settings_repository import KbSettingsRepositoryMixin
 from ragsift.adapters.sql.key_repository import KeyRepositoryMixin
+from ragsift.adapters.sql.labelled_set_repository import LabelledSetRepositoryMixin
 from ragsift.adapters.sql.metadata_repository import MetadataRepositoryMixin
 from ragsift.adapters.sql.migrate import upgrade_to_head
 from ragsift.adapters.sql.orm import (
@@ -79,7 +80,7 @@ class SqlRepository(
     KbSettingsRepositoryMixin, AssetRepositoryMixin, FaqRepositoryMixin, TuningRepositoryMixin,
     VersionRepositoryMixin,
     OwnerRepositoryMixin, KeyRepositoryMixin, IngestBatchMixin, MetadataRepositoryMixin,
-    QueryHistoryRepositoryMixin,
+    QueryHistoryRepositoryMixin, LabelledSetRepositoryMixin,
 ):
     """Knowledge bases, documents, chunks and FAQ entries in SQLite or PostgreSQL; thread-safe."""
 

@@ -40,6 +40,7 @@ from ragsift.adapters.sql.orm.tables import (
     KbVersionRow,
     KbVersionStateRow,
     KnowledgeBaseRow,
+    LabelledSetRow,
     QueryHistoryRow,
 )
 
@@ -48,7 +49,7 @@ __all__ = [
     "SQLITE_BUSY_TIMEOUT_MS", "AssetRow", "Base", "ChunkRow", "ConversationRow",
     "ConversationTurnRow", "DocumentRow", "FaqEntryRow", "IngestJobRow", "KbActivationRow",
     "KbFusionTuningRow", "KbSettingsRow", "KbVersionRow", "KbVersionStateRow", "KnowledgeBaseRow",
-    "QueryHistoryRow",
+    "LabelledSetRow", "QueryHistoryRow",
     "chunk_from_row", "chunk_from_values", "chunk_values", "document_from_row", "document_row",
     "document_values", "faq_from_row", "kb_from_row", "locator_from_json", "locator_json",
     "make_engine", "storable", "storable_message", "to_utc",

@@ -211,6 +211,23 @@ class QueryHistoryRow(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
 
+class LabelledSetRow(Base):
+    """A labels JSONL saved under a name with its KB (0019), for the evaluation view."""
+
+    __tablename__ = "labelled_sets"
+    __table_args__ = (UniqueConstraint("kb_id", "name", name="uq_labelled_sets_kb_id_name"),)
+
+    id: Mapped[str] = mapped_column(ID, primary_key=True)
+    kb_id: Mapped[str] = mapped_column(
+        ID, ForeignKey("knowledge_bases.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(String(200))
+    labels: Mapped[str] = mapped_column(Text)
+    queries: Mapped[int] = mapped_column(Integer)
+    size_bytes: Mapped[int] = mapped_column(Integer)
+    key_name: Mapped[str | None] = mapped_column(String(255))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
 class IngestJobRow(Base):
     """The latest ingestion job of a document, leased by worker processes (job_queue.py)."""
 

@@ -15,6 +15,7 @@ import { FilterEditor } from "./filtereditor.js";
 import { EvalView } from "./evalview.js";
 import { t, translatePage } from "./i18n.js";
 import { KbDefaults } from "./kbdefaults.js";
+import { LabelledSets } from "./labelsets.js";
 import "./strings/debug.js";
 import { restoreForm } from "./rerun.js";
 import { RetrievalTesting } from "./testing.js";
@@ -77,7 +78,7 @@ async function loadKbs(selectId) {
   if (kbs.some((kb) => kb.id === previous)) kbSelect.value = previous;
   $("kb-empty").hidden = kbs.length > 0;
   await Promise.all([picker.load(kbSelect.value), filterEditor.load(kbSelect.value),
-    testing.refresh(), kbDefaults.load(kbSelect.value)]);
+    testing.refresh(), kbDefaults.load(kbSelect.value), labelledSets.load()]);
 }
 
 /** A history entry: its query and options back in the form, run again (recorded again). */
@@ -255,7 +256,9 @@ const testing = new RetrievalTesting({
   kbId: () => kbSelect.value, query: () => $("query").value,
   documentIds: () => picker.documentIds(), rerun,
 });
-const evalView = new EvalView({ kbId: () => kbSelect.value });
+const labelledSets = new LabelledSets({ kbId: () => kbSelect.value });
+const evalView = new EvalView({ kbId: () => kbSelect.value,
+  setId: () => labelledSets.selected() });
 const uploader = new Uploader({
   form: $("upload-form"), input: $("upload-files"), button: $("upload-button"),
   error: $("upload-error"), list: $("upload-status"), kbId: () => kbSelect.value,
@@ -270,6 +273,7 @@ kbSelect.addEventListener("change", () => {
   filterEditor.load(kbSelect.value);
   testing.refresh();
   kbDefaults.load(kbSelect.value);
+  labelledSets.load();
 });
 $("search-form").addEventListener("submit", explain);
 $("query").addEventListener("keydown", onQueryKey);
@@ -285,5 +289,6 @@ document.addEventListener("ragsift:language", () => {
   testing.relabel();
   evalView.relabel();
   kbDefaults.relabel();
+  labelledSets.relabel();
 });
 loadKbs().then(() => document.body.setAttribute("data-ready", "true"));

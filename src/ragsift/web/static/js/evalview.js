@@ -1,7 +1,7 @@
 // Retrieval testing (issue 38): the evaluation view of the debug page.
 //
 // POST /api/kbs/{id}/evaluation scores the KB per mode on its rated answers and/or a labels
-// file; the answer is drawn as grouped bars (inline SVG, no chart library): one group per
+// file and/or a labelled set stored with the KB (labelsets.js); the answer is drawn as grouped bars (inline SVG, no chart library): one group per
 // metric, one bar per mode, and on dense and sparse the 95 % paired-bootstrap interval of their
 // difference to hybrid, drawn around hybrid's value (hybrid + [low, high]). A table below says
 // the same in numbers (what a screen reader reads; the chart is one image to it).
@@ -95,8 +95,10 @@ function table(out) {
 }
 
 export class EvalView {
-  constructor({ kbId }) {
+  /** `setId()`: the stored labelled set chosen (labelsets.js), or null. */
+  constructor({ kbId, setId = () => null }) {
     this.kbId = kbId;
+    this.setId = setId;
     this.out = null;
     $("eval-form").addEventListener("submit", (event) => this.run(event));
   }
@@ -115,6 +117,7 @@ export class EvalView {
     const file = $("eval-labels").files[0];
     const body = { feedback: $("eval-feedback").checked, k };
     if (file) body.labels = await file.text();
+    if (this.setId()) body.set_id = this.setId();
     say(error, "");
     button.disabled = true;
     $("eval-status").textContent = t("debug.eval.running");
@@ -135,7 +138,10 @@ export class EvalView {
     if (!out) return;
     const sources = t("debug.eval.sources", { count: out.queries, feedback: out.feedback_queries,
       uploaded: out.uploaded_queries, skipped: out.skipped_feedback });
-    $("eval-status").textContent = out.ran ? t("debug.eval.done", { sources, k: out.k }) : sources;
+    const scored = out.labelled_set
+      ? t("debug.sets.scored", { sources, name: out.labelled_set }) : sources;
+    $("eval-status").textContent = out.ran ? t("debug.eval.done", { sources: scored, k: out.k })
+      : scored;
     if (!out.ran) {
       $("eval-result").replaceChildren(h("p", { class: "notice", id: "eval-too-large" },
         t("debug.eval.tooLarge", { count: out.queries, max: out.max_queries }), " ",
