@@ -38,6 +38,7 @@ export class KbDefaults {
   constructor(after) {
     this.overrides = {};
     this.kbId = "";
+    this.loaded = false; // this.kbId's settings were read
     this.message = null; // [key, params] of the note, said again on a language switch
     this.note = h("p", { id: "kb-defaults-note", class: "hint", hidden: true });
     after.after(this.note);
@@ -47,8 +48,11 @@ export class KbDefaults {
     }
   }
 
-  /** Read kbId's settings and put its search overrides in the form. */
+  /** Read kbId's settings and put its search overrides in the form (once per KB chosen: a
+   * reload of the KB list, e.g. after an upload, keeps what the user changed). */
   async load(kbId) {
+    if (kbId === this.kbId && this.loaded) return;
+    this.loaded = false;
     for (const key of Object.keys(this.overrides)) {
       if (FIELDS[key]) setControl($(FIELDS[key]), pageDefault($(FIELDS[key])));
     }
@@ -62,6 +66,7 @@ export class KbDefaults {
         this.overrides = Object.fromEntries(Object.entries(settings.overrides)
           .filter(([key]) => FIELDS[key]));
         for (const [key, value] of Object.entries(this.overrides)) setControl($(FIELDS[key]), value);
+        this.loaded = true;
         if (Object.keys(this.overrides).length) this.message = ["debug.kbDefault.note", {}];
       } catch (failure) {
         this.message = ["debug.kbDefault.failed", { reason: describe(failure) }];
