@@ -303,6 +303,8 @@ def test_copy_feedback_rename_and_search_work_and_pass_axe(
     boxes[0].click()
     found = blocking(run_axe(browser))
     assert found == [], [(v["id"], [n["html"] for n in v["nodes"]]) for v in found]
+    browser.screenshot(f"chat-feedback-{'desktop' if size == DESKTOP else 'phone'}",
+                       scroll_to="article.turn form.feedback")
     form.find_element("css selector", "button[type=submit]").click()
     browser.wait(lambda d: not d.find_elements("css selector", "article.turn form.feedback"), 10)
     [stored] = server.conversation(conversation_id)["turns"]
