@@ -188,18 +188,18 @@ def _run(
     # the documents' own, not the index's: set after ingesting, nothing is re-embedded; a
     # duplicate keeps its own unless asked (as an upload does without replace=true)
     kept: set[str] = set()
-    others: set[str] = set()  # own_key_only: duplicates of another key's document
+    not_theirs: set[str] = set()  # own_key_only: duplicates of another key's document
     for result in results:
         wanted = (metadata or {}).get(result.source.key)
         outcome = result.outcome
         if outcome is None or wanted is None:
             continue
         if own_key_only and outcome.duplicate and outcome.document.key != result.source.key:
-            others.add(result.source.key)
+            not_theirs.add(result.source.key)
         elif apply_given_metadata(container.repository, container.versions, kb, outcome,
                                   wanted, replace_meta):
             kept.add(result.source.key)
-    tally = report(results, kept, others)
+    tally = report(results, kept, not_theirs)
     if resumed:
         others = len([i for i in resumed if i not in listed])
         out.print(f"resumed {len(resumed)} document(s) an interrupted run left unfinished"
