@@ -95,6 +95,27 @@ def test_sync_reads_sidecars_as_metadata_never_as_documents(tmp_path: Path) -> N
         done.exception) and "reserved" in str(done.exception)
 
 
+def test_a_sidecar_changes_only_its_own_files_document_never_a_duplicates(
+        tmp_path: Path) -> None:
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    text = "# Policy\n\nExpenses are filed monthly.\n"
+    (folder / "policy.md").write_text(text)
+    (folder / "policy.md.meta.json").write_text(json.dumps({"dept": "finance"}))
+    data = tmp_path / "data"
+    assert _run(data, "sync", str(folder), "--kb", "s").exit_code == 0
+    # the same bytes under another key, with a sidecar of its own: a duplicate of policy.md
+    (folder / "copy.md").write_text(text)
+    (folder / "copy.md.meta.json").write_text(json.dumps({"dept": "ops"}))
+
+    done = _run(data, "sync", str(folder), "--kb", "s")
+
+    assert done.exit_code == 0, done.output
+    assert "copy.md.meta.json not applied" in done.stdout, done.output
+    listed = json.loads(_run(data, "docs", "list", "--kb", "s", "--json").stdout)
+    assert {d["filename"]: d["metadata"] for d in listed} == {"policy.md": {"dept": "finance"}}
+
+
 def test_search_and_explain_take_the_kb_option_repeated_and_name_each_hits_kb(
     data_dir: Path, tmp_path: Path,
 ) -> None:

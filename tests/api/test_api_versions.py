@@ -159,3 +159,26 @@ def test_a_metadata_change_is_a_change_of_the_draft(api: Api) -> None:
     assert after["active_seq"] == newest + 1 and after["draft_changes"] == 0
     pinned = explain(api, kb_id, "annual leave", kb_version=after["active_seq"])["results"]
     assert pinned and all(hit["metadata"] == {"dept": "it"} for hit in pinned)
+
+
+def test_a_text_written_again_with_new_metadata_is_published_at_once_in_auto_mode(
+        api: Api) -> None:
+    kb_id = api.create_kb("texts")
+    base = f"/api/kbs/{kb_id}/versions"
+    api.client.put(f"{base}/config", json={"mode": "auto"})
+    text = {"key": "policy/leave", "text": "Annual leave carries over up to five days."}
+    written = api.client.post(f"/api/kbs/{kb_id}/texts",
+                              json={"texts": [{**text, "metadata": {"dept": "hr"}}]})
+    assert written.status_code == 202, written.text
+    assert api.wait_settled(written.json()["documents"][0]["id"])["status"] == "READY"
+    before = api.client.get(base).json()["state"]["active_seq"]
+
+    # the same bytes under the same key: no ingest runs, only the metadata changes
+    again = api.client.post(f"/api/kbs/{kb_id}/texts",
+                            json={"texts": [{**text, "metadata": {"dept": "it"}}]})
+
+    assert again.json()["documents"][0]["duplicate"] is True
+    state = api.client.get(base).json()["state"]
+    assert (state["active_seq"], state["draft_changes"]) == (before + 1, 0)
+    pinned = explain(api, kb_id, "annual leave", kb_version=state["active_seq"])["results"]
+    assert pinned and all(hit["metadata"] == {"dept": "it"} for hit in pinned)

@@ -26,6 +26,7 @@ from ragsift.domain.errors import InvalidInput
 from ragsift.domain.keys import normalize_key
 from ragsift.domain.metadata import validate_metadata
 from ragsift.domain.models import Document, DocumentScope, KnowledgeBase
+from ragsift.ingestion.given_metadata import apply_given_metadata
 
 router = APIRouter(tags=["documents"], responses=ERROR_RESPONSES)
 
@@ -57,7 +58,9 @@ def _write(state: AppState, kb: KnowledgeBase, body: TextsBody,
         if outcome.replacing:
             state.worker.submit_replace(document.id, filename, data)
         if document.key == key:  # a duplicate under another key keeps its own metadata
-            state.container.repository.set_metadata(document.id, metadata)
+            # the same bytes again run no ingest: a metadata change is published here
+            apply_given_metadata(state.container.repository, state.container.versions, kb,
+                                 outcome, metadata, replace=True)
         accepted.append(UploadedDocument(
             id=document.id, filename=filename, status=document.status,
             duplicate=outcome.duplicate, error=document.error, key=document.key,

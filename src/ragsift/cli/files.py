@@ -104,9 +104,10 @@ def sync(
         for source, document in plan.touched:
             container.repository.set_source_mtime(document.id, source.path.stat().st_mtime)
         todo = plan.add + [source for source, _ in plan.replace]
-        # sidecars are the folder's own statement of its metadata: they apply to duplicates too
-        tally = (_run(container, knowledge_base, todo, None, metadata, replace_meta=True)
-                 if todo else Tally())
+        # sidecars are the folder's own statement of its metadata: a file's applies to its
+        # own document, even unchanged, but never to another key's holding the same bytes
+        tally = (_run(container, knowledge_base, todo, None, metadata, replace_meta=True,
+                      own_key_only=True) if todo else Tally())
         # a changed sidecar beside an unchanged file changes only the metadata
         changed_metadata = False
         for source, document in plan.unchanged + plan.touched:
@@ -171,7 +172,7 @@ def _file_metadata(
 def _run(
     container: Container, kb: KnowledgeBase, files: list[SourceFile],
     scope: DocumentScope | None, metadata: dict[str, dict[str, Any]] | None = None,
-    *, replace_meta: bool,
+    *, replace_meta: bool, own_key_only: bool = False,
 ) -> Tally:
     from ragsift.cli.ingest_report import report
     from ragsift.ingestion.files import ingest_files
@@ -187,13 +188,18 @@ def _run(
     # the documents' own, not the index's: set after ingesting, nothing is re-embedded; a
     # duplicate keeps its own unless asked (as an upload does without replace=true)
     kept: set[str] = set()
+    not_theirs: set[str] = set()  # own_key_only: duplicates of another key's document
     for result in results:
         wanted = (metadata or {}).get(result.source.key)
-        if result.outcome is not None and apply_given_metadata(
-                container.repository, container.versions, kb, result.outcome, wanted,
-                replace_meta):
+        outcome = result.outcome
+        if outcome is None or wanted is None:
+            continue
+        if own_key_only and outcome.duplicate and outcome.document.key != result.source.key:
+            not_theirs.add(result.source.key)
+        elif apply_given_metadata(container.repository, container.versions, kb, outcome,
+                                  wanted, replace_meta):
             kept.add(result.source.key)
-    tally = report(results, kept)
+    tally = report(results, kept, not_theirs)
     if resumed:
         others = len([i for i in resumed if i not in listed])
         out.print(f"resumed {len(resumed)} document(s) an interrupted run left unfinished"

@@ -17,6 +17,7 @@ from ragsift.domain.models import DocumentScope, DocumentStatus
 
 if TYPE_CHECKING:
     from collections.abc import Collection
+    from pathlib import Path
 
     from ragsift.ingestion.files import FileResult
     from ragsift.ingestion.outcomes import IngestOutcome
@@ -43,9 +44,12 @@ class Tally:
                 if self.duplicate else "")
 
 
-def report(results: list[FileResult], metadata_kept: Collection[str] = ()) -> Tally:
+def report(results: list[FileResult], metadata_kept: Collection[str] = (),
+           metadata_not_theirs: Collection[str] = ()) -> Tally:
     """One line per file (see the module docstring), and their counts; `metadata_kept`: the
-    keys of duplicates whose given metadata was not applied (their lines say so)."""
+    keys of duplicates whose given metadata was not applied (their lines say so);
+    `metadata_not_theirs`: `sync`'s files duplicating another key's document, whose own
+    metadata (sidecar, front matter) is never that document's."""
     tally = Tally()
     for result in results:
         path = escape(str(result.source.path))
@@ -58,6 +62,11 @@ def report(results: list[FileResult], metadata_kept: Collection[str] = ()) -> Ta
                 out.print(f"  {path}: metadata left as it was (document "
                           f"{result.outcome.document.id} already holds these bytes); pass "
                           "--replace-meta to set it")
+            if result.source.key in metadata_not_theirs:
+                out.print(f"  {path}: {_metadata_source(result.source.path)} not applied: "
+                          f"document {result.outcome.document.id} (key "
+                          f"{escape(repr(result.outcome.document.key))}) already holds these "
+                          "bytes, and a file's metadata changes only its own document")
     return tally
 
 
@@ -106,3 +115,11 @@ def describe_scope(scope: DocumentScope) -> str:
     if roles:
         parts.append("roles " + ", ".join(map(repr, roles)))
     return escape(", ".join(parts) or "no tenant, dataset, visibility or roles")
+
+
+def _metadata_source(path: Path) -> str:
+    """What gave a file's metadata in `sync`: its sidecar's name, or its front matter."""
+    from ragsift.ingestion.sidecars import sidecar_of
+
+    sidecar = sidecar_of(path)
+    return escape(sidecar.name) if sidecar.is_file() else "front matter"

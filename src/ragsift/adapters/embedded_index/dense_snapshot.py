@@ -9,6 +9,7 @@ from typing import Protocol
 import numpy as np
 from numpy.typing import NDArray
 
+from ragsift.adapters.embedded_index.dense_by_index import BY_INDEX_MIN_ROWS, scores_by_index
 from ragsift.adapters.embedded_index.dense_columns import Vocabulary
 from ragsift.adapters.embedded_index.dense_log import FILTER_FIELDS, VERSION_FIELDS, Row
 from ragsift.adapters.embedded_index.dense_rows import READ_MAX_ROWS, RowReader
@@ -227,6 +228,10 @@ class Snapshot:
         in_runs = rows.size >= _MIN_MEAN_RUN * run_starts.size
         gathered = not in_runs and rows.size <= _GATHER_MAX_SHARE * self.size
         reader = self.reader if rows.size <= READ_MAX_ROWS else None
+        if gathered and reader is None and rows.size >= BY_INDEX_MIN_ROWS:
+            found = scores_by_index(self.matrix, rows, query)
+            if found is not None:
+                return found
         spans = candidates.spans() if in_runs or reader is not None else []
         # BLAS threads by the largest single product and the calls running beside this one:
         # threads pay only on a long matvec, never on a gathered block
