@@ -34,6 +34,7 @@ EXPECTED_ASSETS = {
     "js/settings.js", "js/strings/settings.js",  # per-KB settings (issue 38)
     "js/filtereditor.js", "js/strings/filter.js", "js/metadialog.js",  # metadata (issue 36)
     "js/compare.js", "js/testing.js", "js/evalview.js",  # retrieval testing (issue 38)
+    "js/chatoptions.js", "js/chatstored.js", "js/chunkcounts.js",  # split pages (issue 40)
     "vendor/marked.esm.js", "vendor/purify.min.js",
     "vendor/LICENSE-marked.txt", "vendor/LICENSE-dompurify.txt",
     "vendor/LICENSE-dompurify-MPL.txt",
