@@ -3,6 +3,9 @@
     python scripts/docs_reference.py          # (re)write docs/reference/{cli,rest,settings,...}.md
     python scripts/docs_reference.py --check  # exit 1 naming the pages that are stale
 
+It also rewrites the settings table of docs/how-to/configure.md: the page names the settings it
+shows in a marker comment, and the rows come from the config models as on the reference page.
+
 The pages are committed (the site builds without importing ragsift) and
 tests/test_docs_reference.py fails when one differs from what the code says, so they cannot
 drift: after changing a command, a route, a setting, the trace or an error, run this script.
@@ -326,13 +329,36 @@ PAGES: dict[str, Callable[[], str]] = {
 }
 
 
+# A page's hand-picked settings table: the marker names the settings (field names), the rows
+# up to the end marker are generated from the config models (ragsift.config.reference.digest).
+SETTINGS_TABLE = re.compile(
+    r"(<!-- settings table \(scripts/docs_reference\.py writes the rows\):\s*(?P<names>[^>]*?)"
+    r"\s*-->\n)(?P<rows>.*?)(<!-- end of settings table -->)", re.S)
+# pages with such a table, relative to docs/
+SETTINGS_TABLE_PAGES = ("how-to/configure.md",)
+
+
+def with_settings_tables(text: str) -> str:
+    """`text` with each settings table's rows generated again from the names in its marker."""
+    from ragsift.config.reference import digest
+
+    return SETTINGS_TABLE.sub(
+        lambda m: m.group(1) + digest(m.group("names").split()) + m.group(4), text)
+
+
 def stale_pages(names: list[str] | None = None) -> list[str]:
-    """The generated pages whose committed text differs from what the code gives now."""
+    """The generated pages whose committed text differs from what the code gives now (and the
+    pages of SETTINGS_TABLE_PAGES, as `../PAGE`, whose settings table does)."""
     stale = []
     for name in names or list(PAGES):
         path = REFERENCE / name
         if not path.exists() or path.read_text(encoding="utf-8") != PAGES[name]():
             stale.append(name)
+    if names is None:
+        for page in SETTINGS_TABLE_PAGES:
+            text = (ROOT / "docs" / page).read_text(encoding="utf-8")
+            if not SETTINGS_TABLE.search(text) or with_settings_tables(text) != text:
+                stale.append(f"../{page}")
     return stale
 
 
@@ -343,12 +369,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.check:
         stale = stale_pages()
         for name in stale:
-            print(f"stale: docs/reference/{name} (run python scripts/docs_reference.py)")
+            print(f"stale: {(REFERENCE / name).resolve().relative_to(ROOT)} "
+                  "(run python scripts/docs_reference.py)")
         return 1 if stale else 0
     REFERENCE.mkdir(parents=True, exist_ok=True)
     for name, page in PAGES.items():
         (REFERENCE / name).write_text(page(), encoding="utf-8")
         print(f"wrote docs/reference/{name}")
+    for relative in SETTINGS_TABLE_PAGES:
+        path = ROOT / "docs" / relative
+        path.write_text(with_settings_tables(path.read_text(encoding="utf-8")), encoding="utf-8")
+        print(f"wrote the settings table of docs/{relative}")
     return 0
 
 

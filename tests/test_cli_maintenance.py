@@ -11,8 +11,8 @@ import pytest
 import tantivy
 
 from api.api_helpers import HOTELS, LEAVE
-from ragsift.adapters.embedded_index.bm25_kb import schema
 from ragsift.adapters.embedded_index.bm25_layout import kb_directory_name
+from ragsift.adapters.embedded_index.bm25_schema import schema
 from ragsift.bootstrap import build
 from ragsift.config import Settings
 from ragsift.domain.models import CHILD_LEVEL

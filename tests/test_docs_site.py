@@ -37,6 +37,19 @@ def test_the_generated_reference_pages_match_the_code() -> None:
     assert docs_reference.stale_pages() == [], "run: python scripts/docs_reference.py"
 
 
+def test_a_hand_edited_row_of_the_configure_pages_settings_table_is_stale() -> None:
+    sys.path.insert(0, str(SCRIPTS))
+    try:
+        import docs_reference
+    finally:
+        sys.path.remove(str(SCRIPTS))
+    text = (ROOT / "docs" / "how-to" / "configure.md").read_text(encoding="utf-8")
+    assert docs_reference.SETTINGS_TABLE.search(text), "configure.md lost its settings table"
+    edited = text.replace("| `RAGSIFT_TOP_K` | `5` |", "| `RAGSIFT_TOP_K` | `7` |")
+    assert edited != text
+    assert docs_reference.with_settings_tables(edited) == text
+
+
 @pytest.mark.parametrize("page", ["settings.md", "cli.md", "errors.md"])
 def test_a_generated_page_names_what_the_code_has(page: str) -> None:
     text = (ROOT / "docs" / "reference" / page).read_text(encoding="utf-8")

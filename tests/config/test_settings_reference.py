@@ -5,8 +5,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from ragsift.config import Settings
-from ragsift.config.reference import REGENERATE, concerns, render
+from ragsift.config.reference import REGENERATE, concerns, digest, render
 
 _PAGE = Path(__file__).resolve().parents[2] / "docs" / "reference" / "settings.md"
 
@@ -38,3 +40,22 @@ def test_page_lists_every_env_variable_in_a_five_column_row() -> None:
     # an unescaped pipe inside a cell (a Literal type, a regex) would split it in two
     assert {len(re.split(r"(?<!\\)\|", row)) for row in rows} == {7}
     assert "&lt;kind&gt;.&lt;zh\\|en&gt;" in page  # chat_route_replies' keys stay visible text
+
+
+def test_a_digest_shows_the_named_settings_in_order_as_the_reference_page_does() -> None:
+    table = digest(["top_k", "data_dir"])
+    rows = table.splitlines()[2:]
+    assert [row.split(" | ")[0] for row in rows] == ["| `RAGSIFT_TOP_K`", "| `RAGSIFT_DATA_DIR`"]
+    reference = render()
+    for row, name in zip(rows, ("top_k", "data_dir"), strict=True):
+        info = Settings.model_fields[name]
+        assert str(info.description) in row
+        # the same default cell as the reference page's row of that variable
+        full = next(line for line in reference.splitlines()
+                    if line.startswith(f"| `RAGSIFT_{name.upper()}`"))
+        assert row.split(" | ")[1] == full.split(" | ")[2]
+
+
+def test_a_digest_refuses_a_name_that_is_no_setting() -> None:
+    with pytest.raises(ValueError, match="top_kk"):
+        digest(["top_kk"])

@@ -27,7 +27,8 @@ SIZES = pytest.mark.parametrize("size", [DESKTOP, PHONE], ids=["desktop", "phone
 QUESTION = "What is the hotel limit per night?"
 STRINGS = Path(__file__).resolve().parents[2] / "src/ragsift/web/static/js/strings/chat.js"
 CHAT_JS = [Path(__file__).resolve().parents[2] / "src/ragsift/web/static/js" / name
-           for name in ("chat.js", "turn.js", "chatcards.js", "markdown.js")]
+           for name in ("chat.js", "chatoptions.js", "chatstored.js", "turn.js", "chatcards.js",
+                        "markdown.js")]
 HEX_ID = re.compile(r"[0-9a-f]{16,}")
 NO_EVIDENCE_EN = "No evidence in the knowledge base matches this question, so I cannot answer it."
 

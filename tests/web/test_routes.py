@@ -35,6 +35,7 @@ EXPECTED_ASSETS = {
     "js/filtereditor.js", "js/strings/filter.js", "js/metadialog.js",  # metadata (issue 36)
     "js/compare.js", "js/testing.js", "js/evalview.js",  # retrieval testing (issue 38)
     "js/rerun.js", "js/kbdefaults.js", "js/labelsets.js",  # its re-run, KB defaults, sets
+    "js/chatoptions.js", "js/chatstored.js", "js/chunkcounts.js",  # split pages (issue 40)
     "vendor/marked.esm.js", "vendor/purify.min.js",
     "vendor/LICENSE-marked.txt", "vendor/LICENSE-dompurify.txt",
     "vendor/LICENSE-dompurify-MPL.txt",

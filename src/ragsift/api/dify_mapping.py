@@ -7,7 +7,7 @@ scope filters (within one field the values are a set: `and` the intersection, `o
 checked against the key's scope; every other operator and field, and `or` across fields,
 become one metadata filter (api/dify_conditions.py). A condition is never silently dropped.
 
-Normalised score (README, "Dify external knowledge API"): each hit is calibrated as its
+Normalised score (docs/how-to/dify.md): each hit is calibrated as its
 rerank score when rerank ran (squashed with the logistic function if the reranker answers
 outside 0-1), else its dense cosine similarity clipped to 0-1, else (a hit only BM25 found)
 `bm25 / (bm25 + BM25_HALF)`. A record then scores the highest calibrated score of itself and

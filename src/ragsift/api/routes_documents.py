@@ -30,7 +30,7 @@ MAX_FILES_PER_UPLOAD = 100
 SCOPE_FIELDS = ("source", "tenant_id", "dataset_id", "visibility", "allowed_roles")
 # key: the document's key, for a single file (default: its filename); replace: "true" lets a
 # file whose key exists with other bytes replace that document (else 409 key_exists)
-# metadata: a JSON object given to every uploaded document (README "Metadata and filters")
+# metadata: a JSON object given to every uploaded document (docs/how-to/metadata-filters.md)
 FORM_FIELDS = (*SCOPE_FIELDS, "key", "replace", "metadata")
 # Anything else is being ingested, deleted or retired: a reindex would race it.
 REINDEXABLE = (DocumentStatus.READY, DocumentStatus.FAILED)

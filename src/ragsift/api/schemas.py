@@ -193,7 +193,7 @@ class SearchBody(Body):
     filter: dict[str, Any] | None = Field(
         default=None,
         description="a metadata filter ($eq $ne $in $nin $gt $gte $lt $lte $exists $contains "
-        "$and $or $not; README 'Metadata and filters'), ANDed with the scope above")
+        "$and $or $not; docs/how-to/metadata-filters.md), ANDed with the scope above")
 
     @model_validator(mode="after")
     def _one_kb(self) -> SearchBody:

@@ -31,7 +31,7 @@ class UploadScope(TypedDict, total=False):
     dataset_id: str
     visibility: str
     allowed_roles: Sequence[str]  # none: every role may
-    # the documents' metadata (README "Metadata and filters"): JSON types, dates tagged
+    # the documents' metadata (docs/how-to/metadata-filters.md): JSON types, dates tagged
     metadata: Mapping[str, Any]
 
 

@@ -1,4 +1,5 @@
-"""Access control: API keys, their rates, allowed hosts and origins (README "Access control")."""
+"""Access control: API keys, their rates, allowed hosts and origins
+(docs/how-to/access-control.md)."""
 
 from __future__ import annotations
 

@@ -12,6 +12,7 @@ import html
 import inspect
 import sys
 import types
+from collections.abc import Sequence
 from typing import Any, Literal, Union, get_args, get_origin
 
 import annotated_types
@@ -99,6 +100,23 @@ def _section(model: type[BaseModel]) -> list[str]:
                      f"{default_text(info)} | {bounds_text(info)} | "
                      f"{_cell(info.description or '')} |")
     return [*lines, ""]
+
+
+def digest(names: Sequence[str]) -> str:
+    """A table of the named settings (field names, in that order) for a page that picks some
+    (docs/how-to/configure.md): variable, default and description from the same models as the
+    reference page, so it cannot drift from them. A name that is no setting is an error."""
+    fields = Settings.model_fields
+    unknown = [name for name in names if name not in fields]
+    if unknown:
+        raise ValueError(f"not settings of ragsift.config.Settings: {', '.join(unknown)}")
+    prefix = str(Settings.model_config.get("env_prefix", ""))
+    lines = ["| Variable | Default | Description |", "| --- | --- | --- |"]
+    for name in names:
+        info = fields[name]
+        lines.append(f"| {code(f'{prefix}{name}'.upper())} | {default_text(info)} | "
+                     f"{_cell(info.description or '')} |")
+    return "\n".join(lines) + "\n"
 
 
 def render() -> str:

@@ -57,7 +57,7 @@ def front_matter(data: bytes) -> dict[str, Any]:
         entry = _ENTRY.match(line)
         if entry is None:
             raise InvalidInput(f"front matter line {number}: {raw.strip()!r} is not `key: value`"
-                               " or a `- item` of a list (README, Metadata and filters)")
+                               " or a `- item` of a list (docs/how-to/metadata-filters.md)")
         key, text = entry.group(1), (entry.group(2) or "").strip()
         listing = key if not text else None
         if text and text not in ("null", "~"):

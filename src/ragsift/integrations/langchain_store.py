@@ -14,10 +14,11 @@ by the server's own embedder; `add_*` return once the texts are searchable. A se
 ragsift's hybrid search (options as for RagsiftRetriever, per call too) with one hit per text:
 Document(id=the text's id, page_content=its best chunk, which is the whole text for a text of
 one chunk, metadata=the text's metadata). The score is the hit's calibrated `relevance`
-(0..1, higher is better); `filter` is ragsift's filter language (README, Metadata and
-filters). Not supported: `embedding` (the server embeds; an embedding given to `from_texts`
-is ignored), search by vector and MMR (NotImplementedError), metadata keys outside ragsift's
-rules (a 400 naming the key), and two ids for one identical text (DuplicateTextError).
+(0..1, higher is better); `filter` is ragsift's filter language
+(docs/how-to/metadata-filters.md). Not supported: `embedding` (the server embeds; an
+embedding given to `from_texts` is ignored), search by vector and MMR (NotImplementedError),
+metadata keys outside ragsift's rules (a 400 naming the key), and two ids for one identical
+text (DuplicateTextError).
 """
 
 from __future__ import annotations

@@ -113,7 +113,7 @@ class RagsiftSearch(BaseModel):
     kb_version: int | None = None
     filter: dict[str, Any] | None = Field(
         default=None, description="a metadata filter ({\"dept\": \"hr\", \"year\": "
-                                  "{\"$gte\": 2024}}; README, Metadata and filters)")
+                                  "{\"$gte\": 2024}}; docs/how-to/metadata-filters.md)")
 
     @model_validator(mode="after")
     def _valid_search(self) -> RagsiftSearch:

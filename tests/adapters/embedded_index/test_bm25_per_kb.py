@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import tantivy
 
-from ragsift.adapters.embedded_index.bm25_kb import schema
+from ragsift.adapters.embedded_index.bm25_schema import schema
 from ragsift.adapters.embedded_index.bm25_store import (
     IndexInUse,
     SparseLayoutOutdated,

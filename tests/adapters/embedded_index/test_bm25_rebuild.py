@@ -11,9 +11,9 @@ import pytest
 import tantivy
 
 from ragsift.adapters.embedded_index.analyzer import CURRENT_VERSION
-from ragsift.adapters.embedded_index.bm25_kb import schema
 from ragsift.adapters.embedded_index.bm25_layout import ANALYZER_FILE, kb_directory_name
 from ragsift.adapters.embedded_index.bm25_rebuild import RebuildInProgress
+from ragsift.adapters.embedded_index.bm25_schema import schema
 from ragsift.adapters.embedded_index.bm25_store import SparseLayoutOutdated, TantivyBm25Store
 from ragsift.domain.filters import SearchFilter
 from ragsift.domain.index_records import IndexRecord

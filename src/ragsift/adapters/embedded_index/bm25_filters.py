@@ -14,7 +14,7 @@ import threading
 import tantivy
 from tantivy import Query
 
-from ragsift.adapters.embedded_index.bm25_kb import filter_clauses
+from ragsift.adapters.embedded_index.bm25_schema import filter_clauses
 from ragsift.domain.filters import SearchFilter
 
 _CACHED = 64

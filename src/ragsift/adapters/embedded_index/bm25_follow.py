@@ -23,7 +23,6 @@ from ragsift.adapters.embedded_index.bm25_kb import (
     KbIndex,
     kb_analyzer,
     live_documents,
-    schema,
     unreadable,
 )
 from ragsift.adapters.embedded_index.bm25_layout import (
@@ -34,6 +33,7 @@ from ragsift.adapters.embedded_index.bm25_layout import (
     missing_meta,
 )
 from ragsift.adapters.embedded_index.bm25_rebuild import UPGRADE_MARKER, KbRebuild, check_layout
+from ragsift.adapters.embedded_index.bm25_schema import schema
 from ragsift.domain.errors import IndexReadOnly
 from ragsift.domain.filters import SearchFilter
 from ragsift.domain.index_records import IndexRecord

@@ -1,103 +1,39 @@
-"""One knowledge base's tantivy index, the store-wide lock file, and the shared schema."""
+"""One knowledge base's tantivy index, and the helpers both BM25 stores use over their kbs.
+
+The store-wide lock file is bm25_lock.py; the shared schema, documents and queries are
+bm25_schema.py.
+"""
 
 from __future__ import annotations
 
-import fcntl
 import json
 import math
-import os
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 import tantivy
-from tantivy import Occur, Query
+from tantivy import Query
 
 from ragsift.adapters.embedded_index.analyzer import CURRENT_VERSION, analyzer_for
 from ragsift.adapters.embedded_index.bm25_layout import (
     ANALYZER_FILE,
-    LOCK_FILE,
     IndexInUse,
     SparseIndexBroken,
     kb_directory_name,
     missing_meta,
     outdated_schema_error,
 )
-from ragsift.domain.filters import SearchFilter
+
+# the old import path of the lock and the schema's functions, kept for their callers
+from ragsift.adapters.embedded_index.bm25_lock import lock_root as lock_root
+from ragsift.adapters.embedded_index.bm25_lock import unlock_root as unlock_root
+from ragsift.adapters.embedded_index.bm25_schema import bm25_query, document
+from ragsift.adapters.embedded_index.bm25_schema import filter_clauses as filter_clauses
+from ragsift.adapters.embedded_index.bm25_schema import schema as schema
 from ragsift.domain.index_records import IndexRecord
 from ragsift.domain.results import ChannelHit
-from ragsift.processes import is_dead, this_process
 
 _HEAP_BYTES = 64_000_000
-SCOPE_FIELDS = ("source", "tenant_id", "dataset_id", "visibility")
-# 1 when a chunk has no role restriction; its allowed roles are terms of `allowed_roles`.
-ROLES_OPEN = "roles_open"
-VERSION_FIELDS = ("valid_from_seq", "valid_to_seq")
-_MAX_SEQ = 2**62
-
-
-def schema() -> tantivy.Schema:
-    """The schema of every kb index (kb_id is kept so documents stay self-describing)."""
-    builder = tantivy.SchemaBuilder()
-    builder.add_text_field("chunk_id", stored=True, tokenizer_name="raw", index_option="basic")
-    builder.add_text_field("document_id", stored=True, tokenizer_name="raw", index_option="basic")
-    for name in ("kb_id", *SCOPE_FIELDS, "allowed_roles"):
-        builder.add_text_field(name, tokenizer_name="raw", index_option="basic")
-    for name in (ROLES_OPEN, *VERSION_FIELDS):
-        builder.add_integer_field(name, indexed=True)
-    # The analyzer already lowercased and segmented the text; tantivy only splits on spaces.
-    builder.add_text_field("text", tokenizer_name="whitespace", index_option="position")
-    return builder.build()
-
-
-def lock_root(root: Path, wait_s: float = 5.0) -> int:
-    """Take the store's exclusive lock (released by `unlock_root` or when the process dies).
-
-    The holder writes its identity into the lock file. A lock whose holder is gone is only
-    held by its dying preparation workers (the kernel kills them with their parent, see
-    ingestion/preparation.py) for a moment: that is waited for, up to `wait_s`; a live
-    holder is refused at once.
-    """
-    deadline = time.monotonic() + wait_s
-    while True:
-        fd = os.open(root / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            # flock locks belong to the open file description, so a second open in this
-            # same process is refused too, like a second tantivy writer was.
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = _read_holder(fd)
-            os.close(fd)
-            if is_dead(holder) and holder is not None and time.monotonic() < deadline:
-                time.sleep(0.05)
-                continue
-            raise IndexInUse(
-                f"the index in {root} is open in another ragsift process; the embedded "
-                "backend allows one writing process per data directory (stop the other one, "
-                "write through it, or use another --data-dir; commands that only read, such "
-                "as search, listings and mcp, run beside it)"
-            ) from None
-        except BaseException:
-            os.close(fd)
-            raise
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, this_process().token().encode("utf-8"), 0)
-        return fd
-
-
-def _read_holder(fd: int) -> str | None:
-    try:
-        return os.pread(fd, 1024, 0).decode("utf-8", "replace").strip() or None
-    except OSError:
-        return None
-
-
-def unlock_root(fd: int) -> None:
-    """Release the lock taken by `lock_root`."""
-    try:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-    finally:
-        os.close(fd)
 
 
 class KbIndex:
@@ -149,7 +85,7 @@ class KbIndex:
         tokens = list(dict.fromkeys(self.analyze(query)))
         if not tokens:
             return []
-        return self._hits(_bm25_query(self._schema, [(t, 1.0) for t in tokens], restrictions),
+        return self._hits(bm25_query(self._schema, [(t, 1.0) for t in tokens], restrictions),
                           limit)
 
     def search_weighted(
@@ -164,7 +100,7 @@ class KbIndex:
                 merged[term] = merged.get(term, 0.0) + weight
         if not merged:
             return []
-        return self._hits(_bm25_query(self._schema, list(merged.items()), restrictions), limit)
+        return self._hits(bm25_query(self._schema, list(merged.items()), restrictions), limit)
 
     def term_stats(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
         """(live documents, document frequency of each term) for idf; the searcher's view."""
@@ -314,115 +250,3 @@ def _analyzer_version(directory: Path) -> int:
     marker.write_text(json.dumps({"version": CURRENT_VERSION}), "utf-8")
     return CURRENT_VERSION
 
-
-def document(
-    record: IndexRecord, analyze: Callable[[str], list[str]] | None = None,
-    tokens: str | None = None,
-) -> tantivy.Document:
-    """The tantivy document of one chunk: its text pre-tokenized by `analyze`, or `tokens`."""
-    if tokens is None:
-        if analyze is None:
-            raise ValueError("document() needs an analyzer or the tokens")
-        tokens = " ".join(analyze(record.text))
-    fields: dict[str, str] = {
-        "chunk_id": record.chunk_id,
-        "document_id": record.document_id,
-        "kb_id": record.kb_id,
-        "text": tokens,
-    }
-    # A None scope value is left out rather than stored as a sentinel, so no filter value
-    # (not even an empty string or a look-alike sentinel) can ever match it.
-    for name in SCOPE_FIELDS:
-        value = getattr(record, name)
-        if value is not None:
-            fields[name] = value
-    doc = tantivy.Document(**fields)
-    for role in record.allowed_roles:
-        doc.add_text("allowed_roles", role)
-    doc.add_integer(ROLES_OPEN, 0 if record.allowed_roles else 1)
-    doc.add_integer("valid_from_seq", record.valid_from_seq)
-    doc.add_integer("valid_to_seq", record.valid_to_seq)
-    return doc
-
-
-def roles_clause(schema_: tantivy.Schema, roles: frozenset[str]) -> Query:
-    """Chunks without a role restriction, or allowed to one of `roles` (term queries only)."""
-    unrestricted = Query.term_query(schema_, ROLES_OPEN, 1)
-    if not roles:  # a caller without roles, every search that names none: one term query
-        return unrestricted
-    return Query.boolean_query([
-        (Occur.Should, unrestricted),
-        (Occur.Should, Query.term_set_query(schema_, "allowed_roles", sorted(roles))),
-    ])
-
-
-def version_clause(schema_: tantivy.Schema, version_seq: int) -> Query:
-    """Chunks valid in version v: valid_from_seq <= v and (valid_to_seq == 0 or > v)."""
-    integer = tantivy.FieldType.Integer
-    return Query.boolean_query([
-        (Occur.Must, Query.range_query(schema_, "valid_from_seq", integer, 0, version_seq)),
-        (Occur.Must, Query.boolean_query([
-            (Occur.Should, Query.term_query(schema_, "valid_to_seq", 0)),
-            (Occur.Should, Query.range_query(schema_, "valid_to_seq", integer,
-                                             version_seq + 1, _MAX_SEQ)),
-        ])),
-    ])
-
-
-def filter_clauses(schema_: tantivy.Schema, search_filter: SearchFilter,
-                   excluded: frozenset[str] | None = None) -> list[Query] | None:
-    """Document and scope restrictions as term-set queries (never parsed text).
-
-    The kb needs no clause, as its index holds nothing else; None when the filter allows
-    nothing, [] when it restricts nothing. `excluded`: documents to leave out, in place of
-    the filter's document whitelist (a shorter list; the caller re-checks the whitelist).
-    """
-    restrictions: dict[str, frozenset[str]] = dict(search_filter.scope_fields())
-    clauses: list[Query] = []
-    if excluded is not None:
-        if excluded:
-            clauses.append(Query.boolean_query([
-                (Occur.Must, Query.all_query()),
-                (Occur.MustNot, Query.term_set_query(schema_, "document_id", sorted(excluded))),
-            ]))
-    elif search_filter.document_ids is not None:
-        restrictions["document_id"] = search_filter.document_ids
-    for name, values in restrictions.items():
-        if not values:
-            return None
-        clauses.append(Query.term_set_query(schema_, name, sorted(values)))
-    if search_filter.roles is not None:
-        clauses.append(roles_clause(schema_, search_filter.roles))
-    if search_filter.version_seq is not None:
-        clauses.append(version_clause(schema_, search_filter.version_seq))
-    return clauses
-
-
-def _term(schema_: tantivy.Schema, token: str, weight: float) -> Query:
-    query = Query.term_query(schema_, "text", token)
-    return query if weight == 1.0 else Query.boost_query(query, weight)
-
-
-def _bm25_query(schema_: tantivy.Schema, terms: Sequence[tuple[str, float]],
-                restrictions: list[Query]) -> Query:
-    """Any of `terms` in the text, scored by weight x BM25, among the documents
-    `restrictions` allow."""
-    text_query = Query.boolean_query(
-        [(Occur.Should, _term(schema_, token, weight)) for token, weight in terms]
-    )
-    if not restrictions:
-        return text_query
-    # The filter is a MUST clause with a constant score of 0, so it restricts the matches
-    # without altering the BM25 score; the text disjunction is a MUST too, so a document
-    # must contain at least one query token.
-    return Query.boolean_query(
-        [
-            (Occur.Must, text_query),
-            (
-                Occur.Must,
-                Query.const_score_query(
-                    Query.boolean_query([(Occur.Must, c) for c in restrictions]), 0.0
-                ),
-            ),
-        ]
-    )

@@ -1,7 +1,7 @@
 """What the BM25 modules share: the on-disk names of the store and its errors.
 
-bm25_kb, bm25_rebuild and bm25_store all import this module and it imports none of them, so
-the three form a chain (kb <- rebuild <- store) instead of a circle.
+bm25_kb, bm25_lock, bm25_rebuild and bm25_store all import this module and it imports none of
+them, so they form a chain (kb <- rebuild <- store) instead of a circle.
 """
 
 from __future__ import annotations

@@ -23,9 +23,6 @@ from ragsift.adapters.embedded_index.bm25_kb import (
     KbIndex,
     kb_analyzer,
     live_documents,
-    lock_root,
-    schema,
-    unlock_root,
     unreadable,
 )
 from ragsift.adapters.embedded_index.bm25_layout import (
@@ -34,6 +31,7 @@ from ragsift.adapters.embedded_index.bm25_layout import (
     SparseLayoutOutdated,
     kb_directory_name,
 )
+from ragsift.adapters.embedded_index.bm25_lock import lock_root, unlock_root
 from ragsift.adapters.embedded_index.bm25_rebuild import (
     UPGRADE_MARKER,
     JournaledDelete,
@@ -47,6 +45,7 @@ from ragsift.adapters.embedded_index.bm25_rebuild import (
     staged_directory,
     switch_in,
 )
+from ragsift.adapters.embedded_index.bm25_schema import schema
 from ragsift.domain.errors import RagsiftError
 from ragsift.domain.filters import SearchFilter
 from ragsift.domain.index_records import IndexRecord

@@ -1,7 +1,8 @@
 // The chat page: conversations, a streamed answer (POST /api/chat/stream read as SSE through
 // fetch, so it carries the API key header like every other call: EventSource could not send
 // it), evidence cards and citation links that open the evidence side panel, and the search
-// options under the composer (mode, rewrite / rerank / Small2Big, a document whitelist).
+// options under the composer (chatoptions.js: mode, rewrite / rerank / Small2Big, a document
+// whitelist, a metadata filter). A stored conversation is shown by chatstored.js.
 //
 // An answer keeps streaming when the reader opens another conversation or starts a new chat:
 // its turn is kept off-screen and shown again, still streaming (or finished), when its
@@ -14,9 +15,9 @@
 // earlier versions folded under it.
 import { api, errorFrom, request } from "./api.js";
 import { initKeyControl } from "./auth.js";
+import { SearchOptions } from "./chatoptions.js";
+import { isFaqDirect, storedTurns } from "./chatstored.js";
 import { ConversationList } from "./conversations.js";
-import { DocPicker } from "./docpicker.js";
-import { FilterEditor } from "./filtereditor.js";
 import { h } from "./dom.js";
 import { EvidencePanel } from "./evidence.js";
 import { t, translatePage } from "./i18n.js";
@@ -26,8 +27,6 @@ import { TurnView } from "./turn.js";
 import { TurnTools } from "./turntools.js";
 
 const $ = (id) => document.getElementById(id);
-const FINISHED_STATUSES = new Set(["done", "complete", "completed", "answered", "ok"]);
-const SWITCHES = ["rewrite", "rerank", "small2big"];
 const BUSY_POLL_MS = 1500;
 
 const kbSelect = $("kb");
@@ -35,23 +34,17 @@ const thread = $("thread");
 const input = $("message");
 const side = $("chat-side");
 const panel = new EvidencePanel($("evidence-panel"));
-const picker = new DocPicker({
-  list: $("doc-list"), filter: $("doc-filter"), count: $("doc-count"),
-  message: $("doc-limit-message"), clear: $("doc-clear"),
-});
-const filterEditor = new FilterEditor($("meta-filter"));
+const searchOptions = new SearchOptions(); // chatoptions.js
 
-/** The KB's READY documents (the picker) and metadata fields (the filter editor). */
+/** The KB's READY documents and metadata fields, for the search options. */
 function loadDocs(kbId) {
-  return Promise.all([picker.load(kbId), filterEditor.load(kbId)]);
+  return searchOptions.load(kbId);
 }
 
 const views = new WeakMap(); // article.turn -> TurnView
 // shown: the stream whose turn is on screen (null: none); streams: every running answer
 const state = { conversationId: null, kbId: null, shown: null, notice: null, busyTimer: null };
 const streams = new Set();
-// per switch: the reader's choice (null: the server's default) and that default once known
-const switches = Object.fromEntries(SWITCHES.map((name) => [name, { chosen: null, known: null }]));
 
 const conversations = new ConversationList({
   list: $("conversation-list"),
@@ -191,22 +184,6 @@ function show(conversationId, kbId) {
   closeSideOnNarrow();
 }
 
-/** Whether the plan answered the turn with a FAQ entry's own answer. */
-const isFaqDirect = (trace) => trace?.route?.route === "faq_direct";
-
-/** The status line of a stored turn. */
-function storedStatus(view, turn) {
-  if (turn.status && !FINISHED_STATUSES.has(turn.status)) {
-    const known = ["generating", "failed", "cancelled"].includes(turn.status);
-    view.setStatus(known ? `chat.status.stored.${turn.status}` : "chat.status.stored.other",
-      { status: turn.status }, turn.status === "failed" ? "error" : "stored");
-  } else if (isFaqDirect(turn.trace)) {
-    view.setStatus("chat.status.faq");
-  } else if (turn.extractive && (turn.evidence || []).length) {
-    view.setStatus("chat.status.extractive");
-  }
-}
-
 /** Show a stored conversation as it was answered (its turns carry their evidence and trace);
  * one whose answer streams from this page comes back as it is, still streaming. */
 async function openConversation(id) {
@@ -232,45 +209,11 @@ async function openConversation(id) {
   }
   leaveThread();
   if (state.notice?.[0] === "chat.notice.openFailed") notice();
-  // a regenerated turn's earlier versions (superseded) fold under the version shown
-  const earlier = new Map();
-  for (const turn of conversation.turns.filter((item) => item.superseded)) {
-    const root = turn.version_of || turn.id;
-    earlier.set(root, [...(earlier.get(root) || []), turn]);
-  }
-  for (const turn of conversation.turns.filter((item) => !item.superseded)) {
-    const view = storedTurn(conversation.id, turn);
-    thread.append(view.element);
-    const older = earlier.get(turn.version_of || turn.id) || [];
-    if (older.length) showVersions(view, turn, older.map((o) => storedTurn(conversation.id, o)));
-  }
+  // chatstored.js: a regenerated turn's earlier versions fold under the version shown
+  for (const view of storedTurns(conversation, makeView)) thread.append(view.element);
   if (!conversation.turns.length) thread.append(emptyHint());
   markLast();
   show(conversation.id, conversation.kb_id);
-}
-
-/** The view of a stored turn, as it was answered, with its tools and feedback. */
-function storedTurn(conversationId, turn) {
-  const view = makeView(turn.question, () => ({ conversationId, turnId: turn.id }));
-  view.element.dataset.turnId = turn.id;
-  view.element.dataset.version = String(turn.version || 1);
-  view.setEvidence(turn.evidence);
-  view.setAnswer(turn.answer, turn.citations, turn.assets);
-  view.setTrace(turn.trace);
-  view.tools.setFeedback(turn.feedback);
-  storedStatus(view, turn);
-  return view;
-}
-
-function showVersions(view, turn, older) {
-  const summary = h("summary", {});
-  const label = () => {
-    summary.textContent = t("chat.versions.summary", { version: turn.version, count: older.length });
-  };
-  label();
-  view.onRelabel = label;
-  view.versionSlot.replaceChildren(h("details", { class: "versions" }, summary,
-    ...older.map((item) => item.element)));
 }
 
 /** Only the conversation's last answer can be regenerated. */
@@ -293,7 +236,7 @@ function onTrace(stream, data) {
   view.setEvidence(data.evidence);
   view.setTrace(data.trace);
   view.setStatus("chat.status.writing");
-  learnDefaults(stream.sent, data.trace);
+  searchOptions.learnDefaults(stream.sent, data.trace);
   if (state.shown === stream && !state.conversationId) { // the draft now exists on the server
     show(data.conversation_id, stream.kbId);
   }
@@ -322,29 +265,6 @@ function watchBusy(conversationId) {
   }, BUSY_POLL_MS);
 }
 
-/** The options sent with a message: only what the reader chose, the server decides the rest. */
-function options() {
-  const body = {};
-  if ($("mode").value) body.mode = $("mode").value;
-  for (const name of SWITCHES) {
-    if (switches[name].chosen !== null) body[name] = switches[name].chosen;
-  }
-  const ids = picker.documentIds();
-  if (ids) body.document_ids = ids;
-  const { filter } = filterEditor.value();
-  if (filter) body.filter = filter;
-  return body;
-}
-
-// issue 38: on a phone the open search options took half the screen after sending; the
-// answer needs the room (the chosen options stay chosen, one tap opens them again)
-const PHONE = window.matchMedia("(max-width: 720px)");
-
-function foldOptionsOnPhones() {
-  const details = document.getElementById("chat-options");
-  if (PHONE.matches && details) details.open = false;
-}
-
 async function send(event) {
   event.preventDefault();
   if (state.shown) return;
@@ -352,13 +272,13 @@ async function send(event) {
   const kbId = state.conversationId ? state.kbId : kbSelect.value;
   if (!message) return notice("chat.notice.typeFirst");
   if (!kbId) return notice("chat.notice.chooseKb");
-  if (filterEditor.checked() === undefined) { // the editor says what is wrong
+  if (searchOptions.checked() === undefined) { // the editor says what is wrong
     $("chat-options").open = true;
     return;
   }
   notice();
   input.value = "";
-  foldOptionsOnPhones();
+  searchOptions.foldOnPhones();
   await ask(message);
 }
 
@@ -375,7 +295,7 @@ async function ask(message, extra = {}, replaced = null) {
   view = addTurn(message, ids);
   view.setStatus("chat.status.searching");
   const controller = new AbortController();
-  const sent = options();
+  const sent = searchOptions.body();
   stream = { controller, view, question: message, kbId, sent,
     conversationId: state.conversationId, nodes: null };
   streams.add(stream);
@@ -425,7 +345,7 @@ async function ask(message, extra = {}, replaced = null) {
       notice("chat.notice.busy");
       watchBusy(stream.conversationId);
     } else {
-      if (filterEditor.claims(error)) $("chat-options").open = true;
+      if (searchOptions.claims(error)) $("chat-options").open = true;
       const [key, params] = errorKey(error);
       view.setStatus(key, params, "error");
     }
@@ -448,62 +368,6 @@ async function ask(message, extra = {}, replaced = null) {
   }
 }
 
-// ---------- search options ----------
-
-/** A trace says which switches the server used; those the reader left alone were its defaults. */
-function learnDefaults(sent, trace) {
-  const requested = trace?.switches_requested || {};
-  for (const name of SWITCHES) {
-    if (!(name in sent) && typeof requested[name] === "boolean") switches[name].known = requested[name];
-  }
-  renderOptions();
-}
-
-function renderOptions() {
-  let changed = $("mode").value ? 1 : 0;
-  for (const name of SWITCHES) {
-    const box = $(`opt-${name}`);
-    const hint = $(`opt-${name}-state`);
-    const { chosen, known } = switches[name];
-    if (chosen !== null) {
-      changed += 1;
-      box.indeterminate = false;
-      box.checked = chosen;
-      hint.textContent = "";
-    } else if (known !== null) {
-      box.indeterminate = false;
-      box.checked = known;
-      hint.textContent = t(known ? "chat.options.defaultOn" : "chat.options.defaultOff");
-    } else {
-      box.checked = false;
-      box.indeterminate = true;
-      hint.textContent = t("chat.options.default");
-    }
-  }
-  if (picker.documentIds()) changed += 1;
-  if (filterEditor.value().filter) changed += 1;
-  $("opt-reset").hidden = !SWITCHES.some((name) => switches[name].chosen !== null);
-  $("options-summary").textContent = changed
-    ? t("chat.options.summaryChanged", { count: changed }) : t("chat.options.summary");
-}
-
-for (const name of SWITCHES) {
-  $(`opt-${name}`).addEventListener("change", (event) => {
-    switches[name].chosen = event.currentTarget.checked;
-    renderOptions();
-  });
-}
-$("opt-reset").addEventListener("click", () => {
-  for (const name of SWITCHES) switches[name].chosen = null;
-  renderOptions();
-  $("opt-rewrite").focus();
-});
-$("mode").addEventListener("change", renderOptions);
-$("doc-list").addEventListener("change", renderOptions);
-$("doc-clear").addEventListener("click", () => setTimeout(renderOptions));
-$("meta-filter").addEventListener("input", renderOptions);
-$("meta-filter").addEventListener("click", () => setTimeout(renderOptions)); // a row removed
-
 // ---------- knowledge bases, events, start ----------
 
 async function loadKbs() {
@@ -519,7 +383,7 @@ async function loadKbs() {
     notice("chat.notice.listKbsFailed", { reason: t(...errorKey(error)) });
   }
   await loadDocs(state.conversationId ? state.kbId : kbSelect.value);
-  renderOptions();
+  searchOptions.render();
 }
 
 function relabel() {
@@ -530,8 +394,7 @@ function relabel() {
     option.textContent = t("chat.kb.locked", { id: option.value });
   }
   if (state.notice) $("composer-notice").textContent = t(...state.notice);
-  filterEditor.relabel();
-  renderOptions();
+  searchOptions.relabel();
 }
 
 thread.addEventListener("click", (event) => {
@@ -556,7 +419,7 @@ $("side-toggle").addEventListener("click", () => {
   const open = side.classList.toggle("open");
   $("side-toggle").setAttribute("aria-expanded", String(open));
 });
-kbSelect.addEventListener("change", () => loadDocs(kbSelect.value).then(renderOptions));
+kbSelect.addEventListener("change", () => loadDocs(kbSelect.value).then(() => searchOptions.render()));
 document.addEventListener("ragsift:language", relabel);
 
 initKeyControl($("key-control"), {
@@ -565,7 +428,7 @@ initKeyControl($("key-control"), {
 
 async function start() {
   translatePage();
-  renderOptions();
+  searchOptions.render();
   await Promise.all([loadKbs(), conversations.refresh()]);
   const wanted = new URLSearchParams(location.search).get("c");
   if (wanted) await openConversation(wanted);

@@ -1,14 +1,10 @@
 // The documents page: per knowledge base every document with its status (and the server's
 // reason when it FAILED or a replacement failed), chunk count, size, update time and key;
-// delete, reindex, replace the file, open the chunks; upload; create and delete KBs.
-//
-// Chunk counts: a document carries no count, so each READY row asks the chunks endpoint for
-// one chunk (`limit=1`) and shows its `indexed` count (the searched pieces, what `ragsift
-// ingest` reports; the sections they belong to are not counted), lazily: only for rows scrolled into view, two
-// requests at a time, remembered until the document changes. Opening the chunks shows the
-// same total.
+// delete, reindex, replace the file, open the chunks; upload; create and delete KBs. The chunk
+// counts are asked for lazily (chunkcounts.js).
 import { api, describe } from "./api.js";
 import { initKeyControl } from "./auth.js";
+import { ChunkCounts } from "./chunkcounts.js";
 import { ChunkViewer } from "./chunks.js";
 import { openDialog } from "./dialog.js";
 import { h, say } from "./dom.js";
@@ -24,12 +20,10 @@ const $ = (id) => document.getElementById(id);
 const POLL_MS = 700;
 const SETTLED = new Set(["READY", "FAILED", "RETIRED"]);
 const ACTIONABLE = new Set(["READY", "FAILED"]); // what the server reindexes or replaces
-const COUNT_AT_ONCE = 2;
 
 const body = $("documents-body");
 const documents = new Map(); // id -> document, in the server's order (oldest first)
 const rows = new Map(); // id -> <tr>
-const counts = new Map(); // id -> {stamp, total}: the chunk count of that version of it
 let generation = 0; // bumped per KB load: late answers for another KB are dropped
 
 const picker = new KbPicker({
@@ -42,80 +36,23 @@ const viewer = new ChunkViewer({
   next: $("chunks-next"), range: $("chunks-range"), close: $("chunks-close"),
   onTotal: (id, total) => {
     const doc = documents.get(id);
-    if (doc) {
-      counts.set(id, { stamp: stamp(doc), total });
-      updateCount(id);
-    }
+    if (doc) counts.set(doc, total);
   },
 });
+const counts = new ChunkCounts({ documentOf: (id) => documents.get(id), onCount: updateCount });
 
 const settled = (doc) => SETTLED.has(doc.status) && !doc.replacing;
-const stamp = (doc) => `${doc.status}|${doc.updated_at}|${doc.sha256}`;
 const docUrl = (id) => `/api/documents/${encodeURIComponent(id)}`;
 
 function announce(message) {
   say($("documents-notice"), message);
 }
 
-// ---------- lazy chunk counts ----------
-
-const queue = [];
-let counting = 0;
-
-const observer = "IntersectionObserver" in window ? new IntersectionObserver((entries) => {
-  for (const entry of entries) {
-    if (!entry.isIntersecting) continue;
-    observer.unobserve(entry.target);
-    wantCount(entry.target.dataset.documentId);
-  }
-}) : null;
-
-function countKnown(doc) {
-  const known = counts.get(doc.id);
-  return known && known.stamp === stamp(doc) ? known.total : null;
-}
-
-function wantCount(id) {
-  const doc = documents.get(id);
-  if (!doc || doc.status !== "READY" || countKnown(doc) !== null || queue.includes(id)) return;
-  queue.push(id);
-  pump();
-}
-
-async function pump() {
-  while (counting < COUNT_AT_ONCE && queue.length) {
-    const id = queue.shift();
-    const doc = documents.get(id);
-    if (!doc || doc.status !== "READY" || countKnown(doc) !== null) continue;
-    counting += 1;
-    const seen = stamp(doc);
-    api(`${docUrl(id)}/chunks?offset=0&limit=1`)
-      .then((page) => counts.set(id, { stamp: seen, total: page.indexed }))
-      .catch((failure) => counts.set(id, { stamp: seen, total: null, error: describe(failure) }))
-      .finally(() => {
-        counting -= 1;
-        updateCount(id);
-        pump();
-      });
-  }
-}
-
-function countCell(doc) {
-  const known = counts.get(doc.id);
-  if (doc.status !== "READY") return h("span", { class: "muted" }, "–");
-  if (!known || known.stamp !== stamp(doc)) return h("span", { class: "muted" }, "…");
-  if (known.total === null) {
-    return h("span", { class: "muted", title: t("documents.count.failed", { reason: known.error }) },
-      "?");
-  }
-  return String(known.total);
-}
-
 function updateCount(id) {
   const row = rows.get(id);
   const doc = documents.get(id);
   if (!row || !doc) return;
-  row.querySelector('td[data-col="chunks"] .cell').replaceChildren(countCell(doc));
+  row.querySelector('td[data-col="chunks"] .cell').replaceChildren(counts.cell(doc));
 }
 
 // ---------- the table ----------
@@ -150,7 +87,7 @@ function renderRow(doc) {
   cell("file", t("documents.col.file"), [h("span", { class: "filename" }, name),
     metadataLine(doc)]),
   cell("status", t("documents.col.status"), statusCell(doc)),
-  cell("chunks", t("documents.col.chunks"), countCell(doc), { class: "num" }),
+  cell("chunks", t("documents.col.chunks"), counts.cell(doc), { class: "num" }),
   cell("size", t("documents.col.size"), bytes(doc.size), { class: "num", title: `${doc.size} B` }),
   cell("updated", t("documents.col.updated"), timeNode(doc.updated_at || doc.created_at)),
   cell("key", t("documents.col.key"), doc.key ? h("span", { class: "mono" }, doc.key) : "–"),
@@ -178,7 +115,7 @@ function setRow(doc, { filter = true } = {}) {
   if (old) {
     const focused = old.contains(document.activeElement)
       ? document.activeElement.dataset.action : null;
-    if (observer) observer.unobserve(old);
+    counts.unwatch(old);
     old.replaceWith(row);
     if (focused) {
       const again = row.querySelector(`[data-action="${focused}"]`);
@@ -187,7 +124,7 @@ function setRow(doc, { filter = true } = {}) {
   } else {
     body.append(row);
   }
-  if (observer && doc.status === "READY" && countKnown(doc) === null) observer.observe(row);
+  counts.watch(row, doc);
   if (filter) applyFilter();
   if (!settled(doc)) poll();
 }
@@ -198,7 +135,7 @@ function dropRow(id) {
   if (row) row.remove();
   rows.delete(id);
   documents.delete(id);
-  counts.delete(id);
+  counts.forget(id);
   viewer.forget(id);
   if (hadFocus) $("documents-title").focus();
   applyFilter();
@@ -226,11 +163,10 @@ async function loadDocuments() {
   const kb = picker.current();
   generation += 1;
   const mine = generation;
-  queue.length = 0;
+  counts.reset();
   rows.clear();
   documents.clear();
   body.replaceChildren();
-  if (observer) observer.disconnect();
   sayError("");
   renderTitle();
   if (!kb) {

@@ -1,6 +1,6 @@
 // The metadata filter editor of the debug and chat pages (issue 36): rows of field / operator /
 // typed value, joined by "all of" ($and) or "any of" ($or), built into the JSON `filter` the
-// REST search, explain and chat take (README "Metadata and filters"). The JSON it will send is
+// REST search, explain and chat take (docs/how-to/metadata-filters.md). The JSON it will send is
 // shown as it is edited; a filter the server refuses (400 naming `filter…`) is shown here, with
 // the server's words. The KB's known fields come from GET /api/kbs/{id}/metadata-keys (only
 // the documents the caller's key may see), offered as suggestions with their sample values.
