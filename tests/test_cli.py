@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -158,3 +161,50 @@ def test_all_channels_failing_exits_1_with_the_reason(
         cli.main()
     assert exit_info.value.code == 1
     assert "index offline" in capsys.readouterr().err
+
+
+def test_a_cli_search_on_sqlite_imports_neither_sqlalchemy_nor_alembic(data_dir: Path) -> None:
+    """The search reads the database through sqlite3 (ragsift.search_container): SQLAlchemy's
+    import was ~0.55 CPU-s of a ~2.5 CPU-s command."""
+    probe = ("import json, sys\nfrom ragsift.cli import main\n"
+             "sys.argv = ['ragsift', 'search', 'what is E-104?', '--kb', 'manuals', '--json']\n"
+             "try:\n    main()\nexcept SystemExit as exc:\n    assert exc.code in (0, None)\n"
+             "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
+             "('sqlalchemy', 'alembic'))))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          timeout=300, check=False,
+                          env={**os.environ, "RAGSIFT_DATA_DIR": str(data_dir)})
+    assert done.returncode == 0, done.stderr
+    *hits, modules = done.stdout.strip().splitlines()
+    assert "E-104" in json.loads("\n".join(hits))[0]["text"]
+    assert json.loads(modules) == []
+
+
+@pytest.mark.parametrize("request_fields", [
+    {"query": "what is E-104?"},
+    {"query": "保修多久", "mode": "sparse", "top_k": 1},
+    {"query": "firmware mesh", "small2big": True, "run_faq": True},
+])
+def test_the_search_container_finds_the_full_containers_hits_and_scores(
+    data_dir: Path, request_fields: dict[str, object],
+) -> None:
+    from ragsift.bootstrap import build
+    from ragsift.config import Settings
+    from ragsift.domain.requests import SearchRequest
+    from ragsift.search_container import build_search
+
+    settings = Settings(data_dir=data_dir)
+    full, light = build(settings, follow=True), build_search(settings)
+    try:
+        kb = full.repository.get_kb_by_name("manuals")
+        assert kb is not None
+        request = SearchRequest.model_validate({"kb_id": kb.id, **request_fields})
+        expected = asyncio.run(full.retrieval.search(request))
+        found = asyncio.run(light.retrieval.search(request))
+    finally:
+        full.close()
+        light.close()
+    assert expected.hits
+    assert [h.model_dump() for h in found.hits] == [h.model_dump() for h in expected.hits]
+    assert [h.model_dump() for h in found.faq_hits] == [
+        h.model_dump() for h in expected.faq_hits]

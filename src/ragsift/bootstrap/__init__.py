@@ -13,8 +13,6 @@ from typing import TYPE_CHECKING
 
 from ragsift.adapters.e5_tokenizer import E5Tokenizer
 from ragsift.adapters.embedding_cache import CachedEmbedder
-from ragsift.adapters.sql import SqlRepository
-from ragsift.adapters.sql.conversation_repository import SqlConversationStore
 from ragsift.adapters.thread_budget import configure as configure_thread_budget
 from ragsift.bootstrap.models import (
     build_chat_model,
@@ -43,6 +41,8 @@ from ragsift.versions.service import VersionService
 from ragsift.versions.writer import DraftWriter, VersionDefaults
 
 if TYPE_CHECKING:
+    from ragsift.adapters.sql import SqlRepository
+    from ragsift.adapters.sql.conversation_repository import SqlConversationStore
     from ragsift.ingestion.faq_service import FaqService
     from ragsift.ingestion.maintenance import MaintenanceService
     from ragsift.ingestion.pipeline import IngestionService
@@ -146,6 +146,11 @@ def build(settings: Settings, upgrade_sparse_layout: bool = False,
     a writer that holds the data directory (`ragsift serve`, an ingest), following its
     commits; their writes raise IndexReadOnly. The SQL database serves both processes.
     """
+    # SQLAlchemy is imported here, not with this module: a CLI search (search_container) opens
+    # the database without it
+    from ragsift.adapters.sql import SqlRepository
+    from ragsift.adapters.sql.conversation_repository import SqlConversationStore
+
     data_dir: Path = settings.data_dir
     data_dir.mkdir(parents=True, exist_ok=True)
     configure_thread_budget(settings.blas_threads)

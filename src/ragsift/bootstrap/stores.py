@@ -9,7 +9,6 @@ from typing import Literal
 from ragsift.adapters.embedded_index import EmbeddedIndex
 from ragsift.adapters.embedded_index.dense_ann import AnnSettings
 from ragsift.adapters.local_object_store import LocalObjectStore
-from ragsift.adapters.sql.job_queue import SqlJobQueue
 from ragsift.config import Settings
 from ragsift.ports import JobQueue, ObjectStore, SearchIndex, TextEncoder
 
@@ -94,4 +93,6 @@ def build_object_store(settings: Settings) -> ObjectStore:
 
 def build_job_queue(settings: Settings) -> JobQueue:
     """The database job queue that `ragsift worker` processes lease from."""
+    from ragsift.adapters.sql.job_queue import SqlJobQueue  # SQLAlchemy: not on a CLI search
+
     return SqlJobQueue(settings.resolved_database_url)

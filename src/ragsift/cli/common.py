@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from ragsift.bootstrap import Container
     from ragsift.config import Settings
     from ragsift.domain.models import KnowledgeBase
+    from ragsift.search_container import SearchContainer
 
 out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
@@ -71,6 +72,23 @@ def open_container(
     _opened.append(settings.data_dir)
     configure_logging(settings.log_format)
     container = build(settings, follow=follow)
+    try:
+        yield container
+    finally:
+        container.close()
+
+
+@contextmanager
+def open_search_container(data_dir: Path | None) -> Iterator[SearchContainer]:
+    """The lighter container of a one-shot search (ragsift.search_container), read-only
+    beside a writer like open_container(follow=True), closed afterwards."""
+    from ragsift.observability.logs import configure_logging
+    from ragsift.search_container import build_search
+
+    settings = load_settings(data_dir)
+    _opened.append(settings.data_dir)
+    configure_logging(settings.log_format)
+    container = build_search(settings)
     try:
         yield container
     finally:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ragsift.cli.common import echo_json, kb_named, open_container, out
+from ragsift.cli.common import echo_json, kb_named_in, open_search_container, out
 from ragsift.cli.metadata import given_filter
 from ragsift.cli.options import (
     ApiKeyOpt,
@@ -60,8 +60,8 @@ def _search(data_dir: Path | None, kb: list[str], query: str, fields: dict[str, 
         from ragsift.cli.remote import remote_search
 
         return remote_search(server, api_key, kb, query, fields)
-    with open_container(data_dir, follow=True) as container:
-        kb_ids = [kb_named(container, name).id for name in kb]
+    with open_search_container(data_dir) as container:
+        kb_ids = [kb_named_in(container.repository, name).id for name in kb]
         values = {name: value for name, value in fields.items() if value is not None}
         if values.get("document_ids") is not None:
             values["document_ids"] = tuple(values["document_ids"]) or None

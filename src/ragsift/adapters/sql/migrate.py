@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -11,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import Connection, Engine, inspect, text
 
+from ragsift.adapters.schema_head import MIGRATIONS_DIR, head_revision
 from ragsift.adapters.sql.orm import make_engine
 
 if TYPE_CHECKING:
@@ -19,25 +19,11 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 _HERE = Path(__file__).resolve().parent
-MIGRATIONS_DIR = _HERE / "migrations"
 ALEMBIC_INI = _HERE / "alembic.ini"
 
 # Key of the PostgreSQL advisory lock held while migrating (any fixed bigint; this one is
 # "ragsift" in ASCII). Advisory locks are per database, so other databases never wait.
 MIGRATION_LOCK_KEY = 0x72_61_67_73_69_66_74
-
-
-_REVISION = re.compile(r'^revision: str = "(\w+)"', re.MULTILINE)
-
-
-def head_revision() -> str:
-    """The newest packaged revision: ids are the zero-padded numbers that name the files."""
-    revisions = []
-    for path in (MIGRATIONS_DIR / "versions").glob("[0-9]*.py"):
-        match = _REVISION.search(path.read_text(encoding="utf-8"))
-        if match is not None:
-            revisions.append(match.group(1))
-    return max(revisions)
 
 
 def at_head(connection: Connection) -> bool:

@@ -4,19 +4,21 @@ tables (the mapped rows), conversions (rows <-> domain values, storable), engine
 Import from here: `from ragsift.adapters.sql.orm import Base, ChunkRow, make_engine`.
 """
 
+from ragsift.adapters.chunk_values import (
+    CHUNK_VALUE_COLUMNS,
+    chunk_from_values,
+    locator_from_json,
+)
 from ragsift.adapters.sql.orm.conversions import (
     CHUNK_TABLE,
-    CHUNK_VALUE_COLUMNS,
     DOCUMENT_SELECT,
     chunk_from_row,
-    chunk_from_values,
     chunk_values,
     document_from_row,
     document_row,
     document_values,
     faq_from_row,
     kb_from_row,
-    locator_from_json,
     locator_json,
     storable,
     storable_message,

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import operator
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
-import orjson
 from sqlalchemy import (
     Row,
     Select,
@@ -16,6 +15,10 @@ from sqlalchemy import (
 )
 from sqlalchemy.exc import DataError
 
+from ragsift.adapters.chunk_values import (
+    CHUNK_VALUE_COLUMNS,
+    chunk_from_values,
+)
 from ragsift.adapters.sql.orm.tables import (
     Base,
     ChunkRow,
@@ -33,7 +36,6 @@ from ragsift.domain.models import (
     KnowledgeBase,
     Locator,
 )
-from ragsift.domain.trusted import TrustedBuilder
 
 
 @contextmanager
@@ -169,62 +171,14 @@ _LOCATOR_FIELDS = tuple(Locator.model_fields)
 CHUNK_TABLE = Base.metadata.tables[ChunkRow.__tablename__]
 
 
-_chunk = TrustedBuilder(Chunk)
-
-
-def _json(value: Any) -> Any:
-    """A JSON column's value: decoded already (the JSON type; PostgreSQL drivers) or text."""
-    return orjson.loads(value) if isinstance(value, str | bytes) else value
-
-
-_locator = TrustedBuilder(Locator)
-
-
-# The chunk columns in the order chunk_from_values unpacks them; the driver-level reads of
-# chunk_queries list exactly these, so the table's own column order does not matter.
-CHUNK_VALUE_COLUMNS = (
-    "id", "document_id", "kb_id", "parent_id", "level", "ordinal", "heading_path", "locator",
-    "text", "token_count", "valid_from_seq", "valid_to_seq", "asset_ids",
-)
-
-
+# The chunk columns and their conversion live in a module without SQLAlchemy: the read-only
+# SQLite reader of a CLI search uses them too.
 _chunk_values = operator.attrgetter(*CHUNK_VALUE_COLUMNS)
 
 
 def chunk_from_row(row: Row[Any]) -> Chunk:
     """The domain value of a row selected from the chunks table."""
     return chunk_from_values(_chunk_values(row))
-
-
-def chunk_from_values(values: Sequence[Any]) -> Chunk:
-    """The domain value of a plain row of CHUNK_VALUE_COLUMNS (a driver's tuple)."""
-    # unvalidated: these values were validated on the way in, and retrieval reads chunks on
-    # every query, so validating again (or model_construct's default lookups) is overhead
-    (id_, document_id, kb_id, parent_id, level, ordinal, heading_path, locator, text_,
-     token_count, valid_from_seq, valid_to_seq, asset_ids) = values
-    return _chunk({
-        "id": id_,
-        "document_id": document_id,
-        "kb_id": kb_id,
-        "parent_id": parent_id,
-        "level": level,
-        "ordinal": ordinal,
-        "heading_path": tuple(_json(heading_path)),
-        "locator": locator_from_json(_json(locator)),
-        "text": text_,
-        "token_count": token_count,
-        "asset_ids": tuple(_json(asset_ids) or ()),
-        "valid_from_seq": valid_from_seq,
-        "valid_to_seq": valid_to_seq,
-    })
-
-
-def locator_from_json(values: dict[str, Any]) -> Locator:
-    """A stored locator (JSON: boxes come back as lists) as the domain value, unvalidated."""
-    boxes = values.get("boxes")
-    if boxes:
-        values = {**values, "boxes": tuple(tuple(box) for box in boxes)}
-    return _locator(values)
 
 
 def locator_json(locator: Locator) -> dict[str, Any]:
