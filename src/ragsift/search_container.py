@@ -10,7 +10,7 @@ those of the full container (tests/test_search_container.py compares them).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ragsift.adapters.embedding_cache import CachedEmbedder
 from ragsift.adapters.sqlite_reader import SqliteSearchReader, open_reader
@@ -24,13 +24,23 @@ from ragsift.bootstrap import (
 )
 from ragsift.embedder_dimension import resolve_dimension
 from ragsift.kb_settings import defaults as kb_settings_defaults
-from ragsift.kb_settings_service import KbSettingsService
+from ragsift.kb_settings_service import KbSettingsService, KbSettingsStore
+from ragsift.ports import Repository, TunedFusionStore, VersionReader
 from ragsift.retrieval.consistency_stage import ConsistencyStage
 from ragsift.retrieval.service import RetrievalService
 
 if TYPE_CHECKING:
+    from ragsift.adapters.sql import SqlRepository
     from ragsift.config import Settings
     from ragsift.ports import SearchIndex
+
+
+class SearchRepository(Repository, VersionReader, TunedFusionStore, KbSettingsStore, Protocol):
+    """What a search's services take of the database: the SQLite reader or a SqlRepository."""
+
+    kb_setting_defaults: dict[str, Any]
+
+    def close(self) -> None: ...
 
 
 @dataclass
@@ -38,7 +48,7 @@ class SearchContainer:
     """What one search reads; `repository` is the SQLite reader or a SqlRepository."""
 
     settings: Settings
-    repository: Any
+    repository: SearchRepository
     index: SearchIndex
     faq_index: SearchIndex
     embedder: CachedEmbedder
@@ -51,7 +61,7 @@ class SearchContainer:
         self.repository.close()
 
 
-def _full_repository(settings: Settings) -> Any:
+def _full_repository(settings: Settings) -> SqlRepository:
     from ragsift.adapters.sql import SqlRepository
 
     return SqlRepository(settings.resolved_database_url)
@@ -63,7 +73,8 @@ def build_search(settings: Settings) -> SearchContainer:
     configure_thread_budget(settings.blas_threads)
     url = settings.resolved_database_url
     reader: SqliteSearchReader | None = open_reader(url, lambda: _full_repository(settings))
-    repository: Any = reader if reader is not None else _full_repository(settings)
+    repository: SearchRepository = (
+        reader if reader is not None else _full_repository(settings))
     repository.kb_setting_defaults = kb_settings_defaults(settings)
     kb_settings = KbSettingsService(repository, settings)
     bare = build_embedder(settings)

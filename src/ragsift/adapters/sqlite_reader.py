@@ -3,8 +3,9 @@
 Importing SQLAlchemy and the ORM tables cost a CLI search ~0.55 CPU-s and ~19 MB of its ~2.5
 CPU-s (measured 2026-12-06, docs/benchmarks.md). The reads a search makes on every query are
 answered here with plain statements (the same columns and conversions as SqlRepository's);
-any other call (a pinned version, tuned fusion, FAQ entries, ...) goes to a SqlRepository
-opened on first use, so results never depend on which of the two answered.
+every other method of the ports (a pinned version, tuned fusion, FAQ entries, ...) goes to a
+SqlRepository opened on first use (ragsift.adapters.lazy_sql_repository), so results never
+depend on which of the two answered.
 
 The reader opens only a database already at the newest schema (SqlRepository migrates; a
 search must not run on an older schema), never writes (`PRAGMA query_only`), and is used
@@ -15,12 +16,13 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from ragsift.adapters.chunk_values import CHUNK_VALUE_COLUMNS, chunk_from_values, json_value
+from ragsift.adapters.lazy_sql_repository import LazySqlRepository, OpenSqlRepository
 from ragsift.adapters.schema_head import head_revision
 from ragsift.domain.filters import valid_at
 from ragsift.domain.kb_settings import KbSettingsRecord
@@ -41,8 +43,6 @@ _DOCUMENT_COLUMNS = (
 _VALID_FROM = CHUNK_VALUE_COLUMNS.index("valid_from_seq")
 _VALID_TO = CHUNK_VALUE_COLUMNS.index("valid_to_seq")
 
-FullRepository = Callable[[], Any]
-
 
 def sqlite_path(url: str) -> Path | None:
     """The file of a plain `sqlite:///PATH` URL; None for anything else (PostgreSQL, memory,
@@ -54,7 +54,7 @@ def sqlite_path(url: str) -> Path | None:
     return None if path in ("", ":memory:") else Path(path)
 
 
-def open_reader(url: str, full: FullRepository) -> SqliteSearchReader | None:
+def open_reader(url: str, full: OpenSqlRepository) -> SqliteSearchReader | None:
     """A reader of the database at `url` if it is a SQLite file at the newest schema, else
     None (the caller opens SqlRepository, which creates or migrates it). `full`: opens the
     SqlRepository that answers every call the reader does not."""
@@ -112,36 +112,19 @@ def _parts(items: Sequence[str]) -> Iterable[Sequence[str]]:
         yield items[start:start + IN_LIST]
 
 
-class SqliteSearchReader:
-    """The reads of a search (Repository, VersionReader) on sqlite3; every other attribute
-    is SqlRepository's, opened on first use. Thread-safe: one connection under a lock."""
+class SqliteSearchReader(LazySqlRepository):
+    """The reads of a search (Repository, VersionReader, the KB settings store) on sqlite3;
+    the ports' other methods are SqlRepository's, opened on first use (LazySqlRepository).
+    Thread-safe: one connection under a lock."""
 
-    def __init__(self, connection: sqlite3.Connection, full: FullRepository) -> None:
+    def __init__(self, connection: sqlite3.Connection, full: OpenSqlRepository) -> None:
+        super().__init__(full)
         self._connection = connection
         self._lock = threading.Lock()
-        self._open_full = full
-        self._full: Any = None
-        self.kb_setting_defaults: dict[str, Any] = {}
-
-    def __getattr__(self, name: str) -> Any:
-        # only for what the reader lacks: a rarer read, or a write (which a follower refuses)
-        if name.startswith("_"):
-            raise AttributeError(name)
-        with self._lock:
-            if self._full is None:
-                self._full = self._open_full()
-                self._full.kb_setting_defaults = self.kb_setting_defaults
-        return getattr(self._full, name)
-
-    @property
-    def opened_full(self) -> bool:
-        """Whether some call needed SqlRepository (and so imported SQLAlchemy)."""
-        return self._full is not None
 
     def close(self) -> None:
         self._connection.close()
-        if self._full is not None:
-            self._full.close()
+        super().close()
 
     def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         with self._lock:
@@ -231,8 +214,7 @@ class SqliteSearchReader:
         if pinned is None or pinned == active:
             return active
         # a pinned version: SqlRepository checks it is retained and names those that are
-        full: int = self.__getattr__("searchable_version")(kb_id, pinned)
-        return full
+        return self._sql().searchable_version(kb_id, pinned)
 
     def get_chunks_at(self, kb_id: str, chunk_ids: Sequence[str], version_seq: int
                       ) -> list[tuple[Chunk, str]]:

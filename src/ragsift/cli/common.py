@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from ragsift.bootstrap import Container
     from ragsift.config import Settings
     from ragsift.domain.models import KnowledgeBase
+    from ragsift.ports import Repository
     from ragsift.search_container import SearchContainer
 
 out = Console(soft_wrap=True)
@@ -122,7 +123,7 @@ def kb_named(container: Container, name: str) -> KnowledgeBase:
     return kb_named_in(container.repository, name)
 
 
-def kb_named_in(repository: SqlRepository, name: str) -> KnowledgeBase:
+def kb_named_in(repository: Repository, name: str) -> KnowledgeBase:
     """kb_named with the repository alone (open_repository)."""
     kb = repository.get_kb_by_name(name)
     if kb is None:
