@@ -164,7 +164,7 @@ def test_all_channels_failing_exits_1_with_the_reason(
 
 
 def test_a_cli_search_on_sqlite_imports_neither_sqlalchemy_nor_alembic(data_dir: Path) -> None:
-    """The search reads the database through sqlite3 (ragsift.search_container): SQLAlchemy's
+    """The search reads the database through sqlite3 (ragsift.bootstrap.search): SQLAlchemy's
     import was ~0.55 CPU-s of a ~2.5 CPU-s command."""
     probe = ("import json, sys\nfrom ragsift.cli import main\n"
              "sys.argv = ['ragsift', 'search', 'what is E-104?', '--kb', 'manuals', '--json']\n"
@@ -189,9 +189,9 @@ def test_the_search_container_finds_the_full_containers_hits_and_scores(
     data_dir: Path, request_fields: dict[str, object],
 ) -> None:
     from ragsift.bootstrap import build
+    from ragsift.bootstrap.search import build_search
     from ragsift.config import Settings
     from ragsift.domain.requests import SearchRequest
-    from ragsift.search_container import build_search
 
     settings = Settings(data_dir=data_dir)
     full, light = build(settings, follow=True), build_search(settings)

@@ -146,7 +146,7 @@ def build(settings: Settings, upgrade_sparse_layout: bool = False,
     a writer that holds the data directory (`ragsift serve`, an ingest), following its
     commits; their writes raise IndexReadOnly. The SQL database serves both processes.
     """
-    # SQLAlchemy is imported here, not with this module: a CLI search (search_container) opens
+    # SQLAlchemy is imported here, not with this module: a CLI search (bootstrap.search) opens
     # the database without it
     from ragsift.adapters.sql import SqlRepository
     from ragsift.adapters.sql.conversation_repository import SqlConversationStore

@@ -21,10 +21,10 @@ from ragsift.domain.errors import InvalidInput
 if TYPE_CHECKING:
     from ragsift.adapters.sql.repository import SqlRepository
     from ragsift.bootstrap import Container
+    from ragsift.bootstrap.search import SearchContainer
     from ragsift.config import Settings
     from ragsift.domain.models import KnowledgeBase
     from ragsift.ports import Repository
-    from ragsift.search_container import SearchContainer
 
 out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
@@ -81,10 +81,10 @@ def open_container(
 
 @contextmanager
 def open_search_container(data_dir: Path | None) -> Iterator[SearchContainer]:
-    """The lighter container of a one-shot search (ragsift.search_container), read-only
+    """The lighter container of a one-shot search (ragsift.bootstrap.search), read-only
     beside a writer like open_container(follow=True), closed afterwards."""
+    from ragsift.bootstrap.search import build_search
     from ragsift.observability.logs import configure_logging
-    from ragsift.search_container import build_search
 
     settings = load_settings(data_dir)
     _opened.append(settings.data_dir)

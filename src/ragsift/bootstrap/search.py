@@ -4,7 +4,7 @@
 SQLite file at the newest schema reads the database through the standard library's sqlite3
 (ragsift.adapters.sqlite_reader): SQLAlchemy's import was ~0.55 CPU-s of the command's
 ~2.5. Any read the reader lacks opens SqlRepository on first use, so the hits and scores are
-those of the full container (tests/test_search_container.py compares them).
+those of the full container (tests/test_cli.py compares them).
 """
 
 from __future__ import annotations
