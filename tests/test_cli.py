@@ -107,6 +107,40 @@ def test_explain_says_which_switches_were_asked_none_without_flags(data_dir: Pat
     assert asked("--no-rerank", "--auto-merge") == "no rerank, auto_merge"
 
 
+def test_kb_and_docs_listings_on_sqlite_import_no_sqlalchemy_and_list_what_it_holds(
+    data_dir: Path,
+) -> None:
+    """`kb list` and `docs list` read through sqlite3 (cli.common.open_facts); their output is
+    what SqlRepository holds."""
+    probe = ("import json, sys\nfrom ragsift.cli import app\n"
+             "for args in (['kb', 'list', '--json'], ['docs', 'list', '--kb', 'manuals', "
+             "'--json']):\n    try:\n        app(args)\n    except SystemExit as exc:\n"
+             "        assert exc.code in (0, None)\n    print('---')\n"
+             "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
+             "('sqlalchemy', 'alembic'))))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          timeout=300, check=False,
+                          env={**os.environ, "RAGSIFT_DATA_DIR": str(data_dir)})
+    assert done.returncode == 0, done.stderr
+    kbs, docs, modules = done.stdout.split("---\n")
+    assert json.loads(modules) == []
+    from ragsift.adapters.sql import SqlRepository
+    from ragsift.config import Settings
+    from ragsift.domain.models import DocumentStatus
+
+    repo = SqlRepository(Settings(data_dir=data_dir).resolved_database_url)
+    try:
+        [kb] = repo.list_kbs()
+        documents = repo.list_documents(kb.id)
+        assert json.loads(kbs) == [{
+            "id": kb.id, "name": "manuals", "embedding_model": kb.embedding_model,
+            "documents": len(documents),
+            "ready": sum(d.status == DocumentStatus.READY for d in documents),
+            "faq": repo.count_faq_entries(kb.id)}]
+        assert json.loads(docs) == [d.model_dump(mode="json") for d in documents]
+    finally:
+        repo.close()
+
 def test_kb_and_docs_listing_and_delete(data_dir: Path, tmp_path: Path) -> None:
     kbs = json.loads(ragsift(data_dir, "kb", "list", "--json").stdout)
     assert [(k["name"], k["ready"]) for k in kbs] == [("manuals", 2)]

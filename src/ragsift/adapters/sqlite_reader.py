@@ -19,7 +19,7 @@ import threading
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragsift.adapters.chunk_values import CHUNK_VALUE_COLUMNS, chunk_from_values, json_value
 from ragsift.adapters.lazy_sql_repository import LazySqlRepository, OpenSqlRepository
@@ -27,6 +27,9 @@ from ragsift.adapters.schema_head import head_revision
 from ragsift.domain.filters import valid_at
 from ragsift.domain.kb_settings import KbSettingsRecord
 from ragsift.domain.models import Chunk, Document, DocumentScope, DocumentStatus, KnowledgeBase
+
+if TYPE_CHECKING:
+    from ragsift.adapters.sql import SqlRepository
 
 # as SqlRepository's engine: a writer's commit may hold the database this long
 BUSY_TIMEOUT_S = 5.0
@@ -71,6 +74,19 @@ def open_reader(url: str, full: OpenSqlRepository) -> SqliteSearchReader | None:
         connection.close()
         return None
     return SqliteSearchReader(connection, full)
+
+
+def open_database(url: str) -> SqliteSearchReader | SqlRepository:
+    """The reader of a SQLite file at the newest schema, else SqlRepository (which creates or
+    migrates the database): for the commands that only read it (a search, the listings)."""
+
+    def full() -> SqlRepository:
+        from ragsift.adapters.sql import SqlRepository
+
+        return SqlRepository(url)
+
+    reader = open_reader(url, full)
+    return reader if reader is not None else full()
 
 
 def _utc(value: str | None) -> datetime | None:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ragsift.adapters.embedding_cache import CachedEmbedder
-from ragsift.adapters.sqlite_reader import SqliteSearchReader, open_reader
+from ragsift.adapters.sqlite_reader import open_database
 from ragsift.adapters.thread_budget import configure as configure_thread_budget
 from ragsift.bootstrap import (
     build_embedder,
@@ -30,7 +30,6 @@ from ragsift.retrieval.consistency_stage import ConsistencyStage
 from ragsift.retrieval.service import RetrievalService
 
 if TYPE_CHECKING:
-    from ragsift.adapters.sql import SqlRepository
     from ragsift.config import Settings
     from ragsift.ports import SearchIndex
 
@@ -61,20 +60,11 @@ class SearchContainer:
         self.repository.close()
 
 
-def _full_repository(settings: Settings) -> SqlRepository:
-    from ragsift.adapters.sql import SqlRepository
-
-    return SqlRepository(settings.resolved_database_url)
-
-
 def build_search(settings: Settings) -> SearchContainer:
     """The retrieval service over the data directory, read-only beside a writer (`follow`)."""
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     configure_thread_budget(settings.blas_threads)
-    url = settings.resolved_database_url
-    reader: SqliteSearchReader | None = open_reader(url, lambda: _full_repository(settings))
-    repository: SearchRepository = (
-        reader if reader is not None else _full_repository(settings))
+    repository: SearchRepository = open_database(settings.resolved_database_url)
     repository.kb_setting_defaults = kb_settings_defaults(settings)
     kb_settings = KbSettingsService(repository, settings)
     bare = build_embedder(settings)

@@ -104,6 +104,30 @@ def open_repository(
     index, the embedder nor the services (~1 CPU-s of imports fewer than open_container).
     `settings`: those the caller loaded already (else read here)."""
     from ragsift.adapters.sql.repository import SqlRepository
+
+    repository = SqlRepository(_database_url(data_dir, settings))
+    try:
+        yield repository
+    finally:
+        repository.close()
+
+
+@contextmanager
+def open_facts(data_dir: Path | None) -> Iterator[Repository]:
+    """The database for a listing that only reads it: on a SQLite file at the newest schema
+    through sqlite3 (ragsift.adapters.sqlite_reader: no SQLAlchemy import), else as
+    open_repository; closed afterwards."""
+    from ragsift.adapters.sqlite_reader import open_database
+
+    repository = open_database(_database_url(data_dir, None))
+    try:
+        yield repository
+    finally:
+        repository.close()
+
+
+def _database_url(data_dir: Path | None, settings: Settings | None) -> str:
+    """The database URL of the data directory, opened for this command (logs configured)."""
     from ragsift.observability.logs import configure_logging
 
     if settings is None:
@@ -111,11 +135,7 @@ def open_repository(
     _opened.append(settings.data_dir)
     configure_logging(settings.log_format)
     settings.data_dir.mkdir(parents=True, exist_ok=True)
-    repository = SqlRepository(settings.resolved_database_url)
-    try:
-        yield repository
-    finally:
-        repository.close()
+    return settings.resolved_database_url
 
 
 def kb_named(container: Container, name: str) -> KnowledgeBase:

@@ -12,7 +12,7 @@ from ragsift.cli.common import (
     kb_named,
     kb_named_in,
     open_container,
-    open_repository,
+    open_facts,
     out,
 )
 from ragsift.cli.metadata import docs_meta
@@ -25,7 +25,7 @@ docs_app = typer.Typer(help="Documents of a knowledge base.", no_args_is_help=Tr
 @docs_app.command("list")
 def docs_list(kb: KbName, data_dir: DataDir = None, as_json: JsonFlag = False) -> None:
     """List the documents of a knowledge base with status, error and parse warnings."""
-    with open_repository(data_dir) as repository:
+    with open_facts(data_dir) as repository:
         documents = repository.list_documents(kb_named_in(repository, kb).id)
     if as_json:
         echo_json([d.model_dump(mode="json") for d in documents])

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import typer
 
-from ragsift.cli.common import echo_json, open_repository, out
+from ragsift.cli.common import echo_json, open_facts, out
 from ragsift.cli.kb_settings import kb_settings_command
 from ragsift.cli.options import DataDir, JsonFlag
 from ragsift.cli.versions import version_app
@@ -20,7 +20,7 @@ def kb_list(data_dir: DataDir = None, as_json: JsonFlag = False) -> None:
     """List knowledge bases with their document counts."""
     from ragsift.domain.models import DocumentStatus
 
-    with open_repository(data_dir) as repository:
+    with open_facts(data_dir) as repository:
         rows = []
         for kb in repository.list_kbs():
             documents = repository.list_documents(kb.id)
