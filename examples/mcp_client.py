@@ -45,9 +45,11 @@ async def connect(args: argparse.Namespace) -> AsyncIterator[ClientSession]:
     command = [sys.executable, "-m", "ragsift.cli", "mcp"]
     if args.data_dir:
         command += ["--data-dir", args.data_dir]
+    # the SDK gives the server a minimal environment: pass ragsift's settings, and PYTHONPATH
+    # so the server imports the same ragsift as this client
     server = StdioServerParameters(command=command[0], args=command[1:],
                                    env={k: v for k, v in os.environ.items()
-                                        if k.startswith("RAGSIFT_")})
+                                        if k.startswith("RAGSIFT_") or k == "PYTHONPATH"})
     async with stdio_client(server) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         yield session
