@@ -19,6 +19,7 @@ import pytest
 from api.api_helpers import HOTELS
 from ragsift.adapters.sql.job_queue import SqlJobQueue
 from ragsift.bootstrap import Container, build
+from ragsift.cli import worker as worker_module
 from ragsift.cli.worker import PAUSE_HOOK
 from ragsift.config import Settings
 from ragsift.domain.jobs import JobKind, JobStatus
@@ -188,3 +189,17 @@ def test_sigterm_mid_document_exits_within_the_bound_and_leaves_the_job_to_its_l
         assert document is not None and document.status == DocumentStatus.INDEXING
     finally:
         container.close()
+
+
+def test_the_stop_signal_handler_sets_the_stop_without_writing_a_log_line(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # a handler interrupting the main thread inside a write to stderr must not write itself:
+    # logging's "reentrant call" error escaped the handler before the stop was set
+    def reentrant(*_args: object, **_kwargs: object) -> None:
+        raise RuntimeError("reentrant call inside <_io.BufferedWriter name='<stderr>'>")
+
+    monkeypatch.setattr(worker_module.logger, "info", reentrant)
+    signals = worker_module._StopSignals()
+    signals._handle(signal.SIGTERM, None)
+    assert signals.stop.is_set()

@@ -57,10 +57,19 @@ class _StopSignals:
     def __init__(self) -> None:
         self.stop = threading.Event()
         self._clock: ShutdownClock | None = None
+        self._signum = 0
 
     def install(self) -> None:
         signal.signal(signal.SIGTERM, self._handle)
         signal.signal(signal.SIGINT, self._handle)
+        threading.Thread(target=self._announce, name="ragsift-stop-log", daemon=True).start()
+
+    def _announce(self) -> None:
+        # logged here, not in the handler: a handler that logs while the main thread is inside
+        # a write to stderr gets logging's "reentrant call" RuntimeError (seen under load), which
+        # escaped before the stop was set, and the worker ran on
+        self.stop.wait()
+        logger.info("signal %d: stopping after the current document", self._signum)
 
     def bound_by(self, clock: ShutdownClock) -> None:
         self._clock = clock
@@ -70,7 +79,7 @@ class _StopSignals:
     def _handle(self, signum: int, _frame: FrameType | None) -> None:
         if self.stop.is_set():
             raise KeyboardInterrupt  # the lease expires and another worker retries the job
-        logger.info("signal %d: stopping after the current document", signum)
+        self._signum = signum
         self.stop.set()
         clock = self._clock
         if clock is not None:
