@@ -22,6 +22,7 @@ from ragsift.bootstrap.models import (
     build_rewriter,
     retry_policy,
 )
+from ragsift.bootstrap.retrieval import build_observer, build_search_stack
 from ragsift.bootstrap.stores import (
     ann_settings,
     build_job_queue,
@@ -31,11 +32,8 @@ from ragsift.bootstrap.stores import (
 )
 from ragsift.chat.service import ChatOptions, ChatService
 from ragsift.config import Settings
-from ragsift.embedder_dimension import resolve_dimension
-from ragsift.kb_settings import defaults as kb_settings_defaults
 from ragsift.kb_settings_service import KbSettingsService
 from ragsift.ports import ObjectStore, SearchIndex
-from ragsift.retrieval.consistency_stage import ConsistencyStage
 from ragsift.retrieval.service import RetrievalService
 from ragsift.versions.service import VersionService
 from ragsift.versions.writer import DraftWriter, VersionDefaults
@@ -116,16 +114,6 @@ class Container:
         self.embedder.close()
 
 
-def build_observer(settings: Settings) -> RetrievalSpans | None:
-    """OpenTelemetry spans of every retrieval when RAGSIFT_OTEL_EXPORTER is set."""
-    if settings.otel_exporter == "none":
-        return None
-    # imported here: opentelemetry is the optional `otel` extra
-    from ragsift.observability.otel import build_spans
-
-    return build_spans(settings.otel_exporter, settings.otel_endpoint)
-
-
 def build_maintenance(container: Container, settle_s: float = 0.0) -> MaintenanceService:
     """BM25 rebuilds and reindexing over a container (settle_s: see MaintenanceService)."""
     from ragsift.ingestion.maintenance import MaintenanceService
@@ -155,39 +143,20 @@ def build(settings: Settings, upgrade_sparse_layout: bool = False,
     data_dir.mkdir(parents=True, exist_ok=True)
     configure_thread_budget(settings.blas_threads)
     repository = SqlRepository(settings.resolved_database_url)
-    # sealed versions record the KB's effective settings: these under its overrides
-    repository.kb_setting_defaults = kb_settings_defaults(settings)
-    kb_settings = KbSettingsService(repository, settings)
-    bare = build_embedder(settings)
-    # a hosted embedder's dimension from a KB's record first: no startup call to it
-    dimension = resolve_dimension(bare, repository)
-    embedder = CachedEmbedder(
-        bare, data_dir / "cache" / "embeddings.sqlite", query_cache_size=settings.query_cache_size,
-    )
-    index = build_search_index(settings, "chunks", dimension, upgrade_sparse_layout, follow)
-    # FAQ entries live in their own collection, so their top-k and scores stay apart.
-    faq_index = build_search_index(settings, "faq", dimension, upgrade_sparse_layout, follow)
+    stack = build_search_stack(settings, repository,
+                               upgrade_sparse_layout=upgrade_sparse_layout, follow=follow)
     drafts = DraftWriter(
-        repository, index, embedder,
+        repository, stack.index, stack.embedder,
         VersionDefaults(settings.kb_publish_mode, settings.kb_version_retention),
         batch_size=settings.embedding_batch_size,
     )
     object_store = build_object_store(settings)
-    spans = build_observer(settings)
-    retrieval = RetrievalService(
-        repository, index, embedder, settings,
-        rewriter=build_rewriter(settings), reranker=build_reranker(settings), faq_index=faq_index,
-        tuning=repository, versions=repository, observer=spans,
-        # the swap check's idf comes from the embedded BM25 store (others: min_idf unchecked)
-        rescorers=(ConsistencyStage(settings, getattr(index, "sparse_term_stats", None)),),
-        kb_defaults=kb_settings.search_defaults,
-    )
-    versions = VersionService(repository, index, retrieval, object_store, drafts, settings,
-                              faq_index=faq_index)
+    versions = VersionService(repository, stack.index, stack.retrieval, object_store, drafts,
+                              settings, faq_index=stack.faq_index)
     # the repository above migrated the schema already
     conversations = SqlConversationStore(settings.resolved_database_url, migrate=False)
     chat = ChatService(
-        retrieval, conversations, build_chat_model(settings),
+        stack.retrieval, conversations, build_chat_model(settings),
         ChatOptions(
             max_query_chars=settings.max_query_chars,
             history_turns=settings.chat_history_turns,
@@ -198,9 +167,9 @@ def build(settings: Settings, upgrade_sparse_layout: bool = False,
         ),
     )
     return Container(
-        settings, repository, index, embedder, retrieval, faq_index,
+        settings, repository, stack.index, stack.embedder, stack.retrieval, stack.faq_index,
         conversations=conversations, chat=chat, versions=versions, drafts=drafts,
-        object_store=object_store, kb_settings=kb_settings, spans=spans,
+        object_store=object_store, kb_settings=stack.kb_settings, spans=stack.spans,
     )
 
 

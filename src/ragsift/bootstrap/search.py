@@ -10,36 +10,19 @@ those of the full container (tests/test_cli.py compares them).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING
 
 from ragsift.adapters.embedding_cache import CachedEmbedder
 from ragsift.adapters.sqlite_reader import open_database
 from ragsift.adapters.thread_budget import configure as configure_thread_budget
-from ragsift.bootstrap import (
-    build_embedder,
-    build_observer,
-    build_reranker,
-    build_rewriter,
-    build_search_index,
-)
-from ragsift.embedder_dimension import resolve_dimension
-from ragsift.kb_settings import defaults as kb_settings_defaults
-from ragsift.kb_settings_service import KbSettingsService, KbSettingsStore
-from ragsift.ports import Repository, TunedFusionStore, VersionReader
-from ragsift.retrieval.consistency_stage import ConsistencyStage
+from ragsift.bootstrap.retrieval import SearchRepository, build_search_stack
 from ragsift.retrieval.service import RetrievalService
 
 if TYPE_CHECKING:
     from ragsift.config import Settings
     from ragsift.ports import SearchIndex
 
-
-class SearchRepository(Repository, VersionReader, TunedFusionStore, KbSettingsStore, Protocol):
-    """What a search's services take of the database: the SQLite reader or a SqlRepository."""
-
-    kb_setting_defaults: dict[str, Any]
-
-    def close(self) -> None: ...
+__all__ = ["SearchContainer", "SearchRepository", "build_search"]
 
 
 @dataclass
@@ -65,19 +48,6 @@ def build_search(settings: Settings) -> SearchContainer:
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     configure_thread_budget(settings.blas_threads)
     repository: SearchRepository = open_database(settings.resolved_database_url)
-    repository.kb_setting_defaults = kb_settings_defaults(settings)
-    kb_settings = KbSettingsService(repository, settings)
-    bare = build_embedder(settings)
-    dimension = resolve_dimension(bare, repository)
-    embedder = CachedEmbedder(bare, settings.data_dir / "cache" / "embeddings.sqlite",
-                              query_cache_size=settings.query_cache_size)
-    index = build_search_index(settings, "chunks", dimension, follow=True)
-    faq_index = build_search_index(settings, "faq", dimension, follow=True)
-    retrieval = RetrievalService(
-        repository, index, embedder, settings,
-        rewriter=build_rewriter(settings), reranker=build_reranker(settings), faq_index=faq_index,
-        tuning=repository, versions=repository, observer=build_observer(settings),
-        rescorers=(ConsistencyStage(settings, getattr(index, "sparse_term_stats", None)),),
-        kb_defaults=kb_settings.search_defaults,
-    )
-    return SearchContainer(settings, repository, index, faq_index, embedder, retrieval)
+    stack = build_search_stack(settings, repository, follow=True)
+    return SearchContainer(settings, repository, stack.index, stack.faq_index, stack.embedder,
+                           stack.retrieval)
