@@ -57,6 +57,19 @@ def opened_data_dir() -> Path | None:
     return _opened[-1] if _opened else None
 
 
+def _open_settings(data_dir: Path | None, settings: Settings | None = None,
+                   **overrides: Any) -> Settings:
+    """The settings of the data directory this command opens (recorded, logs configured);
+    `settings`: those the caller loaded already (else read here)."""
+    from ragsift.observability.logs import configure_logging
+
+    if settings is None:
+        settings = load_settings(data_dir, **overrides)
+    _opened.append(settings.data_dir)
+    configure_logging(settings.log_format)
+    return settings
+
+
 @contextmanager
 def open_container(
     data_dir: Path | None, follow: bool = False, **overrides: Any
@@ -67,12 +80,8 @@ def open_container(
     `ragsift serve` or an ingest that holds the data directory.
     """
     from ragsift.bootstrap import build
-    from ragsift.observability.logs import configure_logging
 
-    settings = load_settings(data_dir, **overrides)
-    _opened.append(settings.data_dir)
-    configure_logging(settings.log_format)
-    container = build(settings, follow=follow)
+    container = build(_open_settings(data_dir, **overrides), follow=follow)
     try:
         yield container
     finally:
@@ -84,12 +93,8 @@ def open_search_container(data_dir: Path | None) -> Iterator[SearchContainer]:
     """The lighter container of a one-shot search (ragsift.bootstrap.search), read-only
     beside a writer like open_container(follow=True), closed afterwards."""
     from ragsift.bootstrap.search import build_search
-    from ragsift.observability.logs import configure_logging
 
-    settings = load_settings(data_dir)
-    _opened.append(settings.data_dir)
-    configure_logging(settings.log_format)
-    container = build_search(settings)
+    container = build_search(_open_settings(data_dir))
     try:
         yield container
     finally:
@@ -128,12 +133,7 @@ def open_facts(data_dir: Path | None) -> Iterator[Repository]:
 
 def _database_url(data_dir: Path | None, settings: Settings | None) -> str:
     """The database URL of the data directory, opened for this command (logs configured)."""
-    from ragsift.observability.logs import configure_logging
-
-    if settings is None:
-        settings = load_settings(data_dir)
-    _opened.append(settings.data_dir)
-    configure_logging(settings.log_format)
+    settings = _open_settings(data_dir, settings)
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     return settings.resolved_database_url
 
