@@ -107,23 +107,32 @@ def test_explain_says_which_switches_were_asked_none_without_flags(data_dir: Pat
     assert asked("--no-rerank", "--auto-merge") == "no rerank, auto_merge"
 
 
-def test_kb_and_docs_listings_on_sqlite_import_no_sqlalchemy_and_list_what_it_holds(
-    data_dir: Path,
-) -> None:
-    """`kb list` and `docs list` read through sqlite3 (cli.common.open_facts); their output is
-    what SqlRepository holds."""
-    probe = ("import json, sys\nfrom ragsift.cli import app\n"
-             "for args in (['kb', 'list', '--json'], ['docs', 'list', '--kb', 'manuals', "
-             "'--json']):\n    try:\n        app(args)\n    except SystemExit as exc:\n"
-             "        assert exc.code in (0, None)\n    print('---')\n"
+def _run_import_probe(data_dir: Path, body: str) -> tuple[str, list[str]]:
+    """Run `body` in a fresh interpreter on `data_dir`; what it printed, and the SQLAlchemy
+    and Alembic modules it imported (printed last, on a line of its own)."""
+    probe = ("import json, sys\n" + body +
              "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
              "('sqlalchemy', 'alembic'))))")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                           timeout=300, check=False,
                           env={**os.environ, "RAGSIFT_DATA_DIR": str(data_dir)})
     assert done.returncode == 0, done.stderr
-    kbs, docs, modules = done.stdout.split("---\n")
-    assert json.loads(modules) == []
+    printed, _, modules = done.stdout.rstrip("\n").rpartition("\n")
+    return printed + "\n", json.loads(modules)
+
+
+def test_kb_and_docs_listings_on_sqlite_import_no_sqlalchemy_and_list_what_it_holds(
+    data_dir: Path,
+) -> None:
+    """`kb list` and `docs list` read through sqlite3 (cli.common.open_facts); their output is
+    what SqlRepository holds."""
+    printed, modules = _run_import_probe(data_dir, (
+        "from ragsift.cli import app\n"
+        "for args in (['kb', 'list', '--json'], ['docs', 'list', '--kb', 'manuals', "
+        "'--json']):\n    try:\n        app(args)\n    except SystemExit as exc:\n"
+        "        assert exc.code in (0, None)\n    print('---')\n"))
+    kbs, docs, _ = printed.split("---\n")
+    assert modules == []
     from ragsift.adapters.sql import SqlRepository
     from ragsift.config import Settings
     from ragsift.domain.models import DocumentStatus
@@ -200,18 +209,12 @@ def test_all_channels_failing_exits_1_with_the_reason(
 def test_a_cli_search_on_sqlite_imports_neither_sqlalchemy_nor_alembic(data_dir: Path) -> None:
     """The search reads the database through sqlite3 (ragsift.bootstrap.search): SQLAlchemy's
     import was ~0.55 CPU-s of a ~2.5 CPU-s command."""
-    probe = ("import json, sys\nfrom ragsift.cli import main\n"
-             "sys.argv = ['ragsift', 'search', 'what is E-104?', '--kb', 'manuals', '--json']\n"
-             "try:\n    main()\nexcept SystemExit as exc:\n    assert exc.code in (0, None)\n"
-             "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
-             "('sqlalchemy', 'alembic'))))")
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                          timeout=300, check=False,
-                          env={**os.environ, "RAGSIFT_DATA_DIR": str(data_dir)})
-    assert done.returncode == 0, done.stderr
-    *hits, modules = done.stdout.strip().splitlines()
-    assert "E-104" in json.loads("\n".join(hits))[0]["text"]
-    assert json.loads(modules) == []
+    printed, modules = _run_import_probe(data_dir, (
+        "from ragsift.cli import main\n"
+        "sys.argv = ['ragsift', 'search', 'what is E-104?', '--kb', 'manuals', '--json']\n"
+        "try:\n    main()\nexcept SystemExit as exc:\n    assert exc.code in (0, None)\n"))
+    assert "E-104" in json.loads(printed)[0]["text"]
+    assert modules == []
 
 
 @pytest.mark.parametrize("request_fields", [
