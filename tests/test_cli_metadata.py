@@ -116,6 +116,26 @@ def test_a_sidecar_changes_only_its_own_files_document_never_a_duplicates(
     assert {d["filename"]: d["metadata"] for d in listed} == {"policy.md": {"dept": "finance"}}
 
 
+def test_two_files_of_one_sync_with_the_same_bytes_keep_the_documents_own_sidecar(
+        tmp_path: Path) -> None:
+    # the second file joins the first's document within the run (not yet READY, so not
+    # flagged a duplicate): its sidecar must not overwrite that document's metadata
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    for name, dept in (("a-copy.md", "ops"), ("b-policy.md", "finance")):
+        (folder / name).write_text("# Policy\n\nExpenses are filed monthly.\n")
+        (folder / f"{name}.meta.json").write_text(json.dumps({"dept": dept}))
+
+    done = _run(tmp_path / "data", "sync", str(folder), "--kb", "s")
+
+    assert done.exit_code == 0, done.output
+    [document] = json.loads(_run(tmp_path / "data", "docs", "list", "--kb", "s",
+                                 "--json").stdout)
+    own = json.loads((folder / f"{document['key']}.meta.json").read_text())
+    assert document["metadata"] == own, done.output
+    assert "not applied" in done.stdout, done.output
+
+
 def test_search_and_explain_take_the_kb_option_repeated_and_name_each_hits_kb(
     data_dir: Path, tmp_path: Path,
 ) -> None:

@@ -194,7 +194,9 @@ def _run(
         outcome = result.outcome
         if outcome is None or wanted is None:
             continue
-        if own_key_only and outcome.duplicate and outcome.document.key != result.source.key:
+        # the key, not the duplicate flag: a file joining a document of the same run (not yet
+        # READY, so no "duplicate") ends in another key's document too
+        if own_key_only and outcome.document.key != result.source.key:
             not_theirs.add(result.source.key)
         elif apply_given_metadata(container.repository, container.versions, kb, outcome,
                                   wanted, replace_meta):
