@@ -12,9 +12,8 @@ from __future__ import annotations
 import threading
 
 import tantivy
-from tantivy import Query
 
-from ragsift.adapters.embedded_index.bm25_schema import filter_clauses
+from ragsift.adapters.embedded_index.bm25_schema import Restrictions, filter_clauses
 from ragsift.domain.filters import SearchFilter
 
 _CACHED = 64
@@ -25,11 +24,11 @@ class FilterClauses:
 
     def __init__(self, schema: tantivy.Schema) -> None:
         self._schema = schema
-        self._cache: dict[tuple[SearchFilter, frozenset[str] | None], list[Query] | None] = {}
+        self._cache: dict[tuple[SearchFilter, frozenset[str] | None], Restrictions | None] = {}
         self._lock = threading.Lock()
 
     def __call__(self, search_filter: SearchFilter,
-                 excluded: frozenset[str] | None = None) -> list[Query] | None:
+                 excluded: frozenset[str] | None = None) -> Restrictions | None:
         key = (search_filter, excluded)
         with self._lock:
             if key in self._cache:

@@ -16,8 +16,6 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from tantivy import Query
-
 from ragsift.adapters.embedded_index.bm25_filters import FilterClauses
 from ragsift.adapters.embedded_index.bm25_kb import (
     KbIndex,
@@ -33,7 +31,7 @@ from ragsift.adapters.embedded_index.bm25_layout import (
     missing_meta,
 )
 from ragsift.adapters.embedded_index.bm25_rebuild import UPGRADE_MARKER, KbRebuild, check_layout
-from ragsift.adapters.embedded_index.bm25_schema import schema
+from ragsift.adapters.embedded_index.bm25_schema import Restrictions, schema
 from ragsift.domain.errors import IndexReadOnly
 from ragsift.domain.filters import SearchFilter
 from ragsift.domain.index_records import IndexRecord
@@ -140,7 +138,7 @@ class FollowedBm25Store:
 
     def _searchable(
         self, search_filter: SearchFilter, limit: int, excluded: frozenset[str] | None = None,
-    ) -> tuple[KbIndex, list[Query]] | None:
+    ) -> tuple[KbIndex, Restrictions] | None:
         if limit <= 0:
             return None
         restrictions = self._clauses(search_filter, excluded)

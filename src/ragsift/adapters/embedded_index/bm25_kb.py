@@ -27,7 +27,7 @@ from ragsift.adapters.embedded_index.bm25_layout import (
 # the old import path of the lock and the schema's functions, kept for their callers
 from ragsift.adapters.embedded_index.bm25_lock import lock_root as lock_root
 from ragsift.adapters.embedded_index.bm25_lock import unlock_root as unlock_root
-from ragsift.adapters.embedded_index.bm25_schema import bm25_query, document
+from ragsift.adapters.embedded_index.bm25_schema import Restrictions, bm25_query, document
 from ragsift.adapters.embedded_index.bm25_schema import filter_clauses as filter_clauses
 from ragsift.adapters.embedded_index.bm25_schema import schema as schema
 from ragsift.domain.index_records import IndexRecord
@@ -78,18 +78,17 @@ class KbIndex:
             return document(record, tokens=analyzed.tokens)
         return document(record, self._analyze)
 
-    def search(self, query: str, restrictions: list[Query], limit: int) -> list[ChannelHit]:
+    def search(self, query: str, restrictions: Restrictions, limit: int) -> list[ChannelHit]:
         """Top-`limit` chunks by raw BM25 among those `restrictions` allow (see filter_clauses)."""
         # Repeated query tokens are deduplicated: search-mode segmentation already repeats
         # the pieces of compound words, and counting them again would over-weight them.
         tokens = list(dict.fromkeys(self.analyze(query)))
         if not tokens:
             return []
-        return self._hits(bm25_query(self._schema, [(t, 1.0) for t in tokens], restrictions),
-                          limit)
+        return self._hits([(t, 1.0) for t in tokens], restrictions, limit)
 
     def search_weighted(
-        self, terms: Sequence[tuple[str, float]], restrictions: list[Query], limit: int
+        self, terms: Sequence[tuple[str, float]], restrictions: Restrictions, limit: int
     ) -> list[ChannelHit]:
         """Like `search` for index terms given with weights (an expanded query): each term's
         BM25 score is multiplied by its weight. Terms are used as they are, never parsed;
@@ -100,15 +99,17 @@ class KbIndex:
                 merged[term] = merged.get(term, 0.0) + weight
         if not merged:
             return []
-        return self._hits(bm25_query(self._schema, list(merged.items()), restrictions), limit)
+        return self._hits(list(merged.items()), restrictions, limit)
 
     def term_stats(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
         """(live documents, document frequency of each term) for idf; the searcher's view."""
         searcher = self.searcher
         return int(searcher.num_docs), {t: int(searcher.doc_freq("text", t)) for t in terms}
 
-    def _hits(self, query: Query, limit: int) -> list[ChannelHit]:
-        searcher = self.searcher
+    def _hits(self, terms: Sequence[tuple[str, float]], restrictions: Restrictions,
+              limit: int) -> list[ChannelHit]:
+        searcher = self.searcher  # one snapshot for the restrictions and the search
+        query = bm25_query(self._schema, terms, restrictions.on(searcher))
         hits = searcher.search(query, limit, count=False).hits
         results: list[ChannelHit] = []
         for score, address in hits:

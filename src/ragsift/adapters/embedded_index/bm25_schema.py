@@ -4,6 +4,7 @@ BM25 over the analyzed text, restricted by term-set clauses (scope, documents, r
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import tantivy
 from tantivy import Occur, Query
@@ -86,8 +87,36 @@ def version_clause(schema_: tantivy.Schema, version_seq: int) -> Query:
     ])
 
 
+@dataclass(frozen=True)
+class Restrictions:
+    """A filter's clauses; the roles clause apart, because it restricts only an index that
+    holds a role-restricted chunk.
+
+    On an index without one (most: roles are optional), the roles clause keeps every chunk
+    yet turned the text disjunction into a conjunction with a filter, which cost BM25 1.85x
+    at 100k chunks and kept tantivy from its pruned top-k of a pure disjunction
+    (docs/benchmarks.md). The facts re-check the roles of every hit either way.
+    """
+
+    clauses: tuple[Query, ...]
+    roles: Query | None = None
+
+    def on(self, searcher: tantivy.Searcher) -> list[Query]:
+        """The clauses to apply on `searcher`'s snapshot of an index."""
+        if self.roles is None or not holds_restricted(searcher):
+            return list(self.clauses)
+        return [*self.clauses, self.roles]
+
+
+def holds_restricted(searcher: tantivy.Searcher) -> bool:
+    """Whether the snapshot holds a role-restricted chunk. The term's document frequency
+    counts deleted documents too, so a restricted chunk deleted but not yet merged away
+    keeps the clause: the answer errs only towards filtering."""
+    return int(searcher.doc_freq(ROLES_OPEN, 0)) > 0
+
+
 def filter_clauses(schema_: tantivy.Schema, search_filter: SearchFilter,
-                   excluded: frozenset[str] | None = None) -> list[Query] | None:
+                   excluded: frozenset[str] | None = None) -> Restrictions | None:
     """Document and scope restrictions as term-set queries (never parsed text).
 
     The kb needs no clause, as its index holds nothing else; None when the filter allows
@@ -108,11 +137,10 @@ def filter_clauses(schema_: tantivy.Schema, search_filter: SearchFilter,
         if not values:
             return None
         clauses.append(Query.term_set_query(schema_, name, sorted(values)))
-    if search_filter.roles is not None:
-        clauses.append(roles_clause(schema_, search_filter.roles))
     if search_filter.version_seq is not None:
         clauses.append(version_clause(schema_, search_filter.version_seq))
-    return clauses
+    roles = None if search_filter.roles is None else roles_clause(schema_, search_filter.roles)
+    return Restrictions(tuple(clauses), roles)
 
 
 def _term(schema_: tantivy.Schema, token: str, weight: float) -> Query:

@@ -15,8 +15,6 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from tantivy import Query
-
 from ragsift.adapters.embedded_index.bm25_catalog import Bm25Catalog
 from ragsift.adapters.embedded_index.bm25_filters import FilterClauses
 from ragsift.adapters.embedded_index.bm25_kb import (
@@ -45,7 +43,7 @@ from ragsift.adapters.embedded_index.bm25_rebuild import (
     staged_directory,
     switch_in,
 )
-from ragsift.adapters.embedded_index.bm25_schema import schema
+from ragsift.adapters.embedded_index.bm25_schema import Restrictions, schema
 from ragsift.domain.errors import RagsiftError
 from ragsift.domain.filters import SearchFilter
 from ragsift.domain.index_records import IndexRecord
@@ -301,7 +299,7 @@ class TantivyBm25Store(Bm25Catalog):
 
     def _searchable(
         self, search_filter: SearchFilter, limit: int, excluded: frozenset[str] | None = None,
-    ) -> tuple[KbIndex, list[Query]] | None:
+    ) -> tuple[KbIndex, Restrictions] | None:
         """The filter's kb index and its restrictions; None when nothing can match."""
         if limit <= 0:
             return None
