@@ -109,7 +109,7 @@ class KbIndex:
     def _hits(self, terms: Sequence[tuple[str, float]], restrictions: Restrictions,
               limit: int) -> list[ChannelHit]:
         searcher = self.searcher  # one snapshot for the restrictions and the search
-        query = bm25_query(self._schema, terms, restrictions.on(searcher))
+        query = bm25_query(self._schema, terms, restrictions.on(searcher), restrictions.excluded)
         hits = searcher.search(query, limit, count=False).hits
         results: list[ChannelHit] = []
         for score, address in hits:

@@ -100,6 +100,9 @@ class Restrictions:
 
     clauses: tuple[Query, ...]
     roles: Query | None = None
+    # documents left out (a filter's complement): a MUST_NOT beside the text, which the
+    # disjunction skips by seeking, where a MUST of "all but these" scanned every chunk
+    excluded: Query | None = None
 
     def on(self, searcher: tantivy.Searcher) -> list[Query]:
         """The clauses to apply on `searcher`'s snapshot of an index."""
@@ -125,12 +128,10 @@ def filter_clauses(schema_: tantivy.Schema, search_filter: SearchFilter,
     """
     restrictions: dict[str, frozenset[str]] = dict(search_filter.scope_fields())
     clauses: list[Query] = []
+    left_out = None
     if excluded is not None:
         if excluded:
-            clauses.append(Query.boolean_query([
-                (Occur.Must, Query.all_query()),
-                (Occur.MustNot, Query.term_set_query(schema_, "document_id", sorted(excluded))),
-            ]))
+            left_out = Query.term_set_query(schema_, "document_id", sorted(excluded))
     elif search_filter.document_ids is not None:
         restrictions["document_id"] = search_filter.document_ids
     for name, values in restrictions.items():
@@ -140,7 +141,7 @@ def filter_clauses(schema_: tantivy.Schema, search_filter: SearchFilter,
     if search_filter.version_seq is not None:
         clauses.append(version_clause(schema_, search_filter.version_seq))
     roles = None if search_filter.roles is None else roles_clause(schema_, search_filter.roles)
-    return Restrictions(tuple(clauses), roles)
+    return Restrictions(tuple(clauses), roles, left_out)
 
 
 def _term(schema_: tantivy.Schema, token: str, weight: float) -> Query:
@@ -149,25 +150,21 @@ def _term(schema_: tantivy.Schema, token: str, weight: float) -> Query:
 
 
 def bm25_query(schema_: tantivy.Schema, terms: Sequence[tuple[str, float]],
-                restrictions: list[Query]) -> Query:
+               restrictions: Sequence[Query], excluded: Query | None = None) -> Query:
     """Any of `terms` in the text, scored by weight x BM25, among the documents
-    `restrictions` allow."""
+    `restrictions` allow and `excluded` does not match."""
     text_query = Query.boolean_query(
         [(Occur.Should, _term(schema_, token, weight)) for token, weight in terms]
     )
-    if not restrictions:
+    if not restrictions and excluded is None:
         return text_query
     # The filter is a MUST clause with a constant score of 0, so it restricts the matches
     # without altering the BM25 score; the text disjunction is a MUST too, so a document
-    # must contain at least one query token.
-    return Query.boolean_query(
-        [
-            (Occur.Must, text_query),
-            (
-                Occur.Must,
-                Query.const_score_query(
-                    Query.boolean_query([(Occur.Must, c) for c in restrictions]), 0.0
-                ),
-            ),
-        ]
-    )
+    # must contain at least one query token. A MUST_NOT scores nothing.
+    clauses: list[tuple[Occur, Query]] = [(Occur.Must, text_query)]
+    if restrictions:
+        clauses.append((Occur.Must, Query.const_score_query(
+            Query.boolean_query([(Occur.Must, c) for c in restrictions]), 0.0)))
+    if excluded is not None:
+        clauses.append((Occur.MustNot, excluded))
+    return Query.boolean_query(clauses)

@@ -1,5 +1,5 @@
-"""The roles clause of a BM25 search applies only where an index holds a restricted chunk:
-dropped elsewhere (same hits, same scores), never dropped where it would let one through."""
+"""How a filter reaches BM25: the roles clause only where an index holds a restricted chunk
+(dropped elsewhere: same hits, same scores), a complement as a MUST_NOT beside the text."""
 
 from __future__ import annotations
 
@@ -71,3 +71,17 @@ def test_a_restricted_chunk_brings_the_clause_back(
 def test_other_clauses_stay_when_the_roles_clause_is_dropped(store: TantivyBm25Store) -> None:
     only_d2 = SearchFilter(kb_id="kb", document_ids=frozenset({"d2"}))
     assert [h.chunk_id for h in store.search("travel meal allowance", only_d2, 10)] == ["c2"]
+
+
+def test_excluded_documents_are_left_out_without_changing_the_others_scores(
+    store: TantivyBm25Store,
+) -> None:
+    everyone = {h.chunk_id: h.score for h in store.search("travel meal allowance", NO_ROLES, 10)}
+    kept = store.search("travel meal allowance", NO_ROLES, 10, frozenset({"d1"}))
+    assert [(h.chunk_id, h.score) for h in kept] == [("c2", everyone["c2"])]
+
+
+def test_the_complement_is_a_must_not_beside_the_text_not_a_scan_of_every_chunk() -> None:
+    restrictions = filter_clauses(schema(), NO_ROLES, frozenset({"d1"}))
+    assert restrictions is not None
+    assert restrictions.clauses == () and restrictions.excluded is not None
