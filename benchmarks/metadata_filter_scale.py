@@ -153,6 +153,11 @@ def probe(index: EmbeddedIndex, repository: SqlRepository, directory: Path, n: i
     cases: dict[str, Callable[[int], object]] = {
         f"a, filter {name}": one_kb("a", spec) for name, spec in FILTERS.items()}
     cases["b alone (a fifth of a)"] = one_kb("b", None)
+    # issue 39's ratio: the hybrid against its dense channel alone, same queries and KB
+    cases["a, dense channel only"] = lambda i: index.search_dense(queries[i], SearchFilter(
+        kb_id="a"), K)
+    cases["a, BM25 channel only"] = lambda i: index.search_sparse(queries_text[i], SearchFilter(
+        kb_id="a"), K)
     cases["a + b (two KBs)"] = two_kbs
     results: dict[str, tuple[float, float, float]] = {}
     for round_ in range(2):  # interleaved rounds: a drift of the machine's load hits all
