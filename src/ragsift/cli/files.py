@@ -18,7 +18,7 @@ from ragsift.cli.prepare import prepare_embedder
 if TYPE_CHECKING:
     from ragsift.bootstrap import Container
     from ragsift.cli.ingest_report import Tally
-    from ragsift.domain.models import DocumentScope, KnowledgeBase
+    from ragsift.domain.models import Document, DocumentScope, KnowledgeBase
     from ragsift.ingestion.files import SourceFile, SyncPlan
 
 Globs = Annotated[list[str] | None, typer.Option(help="Glob on the path inside the folder.")]
@@ -103,6 +103,8 @@ def sync(
             return
         for source, document in plan.touched:
             container.repository.set_source_mtime(document.id, source.path.stat().st_mtime)
+        for document in plan.delete_first:  # an added file holds its bytes
+            _delete(container, document)
         todo = plan.add + [source for source, _ in plan.replace]
         # sidecars are the folder's own statement of its metadata: a file's applies to its
         # own document, even unchanged, but never to another key's holding the same bytes
@@ -117,9 +119,11 @@ def sync(
                 changed_metadata = True
         if changed_metadata:  # a change of the draft like any other: auto mode publishes it
             container.versions.metadata_changed(knowledge_base)
+        first = {document.id for document in plan.delete_first}
         for document in plan.delete:
-            container.ingestion.delete_document(document.id)
-            out.print(f"[red]deleted[/] {escape(document.key or document.filename)}")
+            if document.id not in first:
+                _delete(container, document)
+        tally.duplicate += _report_duplicates(plan, metadata).duplicate
         tally.failed += sum(len(group) for group in plan.conflicts.values())
     # counted from what each file's line says, not from the plan: a resumed run finishes
     # (adds) documents a killed one registered under their keys
@@ -137,14 +141,33 @@ def _print_plan(plan: SyncPlan) -> None:
         for source in sources:
             err.print(f"[red]FAILED[/] {escape(str(source.path))}: key {key!r} is given by "
                       f"{len(sources)} files; nothing is synced for it")
+    duplicates = (f", {len(plan.duplicates)} duplicate(s) of documents already in it"
+                  if plan.duplicates else "")
     out.print(f"plan: {len(plan.add)} to add, {len(plan.replace)} to replace, "
               f"{len(plan.delete)} to delete, {len(plan.unchanged) + len(plan.touched)} "
-              f"unchanged, {len(plan.skipped)} skipped")
+              f"unchanged, {len(plan.skipped)} skipped{duplicates}")
     for label, keys in (("add", [s.key for s in plan.add]),
                         ("replace", [s.key for s, _ in plan.replace]),
                         ("delete", [d.key or d.filename for d in plan.delete])):
         for key in keys:
             out.print(f"  {label} {escape(key)}")
+
+
+def _delete(container: Container, document: Document) -> None:
+    container.ingestion.delete_document(document.id)
+    out.print(f"[red]deleted[/] {escape(document.key or document.filename)}")
+
+
+def _report_duplicates(plan: SyncPlan, metadata: dict[str, dict[str, Any]]) -> Tally:
+    """The lines an ingest prints for the plan's duplicates, their own metadata included
+    (never applied to another key's document)."""
+    from ragsift.cli.ingest_report import report
+    from ragsift.ingestion.files import FileResult
+    from ragsift.ingestion.outcomes import IngestOutcome
+
+    return report([FileResult(source, IngestOutcome(document, duplicate=True))
+                   for source, document in plan.duplicates],
+                  metadata_not_theirs={s.key for s, _ in plan.duplicates if s.key in metadata})
 
 
 def _file_metadata(

@@ -11,7 +11,7 @@ import fnmatch
 import hashlib
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ragsift.domain.errors import InvalidInput
@@ -132,6 +132,11 @@ def ingest_files(
     processed = dict(zip(todo, service.process_many(todo, progress), strict=True))
     for i, document_id in pending:
         results[i] = FileResult(files[i], processed[document_id])
+    for i, result in results.items():  # a duplicate of a document this run finished
+        outcome = result.outcome
+        if outcome is not None and outcome.duplicate and outcome.document.id in processed:
+            finished = processed[outcome.document.id].document
+            results[i] = FileResult(files[i], replace(outcome, document=finished))
     return [results[i] for i in range(len(files))], resumed
 
 
@@ -203,11 +208,18 @@ class SyncPlan:
     touched: list[tuple[SourceFile, Document]] = field(default_factory=list)  # same bytes
     skipped: list[tuple[Path, str]] = field(default_factory=list)
     conflicts: dict[str, list[SourceFile]] = field(default_factory=dict)
+    # new files whose bytes a READY document of the scope holds under another key: not
+    # added (one document per content and scope), reported as duplicates on every run
+    duplicates: list[tuple[SourceFile, Document]] = field(default_factory=list)
+    # documents to delete that hold an added file's bytes: deleted before the adds, or the
+    # add would find them and be a duplicate of a document about to go
+    delete_first: list[Document] = field(default_factory=list)
 
 
 def plan_sync(
     found: Found, documents: dict[str, Document], prune: bool,
     include: Sequence[str] = (), exclude: Sequence[str] = (),
+    scope: DocumentScope | None = None,
 ) -> SyncPlan:
     """Compare a folder's files with the KB's keyed documents (see the module docstring)."""
     plan = SyncPlan(skipped=list(found.skipped), conflicts=key_conflicts(found.files))
@@ -232,7 +244,37 @@ def plan_sync(
     if prune:
         plan.delete = [document for key, document in sorted(documents.items())
                        if key not in seen and _selected(key, include, exclude)]
+    _split_duplicates(plan, documents.values(), scope or DocumentScope())
     return plan
+
+
+def _split_duplicates(plan: SyncPlan, documents: Iterable[Document],
+                      scope: DocumentScope) -> None:
+    """Move the new files whose bytes a READY keyed document of `scope` holds to
+    `duplicates`; when that document is to be deleted, keep the add and delete it first.
+    Registration decides the same way (ingestion/registration.py); the plan says it ahead,
+    so a folder holding a copy does not plan "add" on every sync."""
+    leaving = {document.id for document in plan.delete}
+    held: dict[str, Document] = {}
+    for document in documents:
+        if (document.status == DocumentStatus.READY and document.sha256
+                and document.scope.access == scope.access):
+            held.setdefault(document.sha256, document)
+    if not held or not plan.add:
+        return
+    adds: list[SourceFile] = []
+    first: dict[str, Document] = {}
+    for source in plan.add:
+        twin = held.get(_sha256(source.path))
+        if twin is None:
+            adds.append(source)
+        elif twin.id in leaving:
+            adds.append(source)
+            first[twin.id] = twin
+        else:
+            plan.duplicates.append((source, twin))
+    plan.add = adds
+    plan.delete_first = list(first.values())
 
 
 def _never_searchable(document: Document, path: Path) -> bool:

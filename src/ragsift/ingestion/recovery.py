@@ -66,6 +66,10 @@ class Recovery:
                         len(resumed))
         return resumed
 
+    def owned_here(self, document: Document) -> bool:
+        """Whether this process is finishing `document` (registered or taken over by it)."""
+        return self._repository.document_owner(document.id) == this_process().token()
+
     def resume_or_busy(self, document: Document) -> IngestOutcome:
         """An unfinished document of the same bytes: ours to finish, or another live one's."""
         me = this_process().token()

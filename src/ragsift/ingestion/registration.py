@@ -104,6 +104,10 @@ class Registrar:
             keyed = None
         existing = keyed or _twin(hashed, scope or DocumentScope())
         if existing is not None and existing.status in UNFINISHED:
+            if keyed is None and self._recovery.owned_here(existing):
+                # the same bytes under another key, registered earlier in this run: one
+                # document, which that key's file finishes; this file is its duplicate
+                return IngestOutcome(existing, duplicate=True)
             return self._recovery.resume_or_busy(existing)
         if existing is not None and existing.status != DocumentStatus.FAILED:
             return IngestOutcome(existing, duplicate=True)
