@@ -11,18 +11,25 @@ the matched documents as the allow-list, z-score fusion; a two-KB search runs ea
 and BM25 side by side (four threads), merges the channel lists across the KBs
 (retrieval/multi_kb.py) and fuses once. Timed per query, p50 and p95 over the same queries.
 
+With `--embed`, every search first embeds its query text with the product's default embedder
+(a fresh text each time, so no cache answers), as RetrievalService does once per request
+whatever the number of KBs; the vectors searched stay the synthetic ones, so the rankings
+are those of the run without it.
+
 Usage: python benchmarks/metadata_filter_scale.py [--chunks 100000] [--queries 100]
        [--dir PATH]  (build there and keep it; a later run with the same --dir reuses it)
+       [--embed]
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import statistics
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from itertools import pairwise
@@ -120,7 +127,7 @@ def build(directory: Path, chunks: int, seed: int) -> tuple[EmbeddedIndex, SqlRe
 
 
 def probe(index: EmbeddedIndex, repository: SqlRepository, directory: Path, n: int,
-          seed: int) -> None:
+          seed: int, embed: Callable[[str], object] | None = None) -> None:
     rng = np.random.default_rng(seed + 1)
     words, probs = build_vocabulary(np.random.default_rng(seed))
     queries = queries_near(np.load(directory / "centres.npy"), n, rng)
@@ -159,6 +166,10 @@ def probe(index: EmbeddedIndex, repository: SqlRepository, directory: Path, n: i
     cases["a, BM25 channel only"] = lambda i: index.search_sparse(queries_text[i], SearchFilter(
         kb_id="a"), K)
     cases["a + b (two KBs)"] = two_kbs
+    if embed is not None:  # one fresh query embedding per search, then the search
+        calls = itertools.count()  # shared: no two searches embed the same text
+        cases = {name: _embedding_first(embed, queries_text, calls, run)
+                 for name, run in cases.items()}
     results: dict[str, tuple[float, float, float]] = {}
     for round_ in range(2):  # interleaved rounds: a drift of the machine's load hits all
         for name, run in cases.items():
@@ -185,6 +196,16 @@ def probe(index: EmbeddedIndex, repository: SqlRepository, directory: Path, n: i
     pool.shutdown()
 
 
+def _embedding_first(embed: Callable[[str], object], queries_text: list[str],
+                     calls: Iterator[int], run: Callable[[int], object]
+                     ) -> Callable[[int], object]:
+    def embedded(i: int) -> object:
+        # never the same text twice, and the same length in every case
+        embed(f"{queries_text[i]} {next(calls):06d}")
+        return run(i)
+    return embedded
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -194,6 +215,8 @@ def main() -> None:
     parser.add_argument("--dir", type=Path, default=None,
                         help="build here and keep it; reused when it holds a finished build")
     parser.add_argument("--build-only", action="store_true")
+    parser.add_argument("--embed", action="store_true",
+                        help="embed each search's query first (the default embedder)")
     args = parser.parse_args()
     print(f"{os.cpu_count()} cores, load {load()}, {time.strftime('%Y-%m-%d %H:%M')}",
           flush=True)
@@ -216,8 +239,21 @@ def run(directory: Path, args: argparse.Namespace) -> None:
         index, repository = build(directory, args.chunks, args.seed)
         done.touch()
     try:
-        if not args.build_only:
+        if args.build_only:
+            return
+        if not args.embed:
             probe(index, repository, directory, args.queries, args.seed)
+            return
+        from ragsift.bootstrap import build as build_container
+        from ragsift.config import Settings
+
+        with tempfile.TemporaryDirectory(dir=os.environ.get("TMPDIR")) as tmp:
+            container = build_container(Settings(data_dir=Path(tmp)))
+            try:
+                probe(index, repository, directory, args.queries, args.seed,
+                      container.embedder.embed_query)
+            finally:
+                container.close()
     finally:
         index.close()
         repository.close()
