@@ -59,3 +59,16 @@ def test_pruning_the_original_keeps_its_copy_searchable(tmp_path: Path) -> None:
     assert _keys(data) == {"b.md": "READY", "c.md": "READY"}
     found = run(data, "search", "停车", "--kb", "hr", "--mode", "sparse")
     assert "b.md" in found.stdout
+
+
+def test_a_copy_of_a_files_old_bytes_stays_findable_when_the_original_changes(
+        tmp_path: Path) -> None:
+    docs, data = _folder(tmp_path), tmp_path / "data"
+    assert run(data, "sync", str(docs), "--kb", "hr").returncode == 0
+    (docs / "a.md").write_text("# 停车\n\n员工停车每天 15 CNY。\n", "utf-8")
+    changed = run(data, "sync", str(docs), "--kb", "hr")
+    assert changed.returncode == 0, changed.stderr
+    assert "1 added, 1 replaced" in changed.stdout
+    assert _keys(data) == {"a.md": "READY", "b.md": "READY", "c.md": "READY"}
+    old = run(data, "search", "停车 10 CNY", "--kb", "hr", "--mode", "sparse", "--top-k", "1")
+    assert "b.md" in old.stdout

@@ -105,7 +105,7 @@ def sync(
             container.repository.set_source_mtime(document.id, source.path.stat().st_mtime)
         for document in plan.delete_first:  # an added file holds its bytes
             _delete(container, document)
-        todo = plan.add + [source for source, _ in plan.replace]
+        todo = plan.todo()
         # sidecars are the folder's own statement of its metadata: a file's applies to its
         # own document, even unchanged, but never to another key's holding the same bytes
         tally = (_run(container, knowledge_base, todo, None, metadata, replace_meta=True,

@@ -214,6 +214,13 @@ class SyncPlan:
     # documents to delete that hold an added file's bytes: deleted before the adds, or the
     # add would find them and be a duplicate of a document about to go
     delete_first: list[Document] = field(default_factory=list)
+    # an added file holds the bytes a replaced document has now: the replacements run first
+    replace_first: bool = False
+
+    def todo(self) -> list[SourceFile]:
+        """The files to ingest, in the order that keeps every content findable."""
+        replaced = [source for source, _ in self.replace]
+        return replaced + self.add if self.replace_first else self.add + replaced
 
 
 def plan_sync(
@@ -251,10 +258,11 @@ def plan_sync(
 def _split_duplicates(plan: SyncPlan, documents: Iterable[Document],
                       scope: DocumentScope) -> None:
     """Move the new files whose bytes a READY keyed document of `scope` holds to
-    `duplicates`; when that document is to be deleted, keep the add and delete it first.
-    Registration decides the same way (ingestion/registration.py); the plan says it ahead,
-    so a folder holding a copy does not plan "add" on every sync."""
-    leaving = {document.id for document in plan.delete}
+    `duplicates`; when that document is to be deleted or replaced, keep the add and delete or
+    replace it first. Registration decides the same way (ingestion/registration.py); the
+    plan says it ahead, so a folder holding a copy does not plan "add" on every sync."""
+    deleted = {document.id for document in plan.delete}
+    replaced = {document.id for _, document in plan.replace}
     held: dict[str, Document] = {}
     for document in documents:
         if (document.status == DocumentStatus.READY and document.sha256
@@ -268,9 +276,12 @@ def _split_duplicates(plan: SyncPlan, documents: Iterable[Document],
         twin = held.get(_sha256(source.path))
         if twin is None:
             adds.append(source)
-        elif twin.id in leaving:
+        elif twin.id in deleted:
             adds.append(source)
             first[twin.id] = twin
+        elif twin.id in replaced:
+            adds.append(source)
+            plan.replace_first = True
         else:
             plan.duplicates.append((source, twin))
     plan.add = adds
