@@ -93,9 +93,9 @@ class Restrictions:
     holds a role-restricted chunk.
 
     On an index without one (most: roles are optional), the roles clause keeps every chunk
-    yet turned the text disjunction into a conjunction with a filter, which cost BM25 1.85x
-    at 100k chunks and kept tantivy from its pruned top-k of a pure disjunction
-    (docs/benchmarks.md). The facts re-check the roles of every hit either way.
+    yet turned the text disjunction into an intersection with a filter, which cost BM25 1.7x
+    at 100k chunks (docs/benchmarks.md). The facts re-check the roles of every hit either
+    way.
     """
 
     clauses: tuple[Query, ...]
