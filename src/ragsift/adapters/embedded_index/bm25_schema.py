@@ -123,8 +123,9 @@ def filter_clauses(schema_: tantivy.Schema, search_filter: SearchFilter,
     """Document and scope restrictions as term-set queries (never parsed text).
 
     The kb needs no clause, as its index holds nothing else; None when the filter allows
-    nothing, [] when it restricts nothing. `excluded`: documents to leave out, in place of
-    the filter's document whitelist (a shorter list; the caller re-checks the whitelist).
+    nothing, Restrictions without clauses when it restricts nothing. `excluded`: documents to
+    leave out, in place of the filter's document whitelist (a shorter list; the caller
+    re-checks the whitelist).
     """
     restrictions: dict[str, frozenset[str]] = dict(search_filter.scope_fields())
     clauses: list[Query] = []
