@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import logging
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
@@ -128,3 +131,26 @@ def _supports(faiss: Any, name: str) -> bool:
         return False
     faiss.SIMDConfig.set_level(before)
     return True
+
+
+def _openmp_environment(env: dict[str, str]) -> str:
+    """What faiss's libgomp reports at load (OMP_DISPLAY_ENV) when the store imports faiss."""
+    pytest.importorskip("faiss")
+    code = ("from ragsift.adapters.embedded_index.faiss_simd import import_faiss\n"
+            "import_faiss()\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True, env={**env, "OMP_DISPLAY_ENV": "VERBOSE"})
+    return done.stderr
+
+
+def test_import_faiss_makes_openmp_idle_threads_sleep_instead_of_spinning() -> None:
+    env = {k: v for k, v in os.environ.items() if k not in {"OMP_WAIT_POLICY", "GOMP_SPINCOUNT"}}
+    shown = _openmp_environment(env)
+    assert "GOMP_SPINCOUNT = '0'" in shown  # libgomp's default, unset, spins 300,000 times
+
+
+def test_import_faiss_keeps_a_wait_policy_the_user_set() -> None:
+    env = {k: v for k, v in os.environ.items() if k != "GOMP_SPINCOUNT"}
+    shown = _openmp_environment({**env, "OMP_WAIT_POLICY": "ACTIVE"})
+    assert "OMP_WAIT_POLICY = 'ACTIVE'" in shown
+    assert "GOMP_SPINCOUNT = '0'" not in shown

@@ -16,7 +16,6 @@ a saved file says by its name alone what it is sound for.
 from __future__ import annotations
 
 import hashlib
-import importlib
 import logging
 import os
 import re
@@ -26,6 +25,8 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+
+from ragsift.adapters.embedded_index.faiss_simd import import_faiss
 
 logger = logging.getLogger(__name__)
 
@@ -46,7 +47,7 @@ def load_faiss() -> Any | None:
     """The faiss module, or None (then the store stays exact and says so once)."""
     global _warned_missing
     try:
-        return importlib.import_module("faiss")
+        return import_faiss()
     except ImportError as exc:
         if not _warned_missing:
             _warned_missing = True

@@ -9,12 +9,13 @@ without it the caller gathers as before.
 
 from __future__ import annotations
 
-import importlib
 import threading
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+
+from ragsift.adapters.embedded_index.faiss_simd import import_faiss
 
 Float32Array = NDArray[np.float32]
 IntpArray = NDArray[np.intp]
@@ -31,7 +32,7 @@ def _lib() -> Any | None:
         with _lock:
             if not _faiss:
                 try:
-                    _faiss.append(importlib.import_module("faiss"))
+                    _faiss.append(import_faiss())
                 except ImportError:  # the ann extra is absent: the caller gathers
                     _faiss.append(None)
     return _faiss[0]

@@ -9,11 +9,20 @@ AVX512_SPR to AVX512 and leaves every other choice to faiss (AVX512_VPOPCNT buil
 as fast as AVX512: docs/benchmarks.md, 2026-12-04 afternoon, which also says which of these
 figures were recorded). The level is process-wide: the last store opened with another wish
 sets it.
+
+`import_faiss` is the one way the store imports faiss: it first asks OpenMP (faiss's bundled
+libgomp, which reads the variable when it loads) to put idle threads to sleep rather than
+spin, unless the user chose otherwise. A graph build runs OpenMP teams beside the ingest's
+own work (analysis, BM25), and spinning team threads took CPU from it: a 100k-chunk build
+cost 138-139 CPU-s (79-80 s) with libgomp's default spin and 119-120 CPU-s (71-73 s) passive
+(docs/benchmarks.md, 2026-12-06). Searches run one OpenMP thread per call: unchanged.
 """
 
 from __future__ import annotations
 
+import importlib
 import logging
+import os
 from typing import Any
 
 logger = logging.getLogger(__name__)
@@ -21,6 +30,13 @@ logger = logging.getLogger(__name__)
 AUTO = "auto"
 LIBRARY = "library"  # keep what faiss picked
 _STEP_DOWN = {"AVX512_SPR": "AVX512"}
+
+
+def import_faiss() -> Any:
+    """The faiss module (ImportError when the `ann` extra is absent), OpenMP's idle threads
+    passive unless OMP_WAIT_POLICY is set."""
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    return importlib.import_module("faiss")
 
 
 def apply_simd_level(faiss: Any, wanted: str) -> str | None:
