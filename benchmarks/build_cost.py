@@ -48,10 +48,12 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from dense_ann import load
 from dense_ann_data import expand, queries_near, synthetic_centres
+from hybrid_scale import SPARSE_WEIGHT, kb_of
 from search_latency import build_vocabulary, cpu_model, make_text
 
 BATCH = 512
@@ -60,10 +62,6 @@ K = 30
 WARM_UP = 10
 Found = tuple[list[int], list[int]]  # one query's dense and BM25 top-K (empty: not kept)
 Found2 = tuple[list[list[int]], list[list[int]]]
-
-
-def kb_of(doc: int) -> str:
-    return "mid" if doc % 10 == 0 else "big"
 
 
 def prepare(directory: Path, chunks: int, seed: int) -> None:
@@ -101,9 +99,7 @@ def build_lancedb(directory: Path, texts: list[str], matrix: np.ndarray, jieba: 
     import pyarrow as pa  # type: ignore[import-untyped]
 
     if jieba:
-        from ragsift.adapters.embedded_index.analyzer import CURRENT_VERSION, analyzer_for
-
-        analyze = analyzer_for(CURRENT_VERSION)
+        analyze = ragsift_terms()
         texts = [" ".join(analyze(text)) for text in texts]
     rows = matrix.shape[0]
 
@@ -129,6 +125,13 @@ def build_lancedb(directory: Path, texts: list[str], matrix: np.ndarray, jieba: 
     # the analysis is ragsift's when given: no stemming, stop words or folding on top
     table.create_fts_index("text", stem=not jieba, remove_stop_words=not jieba,
                            ascii_folding=not jieba)
+
+
+def ragsift_terms() -> Callable[[str], list[str]]:
+    """ragsift's BM25 analysis (the terms its index holds), for LanceDB's text column."""
+    from ragsift.adapters.embedded_index.analyzer import CURRENT_VERSION, analyzer_for
+
+    return analyzer_for(CURRENT_VERSION)
 
 
 def one_build(data: Path, out: Path, name: str) -> None:
@@ -174,49 +177,47 @@ def ragsift_searcher(out: Path) -> Callable[[str, np.ndarray], Found]:
         sparse = index.search_sparse(text, flt, K)
         lists = [RankedList(name="dense:original", hits=tuple(dense.result())),
                  RankedList(name="sparse:original", hits=tuple(sparse))]
-        zscore_fusion(lists, {"dense:original": 1.0, "sparse:original": 0.7})
+        # fused as the product fuses, so its cost is timed; the lists are what is compared
+        zscore_fusion(lists, {"dense:original": 1.0, "sparse:original": SPARSE_WEIGHT})
         return ([int(h.chunk_id) for h in lists[0].hits],
                 [int(h.chunk_id) for h in lists[1].hits])
     return search
 
 
-def lancedb_searcher(out: Path, jieba: bool) -> Callable[[str, np.ndarray], Found]:
+BIG = "kb = 'big'"  # LanceDB's prefilter for the searched KB
+
+
+def lance_table_and_query(out: Path, jieba: bool) -> tuple[Any, Callable[[str], str]]:
+    """The build's LanceDB table and how a query text reaches its full-text index (as
+    ragsift's distinct terms when the build indexed those)."""
     import lancedb
 
     table = lancedb.connect(str(out / "lancedb")).open_table("chunks")
-    analyze = None
-    if jieba:
-        from ragsift.adapters.embedded_index.analyzer import CURRENT_VERSION, analyzer_for
+    if not jieba:
+        return table, lambda text: text
+    analyze = ragsift_terms()
+    return table, lambda text: " ".join(dict.fromkeys(analyze(text)))
 
-        analyze = analyzer_for(CURRENT_VERSION)
-    where = "kb = 'big'"
+
+def lancedb_searcher(out: Path, jieba: bool) -> Callable[[str, np.ndarray], Found]:
+    table, query_text = lance_table_and_query(out, jieba)
 
     def search(text: str, vector: np.ndarray) -> Found:
-        query = " ".join(dict.fromkeys(analyze(text))) if analyze else text
-        fused = (table.search(query_type="hybrid").vector(vector).text(query)
-                 .where(where, prefilter=True).limit(K).select(["id"]).to_arrow())
-        del fused
-        return [], []
+        (table.search(query_type="hybrid").vector(vector).text(query_text(text))
+         .where(BIG, prefilter=True).limit(K).select(["id"]).to_arrow())
+        return [], []  # the lists come from lancedb_lists, untimed
     return search
 
 
 def lancedb_lists(out: Path, jieba: bool, texts: list[str], vectors: np.ndarray) -> Found2:
     """LanceDB's dense and full-text top-K of every query (not timed)."""
-    import lancedb
-
-    table = lancedb.connect(str(out / "lancedb")).open_table("chunks")
-    analyze = None
-    if jieba:
-        from ragsift.adapters.embedded_index.analyzer import CURRENT_VERSION, analyzer_for
-
-        analyze = analyzer_for(CURRENT_VERSION)
+    table, query_text = lance_table_and_query(out, jieba)
     dense, text_hits = [], []
     for text, vector in zip(texts, vectors, strict=True):
-        query = " ".join(dict.fromkeys(analyze(text))) if analyze else text
-        found = (table.search(vector).distance_type("dot").where("kb = 'big'", prefilter=True)
+        found = (table.search(vector).distance_type("dot").where(BIG, prefilter=True)
                  .limit(K).select(["id"]).to_arrow())
         dense.append([int(i) for i in found["id"].to_pylist()])
-        found = (table.search(query, query_type="fts").where("kb = 'big'", prefilter=True)
+        found = (table.search(query_text(text), query_type="fts").where(BIG, prefilter=True)
                  .limit(K).select(["id"]).to_arrow())
         text_hits.append([int(i) for i in found["id"].to_pylist()])
     return dense, text_hits
