@@ -3,6 +3,7 @@ SIGTERM mid-ingestion that exits within RAGSIFT_SHUTDOWN_TIMEOUT_S."""
 
 from __future__ import annotations
 
+import http.client
 import os
 import signal
 import subprocess
@@ -18,6 +19,7 @@ from ragsift.bootstrap import build
 from ragsift.cli.worker import PAUSE_HOOK
 from ragsift.config import Settings
 from ragsift.domain.models import DocumentStatus
+from support.live_server import serving
 from support.serve import free_port, ragsift_command, wait_healthy
 
 SMALL = {"RAGSIFT_CHUNK_TOKENS": "32", "RAGSIFT_CHUNK_OVERLAP_TOKENS": "0"}
@@ -123,3 +125,30 @@ def test_sigterm_mid_ingestion_exits_within_the_bound_and_the_next_start_resumes
             time.sleep(0.05)
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=30) == 0, log.read_text()  # nothing left to abandon
+
+
+
+def _health(connection: http.client.HTTPConnection) -> int:
+    connection.request("GET", "/healthz")
+    response = connection.getresponse()
+    response.read()
+    return response.status
+
+
+def test_an_idle_connection_stays_open_past_an_http_clients_reuse_window(
+    tmp_path: Path,
+) -> None:
+    # httpx reuses an idle connection for up to 5 s; with uvicorn's own 5 s the server could
+    # close it just as the client sent its next request ("Server disconnected without
+    # sending a response"), which a client may not retry for a DELETE or POST.
+    with serving(tmp_path / "data", tmp_path / "server.log", "--no-auth") as server:
+        connection = http.client.HTTPConnection(server.url.removeprefix("http://"), timeout=10)
+        try:
+            assert _health(connection) == 200
+            first = connection.sock
+            time.sleep((httpx.Limits().keepalive_expiry or 0.0) + 1.5)
+            # a closed connection raises RemoteDisconnected here
+            assert _health(connection) == 200, server.log.read_text()
+            assert connection.sock is first
+        finally:
+            connection.close()

@@ -106,7 +106,8 @@ def mcp(
                            "anyone who can reach %s may search every knowledge base",
                            host, port, mcp_server.MCP_PATH, host)
         app = mcp_server.http_app(container, hosts, require_keys=keys)
-        if not mcp_server.run_http(app, host, port, container.settings.shutdown_timeout_s):
+        if not mcp_server.run_http(app, host, port, container.settings.shutdown_timeout_s,
+                                   container.settings.keep_alive_s):
             raise CliFailure("the server did not start; see the log above", STARTUP_FAILURE)
 
 

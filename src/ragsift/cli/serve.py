@@ -63,6 +63,7 @@ def _uvicorn_config(app: Any, settings: Settings, graceful_s: float, host: str =
         # with JSON logs uvicorn keeps the root handler instead of installing its own
         log_config=None if settings.log_format == "json" else uvicorn.config.LOGGING_CONFIG,
         timeout_graceful_shutdown=math.floor(graceful_s),  # whole seconds only
+        timeout_keep_alive=settings.keep_alive_s,
     )
 
 

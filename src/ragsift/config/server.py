@@ -21,6 +21,13 @@ class ServerSettings(BaseModel):
         "everything else they forward to the main process): Python runs one thread of "
         "Python at a time, so more processes are what uses more cores",
     )
+    keep_alive_s: int = Field(
+        default=75, ge=1, le=3600,
+        description="how long the server keeps an idle HTTP connection open for the next "
+        "request; longer than clients keep idle connections for reuse (httpx 5 s, aiohttp "
+        "15 s, a load balancer's 60 s), so a client never sends on a connection the server "
+        "is closing at that moment",
+    )
     max_concurrent_search: int = Field(
         default=32, ge=1,
         description="requests to /api/retrieval/* and /dify/retrieval running at once"

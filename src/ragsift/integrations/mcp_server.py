@@ -141,13 +141,15 @@ def run_stdio(container: Container, api_key: str | None) -> None:
     build_server(container, api_key).run("stdio")
 
 
-def run_http(app: ASGIApp, host: str, port: int, graceful_s: float) -> bool:
+def run_http(app: ASGIApp, host: str, port: int, graceful_s: float,
+             keep_alive_s: int) -> bool:
     """Serve the streamable-HTTP app under uvicorn until SIGINT/SIGTERM; False if it never
-    started (the port taken, say)."""
+    started (the port taken, say). `keep_alive_s` as `ragsift serve`'s (RAGSIFT_KEEP_ALIVE_S)."""
     import uvicorn
 
     config = uvicorn.Config(app, host=host, port=port, log_level="info",
-                            timeout_graceful_shutdown=max(1, int(graceful_s)))
+                            timeout_graceful_shutdown=max(1, int(graceful_s)),
+                            timeout_keep_alive=keep_alive_s)
     server = uvicorn.Server(config)
     server.run()
     return bool(server.started)
