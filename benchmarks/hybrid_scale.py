@@ -10,8 +10,16 @@ in one process; the searches in a fresh one, after a timed reopen. Per query: de
 exact, as the store chooses), BM25, and hybrid = both in parallel on two threads and z-score
 fusion (the default), and the hybrid's top-30 overlap with the same hybrid on exact dense.
 
+With --corpus (JSONL files with "text" and an optional "title", e.g. the labelled sets'
+corpus.jsonl) the chunk texts are real passages instead, drawn at random with replacement
+(so a passage recurs ~N / passages times, which keeps every term's share of chunks as in the
+corpus), cut to 600 characters, and the queries are drawn from --query-file (JSONL, "text");
+the vectors stay synthetic (the dense side does not read the text). The synthetic texts put
+35 % of query terms in more than half of the chunks; the labelled sets' dev queries 0-12 %.
+
 Usage: python benchmarks/hybrid_scale.py [--chunks 1000000] [--queries 100] [--keep DIR]
        python benchmarks/hybrid_scale.py --reuse DIR   # search an index a run left
+       python benchmarks/hybrid_scale.py --corpus A/corpus.jsonl --query-file A/queries.jsonl
 """
 
 from __future__ import annotations
@@ -56,10 +64,24 @@ def kb_of(doc: int) -> str:
     return "mid" if doc % 10 == 0 else "big"
 
 
-def build(directory: Path, chunks: int, seed: int) -> None:
+def read_texts(files: list[Path], limit_chars: int | None = None) -> list[str]:
+    """The "title text" of every JSONL record of `files`, cut to `limit_chars`."""
+    texts = []
+    for file in files:
+        with file.open(encoding="utf-8") as lines:
+            for line in lines:
+                record = json.loads(line)
+                text = f"{record.get('title') or ''} {record['text']}".strip()
+                texts.append(text[:limit_chars] if limit_chars else text)
+    return texts
+
+
+def build(directory: Path, chunks: int, seed: int, corpus: list[Path] | None = None,
+          query_files: list[Path] | None = None) -> None:
     """Write the index in batches of one kb, as ingestion does; print rates."""
     rng = np.random.default_rng(seed)
     words, probs = build_vocabulary(rng)
+    passages = read_texts(corpus, 600) if corpus else []
     centres = synthetic_centres(32_000, rng)
     matrix = expand(centres, chunks, rng)
     np.save(directory / "centres.npy", centres)
@@ -70,7 +92,9 @@ def build(directory: Path, chunks: int, seed: int) -> None:
     for lo in range(0, chunks, BATCH):
         rows = order[lo: lo + BATCH]
         started, started_cpu = time.perf_counter(), time.process_time()
-        texts = [make_text(rng, words, probs, int(rng.integers(60, 121))) for _ in rows]
+        texts = ([passages[int(i)] for i in rng.integers(0, len(passages), len(rows))]
+                 if passages else
+                 [make_text(rng, words, probs, int(rng.integers(60, 121))) for _ in rows])
         text_s += time.perf_counter() - started
         text_cpu += time.process_time() - started_cpu
         index.upsert([IndexRecord(chunk_id=str(i), document_id=f"d{i // 10}",
@@ -86,6 +110,9 @@ def build(directory: Path, chunks: int, seed: int) -> None:
           f"{chunks / wall:,.0f} chunks/s wall ({wall:.1f} s), {chunks / cpu:,.0f} chunks per "
           f"CPU-s ({cpu:.1f} CPU-s), load {load()}", flush=True)
     (directory / "words.json").write_text(json.dumps([words, probs.tolist()]), "utf-8")
+    if query_files:
+        (directory / "queries.json").write_text(
+            json.dumps(read_texts(query_files), ensure_ascii=False), "utf-8")
 
 
 def search_probe(directory: Path, n_queries: int, seed: int) -> None:
@@ -100,6 +127,9 @@ def search_probe(directory: Path, n_queries: int, seed: int) -> None:
     words, probs = list(words_list), np.asarray(probs_list)
     queries = queries_near(np.load(directory / "centres.npy"), n_queries, rng)
     texts = [make_text(rng, words, probs, int(rng.integers(3, 9))) for _ in range(n_queries)]
+    if (directory / "queries.json").exists():  # real queries for a --corpus build
+        real = json.loads((directory / "queries.json").read_text("utf-8"))
+        texts = [real[int(i)] for i in rng.choice(len(real), n_queries, replace=False)]
     mid_docs = np.arange(0, index.count() // 10, 10)
     whitelists = [frozenset(f"d{d}" for d in rng.choice(mid_docs, 50, replace=False))
                   for _ in range(n_queries)]
@@ -176,6 +206,10 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--keep", type=Path, default=None, help="build here and leave it")
     parser.add_argument("--reuse", type=Path, default=None, help="search an earlier build")
+    parser.add_argument("--corpus", type=Path, action="append", default=None,
+                        help="JSONL passages to use as chunk texts (repeatable)")
+    parser.add_argument("--query-file", type=Path, action="append", default=None,
+                        help="JSONL queries for a --corpus build (repeatable)")
     parser.add_argument("--probe", type=Path, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.probe:
@@ -187,7 +221,7 @@ def main() -> None:
         directory = args.reuse or args.keep or Path(tmp)
         if not args.reuse:
             directory.mkdir(parents=True, exist_ok=True)
-            build(directory, args.chunks, args.seed)
+            build(directory, args.chunks, args.seed, args.corpus, args.query_file)
         # a fresh process: the reopen as a restarted server pays it
         subprocess.run([sys.executable, __file__, "--probe", str(directory), "--queries",
                         str(args.queries), "--seed", str(args.seed)], check=True)
