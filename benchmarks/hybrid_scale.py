@@ -46,6 +46,7 @@ from ragsift.adapters.embedded_index import EmbeddedIndex
 from ragsift.domain.filters import SearchFilter
 from ragsift.domain.index_records import IndexRecord
 from ragsift.domain.results import ChannelHit, RankedList
+from ragsift.evaluation.datasets import load_corpus, load_queries
 from ragsift.retrieval.fusion import zscore_fusion
 
 K = 30
@@ -64,16 +65,16 @@ def kb_of(doc: int) -> str:
     return "mid" if doc % 10 == 0 else "big"
 
 
-def read_texts(files: list[Path], limit_chars: int | None = None) -> list[str]:
-    """The "title text" of every JSONL record of `files`, cut to `limit_chars`."""
-    texts = []
-    for file in files:
-        with file.open(encoding="utf-8") as lines:
-            for line in lines:
-                record = json.loads(line)
-                text = f"{record.get('title') or ''} {record['text']}".strip()
-                texts.append(text[:limit_chars] if limit_chars else text)
-    return texts
+def passage_texts(files: list[Path], limit_chars: int) -> list[str]:
+    """"title text" of every passage of `files` (corpus.jsonl, read as `ragsift eval` reads
+    it), cut to `limit_chars`."""
+    return [f"{p.title} {p.text}".strip()[:limit_chars]
+            for file in files for p in load_corpus(file)]
+
+
+def query_texts(files: list[Path]) -> list[str]:
+    """The text of every query of `files` (queries JSONL, read as `ragsift eval` reads it)."""
+    return [query.text for file in files for query in load_queries(file)]
 
 
 def build(directory: Path, chunks: int, seed: int, corpus: list[Path] | None = None,
@@ -81,7 +82,7 @@ def build(directory: Path, chunks: int, seed: int, corpus: list[Path] | None = N
     """Write the index in batches of one kb, as ingestion does; print rates."""
     rng = np.random.default_rng(seed)
     words, probs = build_vocabulary(rng)
-    passages = read_texts(corpus, 600) if corpus else []
+    passages = passage_texts(corpus, 600) if corpus else []
     centres = synthetic_centres(32_000, rng)
     matrix = expand(centres, chunks, rng)
     np.save(directory / "centres.npy", centres)
@@ -112,7 +113,7 @@ def build(directory: Path, chunks: int, seed: int, corpus: list[Path] | None = N
     (directory / "words.json").write_text(json.dumps([words, probs.tolist()]), "utf-8")
     if query_files:
         (directory / "queries.json").write_text(
-            json.dumps(read_texts(query_files), ensure_ascii=False), "utf-8")
+            json.dumps(query_texts(query_files), ensure_ascii=False), "utf-8")
 
 
 def search_probe(directory: Path, n_queries: int, seed: int) -> None:

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import argparse
 import collections
-import json
 import statistics
 from pathlib import Path
 
 from ragsift.adapters.embedded_index.analyzer import analyze_v2
+from ragsift.evaluation.datasets import load_corpus, load_queries
 
 SETS = ("kuake-qtr", "cmrc2018", "afqmc-faq", "scifact")
 CUTS = (0.9, 0.5, 0.3, 0.1)
@@ -26,15 +26,12 @@ CUTS = (0.9, 0.5, 0.3, 0.1)
 def shares(folder: Path) -> tuple[int, list[list[str]], list[float]]:
     """(passages, analysed queries, each query term's share of passages)."""
     df: collections.Counter[str] = collections.Counter()
-    passages = 0
-    with (folder / "corpus.jsonl").open(encoding="utf-8") as lines:
-        for line in lines:
-            record = json.loads(line)
-            df.update(set(analyze_v2(f"{record.get('title') or ''} {record['text']}")))
-            passages += 1
-    with (folder / "queries.dev.jsonl").open(encoding="utf-8") as lines:
-        queries = [list(dict.fromkeys(analyze_v2(json.loads(line)["text"]))) for line in lines]
-    return passages, queries, [df[t] / passages for q in queries for t in q]
+    corpus = load_corpus(folder / "corpus.jsonl")
+    for passage in corpus:
+        df.update(set(analyze_v2(f"{passage.title} {passage.text}")))
+    queries = [list(dict.fromkeys(analyze_v2(query.text)))
+               for query in load_queries(folder / "queries.dev.jsonl")]
+    return len(corpus), queries, [df[t] / len(corpus) for q in queries for t in q]
 
 
 def main() -> None:

@@ -127,7 +127,6 @@ def test_sigterm_mid_ingestion_exits_within_the_bound_and_the_next_start_resumes
         assert process.wait(timeout=30) == 0, log.read_text()  # nothing left to abandon
 
 
-
 def _health(connection: http.client.HTTPConnection) -> int:
     connection.request("GET", "/healthz")
     response = connection.getresponse()
