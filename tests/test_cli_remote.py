@@ -29,10 +29,13 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LiveServe
         yield server, key, hotels.id
 
 
-def _cli(*args: str, api_key: str | None) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "RAGSIFT_API_KEY"}
+def _cli(*args: str, api_key: str | None,
+         server: str | None = None) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("RAGSIFT_API_KEY", "RAGSIFT_SERVER")}
     if api_key is not None:
         env["RAGSIFT_API_KEY"] = api_key
+    if server is not None:
+        env["RAGSIFT_SERVER"] = server
     return subprocess.run([sys.executable, "-m", "ragsift.cli", *args], capture_output=True,
                           text=True, env=env, timeout=120, check=False)
 
@@ -50,6 +53,18 @@ def test_search_json_through_the_server_is_the_plain_hits_array(
     assert done.returncode == 0, done.stderr
     hits = json.loads(done.stdout)
     assert isinstance(hits, list) and hits[0]["document_id"] == hotels_id
+
+
+def test_the_server_may_be_named_once_in_the_environment(
+    served: tuple[LiveServer, str, str], tmp_path: Path,
+) -> None:
+    server, key, hotels_id = served
+
+    done = _cli("search", "hotel limit per night", "--kb", "handbook", "--json",
+                "--data-dir", str(tmp_path), api_key=key, server=server.url)
+
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)[0]["document_id"] == hotels_id
 
 
 def test_explain_through_the_server_renders_the_trace(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ragsift.api.errors import ErrorBody
+from ragsift.api.error_body import ErrorBody
 from ragsift.api.schemas_chat import DeltaEvent, DoneEvent
 from ragsift.api.sse import sse_event
 from ragsift.client.events import ChatEvent, ChatEventReader, SseDecoder

@@ -8,9 +8,9 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from ragsift.api.error_body import ErrorBody
 from ragsift.domain.errors import (
     DocumentBusy,
     DocumentRejected,
@@ -29,13 +29,6 @@ _STATUS_BY_CODE = {"index_in_use": 503, "upstream_error": 502, "storage_full": 5
 _HTTP_CODES = {
     400: "invalid_request", 404: "not_found", 405: "method_not_allowed", 413: "request_too_large",
 }
-
-
-class ErrorBody(BaseModel):
-    """The body of every error response."""
-
-    code: str
-    message: str
 
 
 class ApiError(Exception):

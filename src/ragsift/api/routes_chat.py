@@ -13,7 +13,8 @@ from starlette.concurrency import run_in_threadpool
 
 from ragsift.api.auth import CurrentPrincipal, Principal
 from ragsift.api.deps import AppState, State, resolve_kbs
-from ragsift.api.errors import ERROR_RESPONSES, ApiError, ErrorBody
+from ragsift.api.error_body import ErrorBody
+from ragsift.api.errors import ERROR_RESPONSES, ApiError
 from ragsift.api.schemas_chat import (
     ChatBody,
     ChatOut,

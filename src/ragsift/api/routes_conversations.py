@@ -9,7 +9,8 @@ from fastapi import APIRouter, Query, Response
 
 from ragsift.api.auth import CurrentPrincipal
 from ragsift.api.deps import State, require_kb
-from ragsift.api.errors import ERROR_RESPONSES, ApiError, ErrorBody
+from ragsift.api.error_body import ErrorBody
+from ragsift.api.errors import ERROR_RESPONSES, ApiError
 from ragsift.api.schemas_chat import ConversationDetailOut, ConversationOut
 from ragsift.api.schemas_feedback import RenameBody
 from ragsift.domain.chat import ConversationBusy

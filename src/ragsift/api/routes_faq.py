@@ -15,7 +15,8 @@ from starlette.concurrency import run_in_threadpool
 
 from ragsift.api.auth import CurrentPrincipal, Principal
 from ragsift.api.deps import AppState, State, require_kb
-from ragsift.api.errors import ERROR_RESPONSES, ApiError, ErrorBody
+from ragsift.api.error_body import ErrorBody
+from ragsift.api.errors import ERROR_RESPONSES, ApiError
 from ragsift.api.schemas import FaqImportOut
 from ragsift.api.schemas_faq import FaqPageOut, FaqUpdateBody
 from ragsift.api.uploads import UploadForm, UploadLimits, read_upload

@@ -10,7 +10,8 @@ from starlette.concurrency import run_in_threadpool
 
 from ragsift.api.auth import CurrentPrincipal
 from ragsift.api.deps import State, kb_id_of
-from ragsift.api.errors import ERROR_RESPONSES, ApiError, ErrorBody
+from ragsift.api.error_body import ErrorBody
+from ragsift.api.errors import ERROR_RESPONSES, ApiError
 from ragsift.api.schemas_feedback import FeedbackBody, FeedbackPage, TurnFeedbackOut
 from ragsift.chat.feedback import turn_feedback
 from ragsift.domain.chat import ConversationBusy

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Response
 from fastapi.responses import JSONResponse
 
 from ragsift.api.deps import State
-from ragsift.api.errors import ErrorBody
+from ragsift.api.error_body import ErrorBody
 from ragsift.api.schemas import HealthOut, ReadyOut
 from ragsift.bootstrap import Container
 from ragsift.ports import RemoteEmbedder, SparseHealthReporting

@@ -8,7 +8,8 @@ from fastapi import APIRouter, Response
 
 from ragsift.api.auth import CurrentPrincipal
 from ragsift.api.deps import State, require_kb
-from ragsift.api.errors import ERROR_RESPONSES, ApiError, ErrorBody
+from ragsift.api.error_body import ErrorBody
+from ragsift.api.errors import ERROR_RESPONSES, ApiError
 from ragsift.api.schemas import KbCreate, KbOut
 from ragsift.bootstrap import Container
 from ragsift.domain.errors import NotFound

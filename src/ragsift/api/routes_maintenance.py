@@ -10,7 +10,8 @@ from fastapi import APIRouter
 from pydantic import BaseModel
 
 from ragsift.api.deps import State, require_kb
-from ragsift.api.errors import ERROR_RESPONSES, ApiError, ErrorBody
+from ragsift.api.error_body import ErrorBody
+from ragsift.api.errors import ERROR_RESPONSES, ApiError
 from ragsift.bootstrap import build_maintenance
 from ragsift.domain.errors import RagsiftError
 from ragsift.domain.models import DocumentStatus

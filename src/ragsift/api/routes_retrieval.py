@@ -9,7 +9,8 @@ from starlette.concurrency import run_in_threadpool
 
 from ragsift.api.auth import CurrentPrincipal, Principal
 from ragsift.api.deps import AppState, State, resolve_kbs
-from ragsift.api.errors import ERROR_RESPONSES, ErrorBody
+from ragsift.api.error_body import ErrorBody
+from ragsift.api.errors import ERROR_RESPONSES
 from ragsift.api.schemas import ExplainOut, SearchBody
 from ragsift.domain.errors import InvalidInput
 from ragsift.domain.results import RetrievalHit, RetrievalResult

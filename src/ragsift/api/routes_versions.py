@@ -10,7 +10,8 @@ from fastapi import APIRouter, Path, Query
 from pydantic import BaseModel, Field
 
 from ragsift.api.deps import State, require_kb
-from ragsift.api.errors import ERROR_RESPONSES, ApiError, ErrorBody
+from ragsift.api.error_body import ErrorBody
+from ragsift.api.errors import ERROR_RESPONSES, ApiError
 from ragsift.api.schemas import Body, Text
 from ragsift.domain.versions import (
     Activation,

@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import BaseModel, Field, model_validator
 
 from ragsift.api.schemas import Body, Id, Name, Text
-from ragsift.chat.service import ChatAnswer, ChatRequest
+from ragsift.chat.turns import ChatAnswer, ChatRequest
 from ragsift.domain.assets import AssetRef
 from ragsift.domain.chat import Citation, Conversation, Evidence, Turn, TurnStatus
 from ragsift.domain.feedback import TurnFeedback

@@ -78,7 +78,9 @@ WhereOpt = Annotated[list[str] | None, typer.Option(
 
 # search and explain through a running server
 ServerOpt = Annotated[str | None, typer.Option(
-    "--server", help="Search through this ragsift server (http://HOST:PORT) instead of the "
-                     "data directory.")]
+    "--server", envvar="RAGSIFT_SERVER", show_default=False,
+    help="Search through this ragsift server (http://HOST:PORT; or set RAGSIFT_SERVER) "
+         "instead of the data directory: a warm process, so a search costs the client's "
+         "start-up only.")]
 ApiKeyOpt = Annotated[str | None, typer.Option(
     "--api-key", envvar="RAGSIFT_API_KEY", help="API key for --server.", show_default=False)]

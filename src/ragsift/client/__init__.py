@@ -13,7 +13,7 @@ Answers are the API's own models (KbOut, Document, RetrievalHit, ExplainOut, Cha
 stream events, ...), re-exported here; errors are RagsiftApiError subclasses.
 """
 
-from ragsift.api.errors import ErrorBody
+from ragsift.api.error_body import ErrorBody
 from ragsift.api.schemas import ExplainOut, FaqImportOut, KbOut, UploadedDocument
 from ragsift.api.schemas_chat import (
     ChatOut,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from ragsift.api.errors import ErrorBody
+from ragsift.api.error_body import ErrorBody
 from ragsift.api.schemas_chat import CitationsEvent, DeltaEvent, DoneEvent, TraceEvent
 from ragsift.client.errors import RagsiftConnectionError
 
