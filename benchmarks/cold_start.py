@@ -19,7 +19,12 @@ run, so a change of machine load hits both), medians over --runs:
   a one-file ingest (a new ~2 KB text made of sample sentences, unique per run, into a new
   KB, so its chunks miss the embedding cache);
 - with --serve, `ragsift serve --no-auth`: wall seconds until GET /healthz answers 200 and
-  the CPU seconds the server had used by then (from /proc).
+  the CPU seconds the server had used by then (from /proc);
+- with --remote, each configuration's own `ragsift serve --no-auth` runs on its data directory
+  throughout, and `ragsift search QUERY --kb zh --server URL` (the client process: its CPU,
+  RSS and wall, the server's work not counted) and `python -c "import ragsift.client"` (what
+  an SDK user's script pays first) are timed too; the one-file ingest is left out (the
+  server holds the data directory, where only one process may write).
 
 Both source trees are byte-compiled first (`compileall`), as an installed wheel is: this
 machine's environment sets PYTHONDONTWRITEBYTECODE=1, under which a fresh worktree never
@@ -29,7 +34,7 @@ first (page cache, the model cache's files). The load average is read before and
 machine is shared, so the old / new ratios of one run matter more than the absolute figures.
 
 Usage: python benchmarks/cold_start.py [--runs 3] [--old-commit 872d442]
-       [--old-dir /tmp/ragsift-cold-old] [--keep-old] [--serve] [--output FILE.md]
+       [--old-dir /tmp/ragsift-cold-old] [--keep-old] [--serve] [--remote] [--output FILE.md]
 """
 
 from __future__ import annotations
@@ -67,6 +72,7 @@ class Config:
     samples: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
     walls: dict[str, list[float]] = field(default_factory=dict)
     last_wall: float = 0.0  # wall seconds of the latest child_run
+    server: str | None = None  # the URL of the configuration's own server (--remote)
 
     def env(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("RAGSIFT_")}
@@ -126,6 +132,44 @@ def _search(kb: str) -> Callable[[Config], None]:
         config.record(f"search --kb {kb}", cpu, rss)
 
     return measure
+
+
+def measure_remote_search(config: Config) -> None:
+    assert config.server is not None
+    cpu, rss, out = cli(config, "search", QUERY, "--kb", "zh", "--server", config.server)
+    if ZH not in out:
+        raise RuntimeError(f"{config.name}: the remote search found nothing:\n{out}")
+    config.record("search --kb zh --server URL", cpu, rss)
+
+
+def measure_client_import(config: Config) -> None:
+    cpu, rss, _ = child_run(config, ["-c", "import ragsift.client"])
+    config.record("import ragsift.client", cpu, rss)
+
+
+def start_server(config: Config) -> subprocess.Popen[bytes]:
+    """The configuration's own `ragsift serve` on its data directory, healthy."""
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-c", CLI, "serve", "--no-auth", "--port", str(port)],
+        env=config.env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    started = time.perf_counter()
+    while not healthy(f"http://127.0.0.1:{port}/healthz"):
+        if server.poll() is not None or time.perf_counter() - started > 120:
+            raise RuntimeError(f"{config.name}: serve did not become healthy")
+        time.sleep(0.05)
+    config.server = f"http://127.0.0.1:{port}"
+    return server
+
+
+def stop(server: subprocess.Popen[bytes]) -> None:
+    server.send_signal(signal.SIGTERM)
+    try:
+        server.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.wait()
 
 
 def _new_text(seed: int) -> str:
@@ -196,12 +240,7 @@ def measure_serve(config: Config) -> None:
         wall = time.perf_counter() - start
         config.record("serve until /healthz", process_tree_cpu(server.pid), wall)
     finally:
-        server.send_signal(signal.SIGTERM)
-        try:
-            server.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+        stop(server)
 
 
 def prepare(config: Config, measures: list[Callable[[Config], None]]) -> None:
@@ -215,6 +254,14 @@ def prepare(config: Config, measures: list[Callable[[Config], None]]) -> None:
     if not out.strip().startswith(str(config.src)):
         raise RuntimeError(f"{config.name}: ragsift is imported from {out.strip()}, not "
                            f"{config.src}")
+    for measure in measures:
+        measure(config)
+    config.samples.clear()
+    config.walls.clear()
+
+
+def prepare_remote(config: Config, measures: list[Callable[[Config], None]]) -> None:
+    """One warm-up of each remote measure (the server's first search loads its models)."""
     for measure in measures:
         measure(config)
     config.samples.clear()
@@ -275,9 +322,16 @@ def main() -> None:
     parser.add_argument("--old-dir", type=Path, default=Path("/tmp/ragsift-cold-old"))
     parser.add_argument("--keep-old", action="store_true", help="leave the worktree in place")
     parser.add_argument("--serve", action="store_true", help="also time serve until /healthz")
+    parser.add_argument("--remote", action="store_true",
+                        help="also time a search through a running server, and the client's "
+                             "import")
     parser.add_argument("--output", type=Path, help="also write the Markdown here")
     args = parser.parse_args()
+    if args.serve and args.remote:  # a second server cannot open a data directory one holds
+        parser.error("--serve and --remote are separate runs")
     measures = MEASURES + ([measure_serve] if args.serve else [])
+    remote = [measure_remote_search, measure_client_import] if args.remote else []
+    servers: list[subprocess.Popen[bytes]] = []
     created = old_worktree(args.old_dir, args.old_commit)
     try:
         with tempfile.TemporaryDirectory(prefix="cold_start_") as tmp:
@@ -286,6 +340,11 @@ def main() -> None:
             for config in configs:
                 config.data_dir.parent.mkdir(parents=True)
                 prepare(config, measures)
+                if remote:
+                    servers.append(start_server(config))
+                    prepare_remote(config, remote)
+            if remote:  # the server holds the data directory: no other process may write
+                measures = [m for m in measures if m is not measure_ingest] + remote
             load_before = os.getloadavg()[0]
             for run in range(args.runs):
                 for measure in measures:
@@ -293,6 +352,8 @@ def main() -> None:
                         measure(config)
             load_after = os.getloadavg()[0]
     finally:
+        for server in servers:
+            stop(server)
         if created and not args.keep_old:
             subprocess.run(["git", "worktree", "remove", "--force", str(args.old_dir)],
                            cwd=ROOT, check=True, capture_output=True)
