@@ -107,12 +107,15 @@ def test_explain_says_which_switches_were_asked_none_without_flags(data_dir: Pat
     assert asked("--no-rerank", "--auto-merge") == "no rerank, auto_merge"
 
 
-def _run_import_probe(data_dir: Path, body: str) -> tuple[str, list[str]]:
-    """Run `body` in a fresh interpreter on `data_dir`; what it printed, and the SQLAlchemy
-    and Alembic modules it imported (printed last, on a line of its own)."""
+def _run_import_probe(data_dir: Path, body: str,
+                      watched: tuple[str, ...] = ("sqlalchemy", "alembic"),
+                      ) -> tuple[str, list[str]]:
+    """Run `body` in a fresh interpreter on `data_dir`; what it printed, and the modules of
+    the `watched` packages it imported (printed last, on a line of its own)."""
     probe = ("import json, sys\n" + body +
-             "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
-             "('sqlalchemy', 'alembic'))))")
+             f"watched = {watched!r}\n"
+             "print(json.dumps(sorted(m for m in sys.modules if any("
+             "m == w or m.startswith(w + '.') for w in watched))))")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                           timeout=300, check=False,
                           env={**os.environ, "RAGSIFT_DATA_DIR": str(data_dir)})
@@ -213,6 +216,18 @@ def test_a_cli_search_on_sqlite_imports_neither_sqlalchemy_nor_alembic(data_dir:
         "from ragsift.cli import main\n"
         "sys.argv = ['ragsift', 'search', 'what is E-104?', '--kb', 'manuals', '--json']\n"
         "try:\n    main()\nexcept SystemExit as exc:\n    assert exc.code in (0, None)\n"))
+    assert "E-104" in json.loads(printed)[0]["text"]
+    assert modules == []
+
+
+def test_a_cli_search_imports_neither_the_chat_nor_the_versions(data_dir: Path) -> None:
+    """The search container is built from ragsift.bootstrap, whose full container wires the
+    chat and KB versions: those load with that container only."""
+    printed, modules = _run_import_probe(data_dir, (
+        "from ragsift.cli import main\n"
+        "sys.argv = ['ragsift', 'search', 'what is E-104?', '--kb', 'manuals', '--json']\n"
+        "try:\n    main()\nexcept SystemExit as exc:\n    assert exc.code in (0, None)\n"),
+        watched=("ragsift.chat.service", "ragsift.versions.service", "ragsift.versions.writer"))
     assert "E-104" in json.loads(printed)[0]["text"]
     assert modules == []
 

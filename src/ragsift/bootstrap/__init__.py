@@ -30,21 +30,21 @@ from ragsift.bootstrap.stores import (
     build_search_index,
     second_dense_encoder,
 )
-from ragsift.chat.service import ChatOptions, ChatService
 from ragsift.config import Settings
 from ragsift.kb_settings_service import KbSettingsService
 from ragsift.ports import ObjectStore, SearchIndex
 from ragsift.retrieval.service import RetrievalService
-from ragsift.versions.service import VersionService
-from ragsift.versions.writer import DraftWriter, VersionDefaults
 
 if TYPE_CHECKING:
     from ragsift.adapters.sql import SqlRepository
     from ragsift.adapters.sql.conversation_repository import SqlConversationStore
+    from ragsift.chat.service import ChatService
     from ragsift.ingestion.faq_service import FaqService
     from ragsift.ingestion.maintenance import MaintenanceService
     from ragsift.ingestion.pipeline import IngestionService
     from ragsift.observability.otel import RetrievalSpans
+    from ragsift.versions.service import VersionService
+    from ragsift.versions.writer import DraftWriter
 
 # the builders of the model clients and of the stores, importable from here as before
 __all__ = [
@@ -134,10 +134,13 @@ def build(settings: Settings, upgrade_sparse_layout: bool = False,
     a writer that holds the data directory (`ragsift serve`, an ingest), following its
     commits; their writes raise IndexReadOnly. The SQL database serves both processes.
     """
-    # SQLAlchemy is imported here, not with this module: a CLI search (bootstrap.search) opens
-    # the database without it
+    # SQLAlchemy, the chat and the versions are imported here, not with this module: a CLI
+    # search (bootstrap.search, which imports this package) needs none of them
     from ragsift.adapters.sql import SqlRepository
     from ragsift.adapters.sql.conversation_repository import SqlConversationStore
+    from ragsift.chat.service import ChatOptions, ChatService
+    from ragsift.versions.service import VersionService
+    from ragsift.versions.writer import DraftWriter, VersionDefaults
 
     data_dir: Path = settings.data_dir
     data_dir.mkdir(parents=True, exist_ok=True)
