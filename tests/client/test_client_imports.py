@@ -7,14 +7,24 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 SERVER_SIDE = ("fastapi", "starlette", "uvicorn", "numpy", "sqlalchemy", "tantivy", "rjieba",
                "ragsift.chat.service", "ragsift.ports", "ragsift.retrieval", "ragsift.config")
 
 
-def test_importing_the_client_imports_nothing_of_the_server() -> None:
-    probe = ("import json, sys\nimport ragsift.client\n"
-             "print(json.dumps(sorted(sys.modules)))")
+def _server_modules_after(module: str) -> set[str]:
+    probe = f"import json, sys\nimport {module}\nprint(json.dumps(sorted(sys.modules)))"
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                           timeout=120, check=True)
     modules = set(json.loads(done.stdout.splitlines()[-1]))
-    assert {name for name in SERVER_SIDE if name in modules} == set()
+    return {name for name in SERVER_SIDE if name in modules}
+
+
+def test_importing_the_client_imports_nothing_of_the_server() -> None:
+    assert _server_modules_after("ragsift.client") == set()
+
+
+def test_the_langchain_retriever_brings_the_client_only() -> None:
+    pytest.importorskip("langchain_core")
+    assert _server_modules_after("ragsift.integrations.langchain") == set()
