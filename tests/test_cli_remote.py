@@ -65,6 +65,10 @@ def test_the_server_may_be_named_once_in_the_environment(
 
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)[0]["document_id"] == hotels_id
+    # set but empty: none, so the (empty) data directory is searched
+    local = _cli("search", "hotel limit per night", "--kb", "handbook", "--json",
+                 "--data-dir", str(tmp_path), api_key=key, server="")
+    assert local.returncode == 2 and "unknown knowledge base" in local.stderr
 
 
 def test_explain_through_the_server_renders_the_trace(

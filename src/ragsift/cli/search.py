@@ -56,7 +56,7 @@ def _search(data_dir: Path | None, kb: list[str], query: str, fields: dict[str, 
 
     from ragsift.domain.requests import SearchRequest
 
-    if server is not None:
+    if server:  # an empty RAGSIFT_SERVER names none, as an empty RAGSIFT_API_KEY does
         from ragsift.cli.remote import remote_search
 
         return remote_search(server, api_key, kb, query, fields)
