@@ -158,7 +158,7 @@ def start_server(config: Config) -> subprocess.Popen[bytes]:
     while not healthy(f"http://127.0.0.1:{port}/healthz"):
         if server.poll() is not None or time.perf_counter() - started > 120:
             raise RuntimeError(f"{config.name}: serve did not become healthy")
-        time.sleep(0.05)
+        time.sleep(0.02)
     config.server = f"http://127.0.0.1:{port}"
     return server
 
@@ -226,21 +226,14 @@ def process_tree_cpu(root: int) -> float:
 
 def measure_serve(config: Config) -> None:
     """(CPU-s, wall s) until /healthz: the second column is wall seconds here, not RSS."""
-    port = free_port()
     start = time.perf_counter()
-    server = subprocess.Popen(
-        [sys.executable, "-c", CLI, "serve", "--no-auth", "--port", str(port)],
-        env=config.env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
+    server = start_server(config)
+    wall = time.perf_counter() - start
     try:
-        while not healthy(f"http://127.0.0.1:{port}/healthz"):
-            if server.poll() is not None or time.perf_counter() - start > 120:
-                raise RuntimeError(f"{config.name}: serve did not become healthy")
-            time.sleep(0.02)
-        wall = time.perf_counter() - start
         config.record("serve until /healthz", process_tree_cpu(server.pid), wall)
     finally:
         stop(server)
+        config.server = None
 
 
 def prepare(config: Config, measures: list[Callable[[Config], None]]) -> None:
