@@ -27,7 +27,6 @@ import json
 import os
 import platform
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -38,7 +37,7 @@ from pathlib import Path
 
 import httpx
 import numpy as np
-from bench_server import export_src, free_port, healthy
+from bench_server import export_src, free_port, healthy, stop_server, wait_ready
 from numpy.typing import NDArray
 from search_latency import build_vocabulary, make_text
 
@@ -168,12 +167,7 @@ class Server:
         return sum(_cpu_s(pid) for pid in _tree(self.process.pid))
 
     def stop(self) -> None:
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            self.process.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        stop_server(self.process)
 
 
 def start_server(name: str, data_dir: Path, blas: str, src: Path | None = None) -> Server:
@@ -196,12 +190,8 @@ def start_server(name: str, data_dir: Path, blas: str, src: Path | None = None) 
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     server = Server(name, process, f"http://127.0.0.1:{port}")
-    start = time.perf_counter()
-    while not healthy(f"{server.url}/healthz") or (processes and not _search_process_up(
-            server.url)):
-        if process.poll() is not None or time.perf_counter() - start > 120:
-            raise RuntimeError(f"{name}: serve did not become healthy")
-        time.sleep(0.05)
+    wait_ready(process, name, lambda: healthy(f"{server.url}/healthz") and (
+        not processes or _search_process_up(server.url)))
     return server
 
 

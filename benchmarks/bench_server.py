@@ -1,12 +1,16 @@
-"""Helpers of the benchmarks that start a real `ragsift serve`: a free port, a health probe."""
+"""Helpers of the benchmarks that start a real `ragsift serve`: a free port, a health probe,
+waiting for it to be ready and stopping it."""
 
 from __future__ import annotations
 
+import signal
 import socket
 import subprocess
 import tarfile
+import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -22,6 +26,26 @@ def healthy(url: str) -> bool:
             return int(response.status) == 200
     except (urllib.error.URLError, OSError):
         return False
+
+
+def wait_ready(process: subprocess.Popen[bytes], name: str, ready: Callable[[], bool],
+               poll_s: float = 0.05, timeout_s: float = 120) -> None:
+    """Poll `ready` until it holds; RuntimeError if the server exits or `timeout_s` passes."""
+    start = time.perf_counter()
+    while not ready():
+        if process.poll() is not None or time.perf_counter() - start > timeout_s:
+            raise RuntimeError(f"{name}: serve did not become healthy")
+        time.sleep(poll_s)
+
+
+def stop_server(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM (a graceful shutdown), then SIGKILL if it is not gone within 60 s."""
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 def export_src(revision: str, into: Path) -> Path:

@@ -44,7 +44,6 @@ import datetime as dt
 import os
 import platform
 import random
-import signal
 import statistics
 import subprocess
 import sys
@@ -54,7 +53,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench_server import free_port, healthy
+from bench_server import free_port, healthy, stop_server, wait_ready
 
 ROOT = Path(__file__).resolve().parents[1]
 ZH, EN = "hr-handbook-zh.md", "release-notes-en.txt"
@@ -124,22 +123,18 @@ def measure_kb_list(config: Config) -> None:
     config.record("kb list", cpu, rss)
 
 
-def _search(kb: str) -> Callable[[Config], None]:
+def _search(kb: str, remote: bool = False) -> Callable[[Config], None]:
+    """`search QUERY --kb KB` of the data directory, or through the configuration's server."""
     def measure(config: Config) -> None:
-        cpu, rss, out = cli(config, "search", QUERY, "--kb", kb)
+        through = ["--server", config.server] if remote and config.server else []
+        if remote and not through:
+            raise RuntimeError(f"{config.name}: no server to search through")
+        cpu, rss, out = cli(config, "search", QUERY, "--kb", kb, *through)
         if ZH not in out:
             raise RuntimeError(f"{config.name}: the search found nothing:\n{out}")
-        config.record(f"search --kb {kb}", cpu, rss)
+        config.record(f"search --kb {kb}" + (" --server URL" if remote else ""), cpu, rss)
 
     return measure
-
-
-def measure_remote_search(config: Config) -> None:
-    assert config.server is not None
-    cpu, rss, out = cli(config, "search", QUERY, "--kb", "zh", "--server", config.server)
-    if ZH not in out:
-        raise RuntimeError(f"{config.name}: the remote search found nothing:\n{out}")
-    config.record("search --kb zh --server URL", cpu, rss)
 
 
 def measure_client_import(config: Config) -> None:
@@ -154,22 +149,10 @@ def start_server(config: Config) -> subprocess.Popen[bytes]:
         [sys.executable, "-c", CLI, "serve", "--no-auth", "--port", str(port)],
         env=config.env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
-    started = time.perf_counter()
-    while not healthy(f"http://127.0.0.1:{port}/healthz"):
-        if server.poll() is not None or time.perf_counter() - started > 120:
-            raise RuntimeError(f"{config.name}: serve did not become healthy")
-        time.sleep(0.02)
+    wait_ready(server, config.name, lambda: healthy(f"http://127.0.0.1:{port}/healthz"),
+               poll_s=0.02)
     config.server = f"http://127.0.0.1:{port}"
     return server
-
-
-def stop(server: subprocess.Popen[bytes]) -> None:
-    server.send_signal(signal.SIGTERM)
-    try:
-        server.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        server.kill()
-        server.wait()
 
 
 def _new_text(seed: int) -> str:
@@ -232,7 +215,7 @@ def measure_serve(config: Config) -> None:
     try:
         config.record("serve until /healthz", process_tree_cpu(server.pid), wall)
     finally:
-        stop(server)
+        stop_server(server)
         config.server = None
 
 
@@ -247,14 +230,12 @@ def prepare(config: Config, measures: list[Callable[[Config], None]]) -> None:
     if not out.strip().startswith(str(config.src)):
         raise RuntimeError(f"{config.name}: ragsift is imported from {out.strip()}, not "
                            f"{config.src}")
-    for measure in measures:
-        measure(config)
-    config.samples.clear()
-    config.walls.clear()
+    warm_up(config, measures)
 
 
-def prepare_remote(config: Config, measures: list[Callable[[Config], None]]) -> None:
-    """One warm-up of each remote measure (the server's first search loads its models)."""
+def warm_up(config: Config, measures: list[Callable[[Config], None]]) -> None:
+    """One untimed run of each measure (page cache, model cache; a server's first search
+    loads its models)."""
     for measure in measures:
         measure(config)
     config.samples.clear()
@@ -323,7 +304,7 @@ def main() -> None:
     if args.serve and args.remote:  # a second server cannot open a data directory one holds
         parser.error("--serve and --remote are separate runs")
     measures = MEASURES + ([measure_serve] if args.serve else [])
-    remote = [measure_remote_search, measure_client_import] if args.remote else []
+    remote = [_search("zh", remote=True), measure_client_import] if args.remote else []
     servers: list[subprocess.Popen[bytes]] = []
     created = old_worktree(args.old_dir, args.old_commit)
     try:
@@ -335,7 +316,7 @@ def main() -> None:
                 prepare(config, measures)
                 if remote:
                     servers.append(start_server(config))
-                    prepare_remote(config, remote)
+                    warm_up(config, remote)
             if remote:  # the server holds the data directory: no other process may write
                 measures = [m for m in measures if m is not measure_ingest] + remote
             load_before = os.getloadavg()[0]
@@ -346,7 +327,7 @@ def main() -> None:
             load_after = os.getloadavg()[0]
     finally:
         for server in servers:
-            stop(server)
+            stop_server(server)
         if created and not args.keep_old:
             subprocess.run(["git", "worktree", "remove", "--force", str(args.old_dir)],
                            cwd=ROOT, check=True, capture_output=True)

@@ -33,6 +33,13 @@ from ragsift.retrieval.fusion import zscore_fusion
 K = 30
 
 
+def fuse(dense: list[ChannelHit], sparse: list[ChannelHit]) -> None:
+    """The default z-score fusion of the two lists (BM25 weighted 0.7)."""
+    zscore_fusion([RankedList(name="dense:original", hits=tuple(dense)),
+                   RankedList(name="sparse:original", hits=tuple(sparse))],
+                  {"dense:original": 1.0, "sparse:original": 0.7})
+
+
 def p50(run: Callable[[int], object], n: int) -> float:
     for i in range(min(10, n)):
         run(i)
@@ -72,11 +79,6 @@ def main() -> None:
         index.search_sparse(texts[i], flt, K)
         found.result()
 
-    def fuse(i: int) -> None:
-        zscore_fusion([RankedList(name="dense:original", hits=tuple(dense_lists[i])),
-                       RankedList(name="sparse:original", hits=tuple(sparse_lists[i]))],
-                      {"dense:original": 1.0, "sparse:original": 0.7})
-
     parts: dict[str, Callable[[int], object]] = {
         "dense channel": lambda i: index.search_dense(vectors[i], flt, K),
         "sparse channel": lambda i: index.search_sparse(texts[i], flt, K),
@@ -86,7 +88,7 @@ def main() -> None:
         "  tantivy search": lambda i: searcher.search(queries[i], K, count=False),
         "  stored-document reads": lambda i: [searcher.doc(a) for _, a in addresses[i]],
         "both channels, two threads": both,
-        "fusion": fuse,
+        "fusion": lambda i: fuse(dense_lists[i], sparse_lists[i]),
         "thread hand-off (empty)": lambda i: pool.submit(int).result(),
     }
     for name, run in parts.items():
@@ -98,11 +100,6 @@ def main() -> None:
 
 def arrangements(index: EmbeddedIndex, pool: ThreadPoolExecutor, texts: list[str],
                  vectors: np.ndarray, flt: SearchFilter) -> None:
-    def fuse(dense: list[ChannelHit], sparse: list[ChannelHit]) -> None:
-        zscore_fusion([RankedList(name="dense:original", hits=tuple(dense)),
-                       RankedList(name="sparse:original", hits=tuple(sparse))],
-                      {"dense:original": 1.0, "sparse:original": 0.7})
-
     def dense_aside(i: int) -> None:
         found = pool.submit(index.search_dense, vectors[i], flt, K)
         sparse = index.search_sparse(texts[i], flt, K)
