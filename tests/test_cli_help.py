@@ -3,9 +3,6 @@ the app and of a group imports none of the command modules nor the heavy stacks 
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from collections.abc import Iterator
 
 import pytest
@@ -15,6 +12,7 @@ from typer.testing import CliRunner
 
 from ragsift.cli import COMMANDS, app
 from ragsift.cli.lazy import first_paragraph
+from support.imports import modules_after
 
 
 def _paths(command: click.Command, path: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
@@ -61,13 +59,10 @@ def test_option_help_keeps_its_bracketed_defaults() -> None:
 
 def _loaded_by_help(args: list[str]) -> set[str]:
     """The modules a fresh `ragsift ARGS --help` holds when it exits."""
-    code = ("import json, sys\nfrom ragsift.cli import main\n"
-            f"sys.argv = ['ragsift', *{args!r}, '--help']\n"
-            "try:\n    main()\nexcept SystemExit as exc:\n    assert exc.code == 0, exc.code\n"
-            "print(json.dumps(sorted(sys.modules)))")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=120, check=True)
-    return set(json.loads(done.stdout.splitlines()[-1]))
+    return modules_after(
+        "import sys\nfrom ragsift.cli import main\n"
+        f"sys.argv = ['ragsift', *{args!r}, '--help']\n"
+        "try:\n    main()\nexcept SystemExit as exc:\n    assert exc.code == 0, exc.code\n")
 
 
 HEAVY = {"pydantic", "pydantic_settings", "sqlalchemy", "numpy", "tantivy", "fastapi",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from collections.abc import Iterable
@@ -12,6 +11,7 @@ from ragsift.auth.keys import Role
 from ragsift.cli.keys import RoleName
 from ragsift.cli.tune import METRICS
 from ragsift.evaluation.kb_tuning import TUNING_METRICS
+from support.imports import modules_after
 
 HEAVY = ("fastapi", "sqlalchemy", "numpy", "tantivy", "PIL", "pypdfium2", "pydantic_settings",
          "alembic", "httpx", "bs4", "pypdf", "rjieba", "uvicorn", "ragsift.bootstrap",
@@ -20,10 +20,7 @@ HEAVY = ("fastapi", "sqlalchemy", "numpy", "tantivy", "PIL", "pypdfium2", "pydan
 
 def _imported_after(code: str, heavy: Iterable[str] = HEAVY) -> set[str]:
     """The `heavy` modules a fresh interpreter holds after running `code`."""
-    probe = f"{code}\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))"
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                          timeout=120, check=True)
-    modules = set(json.loads(done.stdout.splitlines()[-1]))
+    modules = modules_after(code)
     return {name for name in heavy if name in modules}
 
 

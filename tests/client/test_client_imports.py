@@ -3,21 +3,16 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-
 import pytest
+
+from support.imports import modules_after
 
 SERVER_SIDE = ("fastapi", "starlette", "uvicorn", "numpy", "sqlalchemy", "tantivy", "rjieba",
                "ragsift.chat.service", "ragsift.ports", "ragsift.retrieval", "ragsift.config")
 
 
 def _server_modules_after(module: str) -> set[str]:
-    probe = f"import json, sys\nimport {module}\nprint(json.dumps(sorted(sys.modules)))"
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                          timeout=120, check=True)
-    modules = set(json.loads(done.stdout.splitlines()[-1]))
+    modules = modules_after(f"import {module}")
     return {name for name in SERVER_SIDE if name in modules}
 
 
