@@ -5,7 +5,11 @@ parts of the sparse channel (analysis, tantivy's search, stored-document reads),
 channel, both channels on two threads without the fusion, the fusion alone, and the cost of a
 thread hand-off with nothing in it. p50 in ms, KB `big` (90 % of the rows, unfiltered case).
 
-Usage: python research/hybrid_overhead_probe.py /tmp/hr100k [--queries 200]
+Usage: python research/hybrid_overhead_probe.py /tmp/hr100k [--queries 200] [--baseline REV]
+
+With --baseline, the fusion (retrieval/fusion.py and the domain's TrustedBuilder) of git
+revision REV is loaded beside this tree's, and the hybrid arrangements are timed with both,
+interleaved per query.
 """
 
 from __future__ import annotations
@@ -13,8 +17,10 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import subprocess
 import sys
 import time
+import types
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -31,13 +37,36 @@ from ragsift.domain.results import ChannelHit, RankedList
 from ragsift.retrieval.fusion import zscore_fusion
 
 K = 30
+ROOT = Path(__file__).resolve().parents[1]
+Fuse = Callable[[list[ChannelHit], list[ChannelHit]], None]
 
 
-def fuse(dense: list[ChannelHit], sparse: list[ChannelHit]) -> None:
-    """The default z-score fusion of the two lists (BM25 weighted 0.7)."""
-    zscore_fusion([RankedList(name="dense:original", hits=tuple(dense)),
-                   RankedList(name="sparse:original", hits=tuple(sparse))],
-                  {"dense:original": 1.0, "sparse:original": 0.7})
+def fusion_of(zscore: Callable[..., object]) -> Fuse:
+    def fuse(dense: list[ChannelHit], sparse: list[ChannelHit]) -> None:
+        """The default z-score fusion of the two lists (BM25 weighted 0.7)."""
+        zscore([RankedList(name="dense:original", hits=tuple(dense)),
+                RankedList(name="sparse:original", hits=tuple(sparse))],
+               {"dense:original": 1.0, "sparse:original": 0.7})
+    return fuse
+
+
+fuse = fusion_of(zscore_fusion)
+
+
+def fusion_at(revision: str) -> Fuse:
+    """`revision`'s zscore_fusion, its TrustedBuilder included, loaded as private modules."""
+    def source(path: str) -> str:
+        return subprocess.run(["git", "show", f"{revision}:{path}"], cwd=ROOT, check=True,
+                              capture_output=True, text=True).stdout
+
+    trusted = types.ModuleType("_baseline_trusted")
+    exec(compile(source("src/ragsift/domain/trusted.py"), "trusted", "exec"), trusted.__dict__)
+    sys.modules["_baseline_trusted"] = trusted
+    fusion = sys.modules["_baseline_fusion"] = types.ModuleType("_baseline_fusion")
+    code = source("src/ragsift/retrieval/fusion.py").replace(
+        "from ragsift.domain.trusted import", "from _baseline_trusted import")
+    exec(compile(code, "fusion", "exec"), fusion.__dict__)
+    return fusion_of(fusion.zscore_fusion)
 
 
 def p50(run: Callable[[int], object], n: int) -> float:
@@ -55,6 +84,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("directory", type=Path)
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--baseline", help="a git revision whose fusion is timed beside")
     args = parser.parse_args()
     index = EmbeddedIndex(args.directory / "index", 384)
     rng = np.random.default_rng(7)
@@ -93,35 +123,22 @@ def main() -> None:
     }
     for name, run in parts.items():
         print(f"| {name} | {p50(run, n):.3f} |")
-    arrangements(index, pool, texts, vectors, flt)
+    fusions = {"": fuse}
+    if args.baseline:
+        fusions[f", {args.baseline}'s fusion"] = fusion_at(args.baseline)
+    arrangements(index, pool, texts, vectors, flt, fusions)
     pool.shutdown()
     index.close()
 
 
 def arrangements(index: EmbeddedIndex, pool: ThreadPoolExecutor, texts: list[str],
-                 vectors: np.ndarray, flt: SearchFilter) -> None:
-    def dense_aside(i: int) -> None:
-        found = pool.submit(index.search_dense, vectors[i], flt, K)
-        sparse = index.search_sparse(texts[i], flt, K)
-        fuse(found.result(), sparse)
-
-    def sparse_aside(i: int) -> None:
-        found = pool.submit(index.search_sparse, texts[i], flt, K)
-        dense = index.search_dense(vectors[i], flt, K)
-        fuse(dense, found.result())
-
-    def both_aside(i: int) -> None:
-        dense = pool.submit(index.search_dense, vectors[i], flt, K)
-        sparse = pool.submit(index.search_sparse, texts[i], flt, K)
-        fuse(dense.result(), sparse.result())
-
+                 vectors: np.ndarray, flt: SearchFilter, fusions: dict[str, Fuse]) -> None:
     rows: dict[str, Callable[[int], object]] = {
         "dense alone": lambda i: index.search_dense(vectors[i], flt, K),
         "BM25 alone": lambda i: index.search_sparse(texts[i], flt, K),
-        "hybrid, dense on the second thread": dense_aside,
-        "hybrid, BM25 on the second thread": sparse_aside,
-        "hybrid, both on pool threads": both_aside,
     }
+    for suffix, fused in fusions.items():
+        rows.update(hybrids(index, pool, texts, vectors, flt, fused, suffix))
     times: dict[str, list[float]] = {name: [] for name in rows}
     for i in range(min(10, len(texts))):
         for run in rows.values():
@@ -135,6 +152,29 @@ def arrangements(index: EmbeddedIndex, pool: ThreadPoolExecutor, texts: list[str
     for name, measured in times.items():
         median = statistics.median(measured)
         print(f"| {name} | {median * 1e3:.3f} | {median / dense:.2f}x |")
+
+
+def hybrids(index: EmbeddedIndex, pool: ThreadPoolExecutor, texts: list[str],
+            vectors: np.ndarray, flt: SearchFilter, fused: Fuse,
+            suffix: str) -> dict[str, Callable[[int], object]]:
+    def dense_aside(i: int) -> None:
+        found = pool.submit(index.search_dense, vectors[i], flt, K)
+        sparse = index.search_sparse(texts[i], flt, K)
+        fused(found.result(), sparse)
+
+    def sparse_aside(i: int) -> None:
+        found = pool.submit(index.search_sparse, texts[i], flt, K)
+        dense = index.search_dense(vectors[i], flt, K)
+        fused(dense, found.result())
+
+    def both_aside(i: int) -> None:
+        dense = pool.submit(index.search_dense, vectors[i], flt, K)
+        sparse = pool.submit(index.search_sparse, texts[i], flt, K)
+        fused(dense.result(), sparse.result())
+
+    return {f"hybrid, dense on the second thread{suffix}": dense_aside,
+            f"hybrid, BM25 on the second thread{suffix}": sparse_aside,
+            f"hybrid, both on pool threads{suffix}": both_aside}
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ import pytest
 from pydantic import ValidationError
 
 from ragsift.domain.models import Chunk, KnowledgeBase, Locator
-from ragsift.domain.results import RetrievalHit
+from ragsift.domain.results import FusedHit, RetrievalHit
 from ragsift.domain.trusted import TrustedBuilder
 
 CHUNK = {
@@ -51,3 +51,21 @@ def test_a_model_with_a_mutable_default_is_refused() -> None:
     # KnowledgeBase.analyzer defaults to a fresh dict: sharing one would leak between values
     with pytest.raises(TypeError, match="analyzer"):
         TrustedBuilder(KnowledgeBase)
+
+
+FUSED = {"chunk_id": "c1", "document_id": "d1", "fusion_score": 0.5, "best_rank": 2,
+         "ranks": {"dense:original": 2}, "scores": {"dense:original": 0.8},
+         "retrieval_sources": ("dense:original",)}
+
+
+def test_a_model_of_required_fields_only_is_built_from_exactly_its_fields() -> None:
+    builder = TrustedBuilder(FusedHit)  # no defaults: the one-comparison path
+    values = dict(FUSED)
+    built = builder(values)
+    assert built == FusedHit(**FUSED)
+    assert built.model_fields_set == set(FUSED)
+    values["fusion_score"] = 9.0  # the instance holds its own copy of the values
+    assert built.fusion_score == 0.5
+    short = {k: v for k, v in FUSED.items() if k != "best_rank"}
+    assert builder(short) == FusedHit.model_construct(**short)
+    assert builder({**FUSED, "extra": 1}) == FusedHit.model_construct(**FUSED, extra=1)

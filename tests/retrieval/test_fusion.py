@@ -1,4 +1,5 @@
 import math
+import random
 
 import pytest
 
@@ -147,3 +148,33 @@ def test_a_channels_best_rank_comes_with_the_score_of_that_list() -> None:
     assert (hit.channel_rank("dense"), hit.channel_score("dense")) == (1, 0.7)
     assert hit.channel_hit("sparse") == (3, 3.0)
     assert hit.channel_hit("second_dense") is None
+
+
+def _fsum_zscore(lists: list[RankedList], weights: dict[str, float]) -> dict[str, float]:
+    """The z-score fusion as the module wrote it for any number of lists (math.fsum)."""
+    per_list = []
+    for ranked_list in lists:
+        first: dict[str, float] = {}
+        for hit in ranked_list.hits:
+            first.setdefault(hit.chunk_id, hit.score)
+        mean = math.fsum(first.values()) / len(first)
+        spread = math.sqrt(math.fsum((v - mean) ** 2 for v in first.values()) / len(first))
+        z = {chunk: (v - mean) / spread for chunk, v in first.items()}
+        per_list.append((weights[ranked_list.channel], z, min(z.values())))
+    chunks = {chunk for _, z, _ in per_list for chunk in z}
+    return {chunk: math.fsum(w * z.get(chunk, low) for w, z, low in per_list)
+            for chunk in chunks}
+
+
+def test_two_lists_fuse_to_exactly_the_scores_of_the_fsum_form() -> None:
+    # two floats' sum is rounded once, as fsum rounds: the two-list path may add them plainly
+    rng = random.Random(5)
+    for _ in range(200):
+        pool = [f"c{i}" for i in range(60)]
+        dense = ranked("dense:original", *((c, rng.uniform(0.6, 0.95))
+                                           for c in rng.sample(pool, 30)))
+        sparse = ranked("sparse:original", *((c, rng.uniform(0.0, 40.0))
+                                             for c in rng.sample(pool, 30)))
+        weights = {"dense": 1.0, "sparse": rng.choice([0.3, 0.7, 1.0 / 3])}
+        got = {h.chunk_id: h.fusion_score for h in zscore_fusion([dense, sparse], weights)}
+        assert got == _fsum_zscore([dense, sparse], weights)

@@ -17,6 +17,8 @@ from pydantic import BaseModel
 
 M = TypeVar("M", bound=BaseModel)
 
+_new = object.__new__
+_set = object.__setattr__
 _IMMUTABLE = (type(None), bool, int, float, str, bytes, tuple, frozenset)
 
 
@@ -49,13 +51,18 @@ class TrustedBuilder(Generic[M]):
     def __call__(self, values: Mapping[str, Any]) -> M:
         """Like `model.model_construct(**values)`; values the fast path does not fit (a
         required field missing, a name the model lacks) go through model_construct itself."""
-        if not self._required <= values.keys() <= self._names:
+        if not self._defaults:  # every field required (a fused hit): one comparison, one copy
+            if values.keys() != self._names:
+                return self._model.model_construct(**values)
+            state = dict(values)
+        elif self._required <= values.keys() <= self._names:
+            state = dict(self._defaults)
+            state.update(values)
+        else:
             return self._model.model_construct(**values)
-        instance = self._model.__new__(self._model)
-        state = dict(self._defaults)
-        state.update(values)
-        object.__setattr__(instance, "__dict__", state)
-        object.__setattr__(instance, "__pydantic_fields_set__", set(values))
-        object.__setattr__(instance, "__pydantic_extra__", None)
-        object.__setattr__(instance, "__pydantic_private__", None)
+        instance = _new(self._model)
+        _set(instance, "__dict__", state)
+        _set(instance, "__pydantic_fields_set__", set(values))
+        _set(instance, "__pydantic_extra__", None)
+        _set(instance, "__pydantic_private__", None)
         return instance

@@ -206,12 +206,21 @@ def zscore_fusion(
         z = {chunk: (v - mean) / spread for chunk, v in first.items()}
         missing = (floor - mean) / spread if padding else min(z.values())
         per_list.append((_weight(weights, ranked.name), z, missing))
+    return _ordered(live, _summed(per_list), limit)
+
+
+def _summed(per_list: Sequence[tuple[float, dict[str, float], float]]) -> dict[str, float]:
+    """chunk -> sum over lists of weight * z (a list's `missing` z where it lacks the chunk)."""
     chunks = {chunk for _, z, _ in per_list for chunk in z}
-    fused = {
+    if len(per_list) == 2:
+        # the usual hybrid, on every search: two floats' sum is rounded once, so `a + b` is
+        # what fsum returns for them, without its per-chunk generator (~0.1 ms a query)
+        (w1, z1, m1), (w2, z2, m2) = per_list
+        return {chunk: w1 * z1.get(chunk, m1) + w2 * z2.get(chunk, m2) for chunk in chunks}
+    return {
         chunk: math.fsum(w * z.get(chunk, missing) for w, z, missing in per_list)
         for chunk in chunks
     }
-    return _ordered(live, fused, limit)
 
 
 @dataclass(frozen=True, slots=True)
