@@ -18,17 +18,19 @@ are those of the run without it.
 
 Usage: python benchmarks/metadata_filter_scale.py [--chunks 100000] [--queries 100]
        [--dir PATH]  (build there and keep it; a later run with the same --dir reuses it)
-       [--embed]
+       [--embed] [--ids short|uuid]  (document ids d7, or 32-hex as ragsift gives them)
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import itertools
 import os
 import statistics
 import tempfile
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
@@ -85,12 +87,22 @@ def rendered_words(words: list[str]) -> np.ndarray:
                       dtype=object)
 
 
+def document_id(doc: int, ids: str) -> str:
+    """`d7` (short), or a uuid4-like 32-hex id as ragsift gives documents (`--ids uuid`): the
+    BM25 whitelist is a term set over these ids, whose cost grows with their length."""
+    if ids == "short":
+        return f"d{doc}"
+    return uuid.UUID(int=int.from_bytes(hashlib.sha256(str(doc).encode()).digest()[:16],
+                                        "big")).hex
+
+
 def metadata_of(doc: int) -> dict[str, Any]:
     return {"dept": DEPTS[doc % 10], "year": 2015 + (doc // 10) % 10, "shard": (doc // 7) % 100,
             "tags": [f"t{doc % 10}", f"g{doc % 3}"]}
 
 
-def build(directory: Path, chunks: int, seed: int) -> tuple[EmbeddedIndex, SqlRepository]:
+def build(directory: Path, chunks: int, seed: int, ids: str = "short"
+          ) -> tuple[EmbeddedIndex, SqlRepository]:
     rng = np.random.default_rng(seed)
     words, probs = build_vocabulary(rng)
     rendered = rendered_words(words)
@@ -111,11 +123,12 @@ def build(directory: Path, chunks: int, seed: int) -> tuple[EmbeddedIndex, SqlRe
         rows = range(lo, min(total, lo + BATCH))
         kb = "a" if lo < chunks else "b"
         batch = texts(rng, rendered, probs, [int(x) for x in rng.integers(60, 121, len(rows))])
-        index.upsert([IndexRecord(chunk_id=str(i), document_id=f"d{i // 10}", kb_id=kb,
+        index.upsert([IndexRecord(chunk_id=str(i), document_id=document_id(i // 10, ids), kb_id=kb,
                                   text=text) for i, text in zip(rows, batch, strict=True)],
                      matrix[lo: lo + len(rows)])
     index._dense.sync_ann()
-    docs = [Document(id=f"d{d}", kb_id="a" if d * 10 < chunks else "b", filename=f"d{d}.md",
+    docs = [Document(id=document_id(d, ids), kb_id="a" if d * 10 < chunks else "b",
+                     filename=f"d{d}.md",
                      media_type="text/markdown", sha256=None, size=1,
                      status=DocumentStatus.READY, metadata=metadata_of(d))
             for d in range(total // 10)]
@@ -215,6 +228,8 @@ def main() -> None:
     parser.add_argument("--dir", type=Path, default=None,
                         help="build here and keep it; reused when it holds a finished build")
     parser.add_argument("--build-only", action="store_true")
+    parser.add_argument("--ids", choices=("short", "uuid"), default="short",
+                        help="document ids: d7, or 32-hex as ragsift gives them")
     parser.add_argument("--embed", action="store_true",
                         help="embed each search's query first (the default embedder)")
     args = parser.parse_args()
@@ -230,13 +245,14 @@ def main() -> None:
 
 def run(directory: Path, args: argparse.Namespace) -> None:
     """Build into `directory` (unless a finished build of the same size is there), probe."""
-    done = directory / f"built-{args.chunks}-{args.seed}"
+    suffix = "" if args.ids == "short" else f"-{args.ids}"
+    done = directory / f"built-{args.chunks}-{args.seed}{suffix}"
     if done.exists():
         index = EmbeddedIndex(directory / "index", DIMENSION)
         repository = SqlRepository(f"sqlite:///{directory / 'facts.sqlite'}")
         print(f"reusing the build in {directory}", flush=True)
     else:
-        index, repository = build(directory, args.chunks, args.seed)
+        index, repository = build(directory, args.chunks, args.seed, args.ids)
         done.touch()
     try:
         if args.build_only:

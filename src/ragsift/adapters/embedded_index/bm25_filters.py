@@ -11,29 +11,29 @@ from __future__ import annotations
 
 import threading
 
-import tantivy
-
-from ragsift.adapters.embedded_index.bm25_schema import Restrictions, filter_clauses
+from ragsift.adapters.embedded_index.bm25_schema import Restrictions, filter_clauses, schema
 from ragsift.domain.filters import SearchFilter
 
 _CACHED = 64
 
 
 class FilterClauses:
-    """filter_clauses(schema, filter, excluded), remembered for the last filters asked."""
+    """filter_clauses(schema, filter, excluded, keyed), remembered for the last filters asked;
+    `keyed`: for an index holding document keys (bm25_schema), else one built before them."""
 
-    def __init__(self, schema: tantivy.Schema) -> None:
-        self._schema = schema
-        self._cache: dict[tuple[SearchFilter, frozenset[str] | None], Restrictions | None] = {}
+    def __init__(self) -> None:
+        self._schemas = {True: schema(keyed=True), False: schema(keyed=False)}
+        self._cache: dict[tuple[SearchFilter, frozenset[str] | None, bool],
+                          Restrictions | None] = {}
         self._lock = threading.Lock()
 
-    def __call__(self, search_filter: SearchFilter,
-                 excluded: frozenset[str] | None = None) -> Restrictions | None:
-        key = (search_filter, excluded)
+    def __call__(self, search_filter: SearchFilter, excluded: frozenset[str] | None = None,
+                 keyed: bool = True) -> Restrictions | None:
+        key = (search_filter, excluded, keyed)
         with self._lock:
             if key in self._cache:
                 return self._cache[key]
-        clauses = filter_clauses(self._schema, search_filter, excluded)
+        clauses = filter_clauses(self._schemas[keyed], search_filter, excluded, keyed)
         with self._lock:
             if len(self._cache) >= _CACHED:
                 self._cache.clear()

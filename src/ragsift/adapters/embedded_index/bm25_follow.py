@@ -51,7 +51,7 @@ class FollowedBm25Store:
         # an old layout or an unfinished upgrade is refused as the writer refuses it (reads only)
         check_layout(self._root, upgrade=False)
         self._schema = schema()
-        self._clauses = FilterClauses(self._schema)
+        self._clauses = FilterClauses()
         self._lock = threading.Lock()
         self._kbs: dict[str, tuple[Signature, KbIndex]] = {}
         self._why: dict[str, str] = {}  # the last reason a kb index could not be opened
@@ -141,11 +141,11 @@ class FollowedBm25Store:
     ) -> tuple[KbIndex, Restrictions] | None:
         if limit <= 0:
             return None
-        restrictions = self._clauses(search_filter, excluded)
-        if restrictions is None:
-            return None
         kb = self._kb(kb_directory_name(search_filter.kb_id), search_filter.kb_id)
-        return None if kb is None else (kb, restrictions)
+        if kb is None:
+            return None
+        restrictions = self._clauses(search_filter, excluded, kb.keyed)
+        return None if restrictions is None else (kb, restrictions)
 
     def _kb(self, name: str, kb_id: str | None = None) -> KbIndex | None:
         """The kb's index at the writer's newest commit; None when it has none yet.

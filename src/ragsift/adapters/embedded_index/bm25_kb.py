@@ -51,13 +51,20 @@ class KbIndex:
         self._directory = directory
         self.analyzer_version = _analyzer_version(directory)
         self._analyze = analyzer_for(self.analyzer_version)
-        # Opens the index when it exists (the schema must match) and creates it otherwise.
+        # Opens the index when it exists (the schema must match) and creates it otherwise;
+        # an index built before the document key opens with the schema it was built with.
+        self.keyed = True
         try:
             self._index = tantivy.Index(schema_, path=str(directory), reuse=True)
         except ValueError as exc:
             if "schema does not match" not in str(exc):
                 raise
-            raise outdated_schema_error(directory) from exc
+            try:
+                self._index = tantivy.Index(schema(keyed=False), path=str(directory),
+                                            reuse=True)
+            except ValueError:
+                raise outdated_schema_error(directory) from exc
+            self.keyed = False
         self._schema = self._index.schema
         self._writer: tantivy.IndexWriter | None = None
         self._index.reload()
@@ -75,8 +82,8 @@ class KbIndex:
         """
         analyzed = record.analyzed
         if analyzed is not None and analyzed.version == self.analyzer_version:
-            return document(record, tokens=analyzed.tokens)
-        return document(record, self._analyze)
+            return document(record, tokens=analyzed.tokens, keyed=self.keyed)
+        return document(record, self._analyze, keyed=self.keyed)
 
     def search(self, query: str, restrictions: Restrictions, limit: int) -> list[ChannelHit]:
         """Top-`limit` chunks by raw BM25 among those `restrictions` allow (see filter_clauses)."""
@@ -111,13 +118,17 @@ class KbIndex:
         searcher = self.searcher  # one snapshot for the restrictions and the search
         query = bm25_query(self._schema, terms, restrictions.on(searcher), restrictions.excluded)
         hits = searcher.search(query, limit, count=False).hits
+        allowed = restrictions.documents  # a whitelist sent as keys, which can collide
         results: list[ChannelHit] = []
         for score, address in hits:
             doc = searcher.doc(address)
+            document_id = str(doc.get_first("document_id"))
+            if allowed is not None and document_id not in allowed:
+                continue
             results.append(
                 ChannelHit(
                     chunk_id=str(doc.get_first("chunk_id")),
-                    document_id=str(doc.get_first("document_id")),
+                    document_id=document_id,
                     score=float(score),
                 )
             )

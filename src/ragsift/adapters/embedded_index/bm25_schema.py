@@ -1,8 +1,22 @@
 """The schema every kb index shares, a chunk's tantivy document, and the queries over them:
-BM25 over the analyzed text, restricted by term-set clauses (scope, documents, roles, version)."""
+BM25 over the analyzed text, restricted by term-set clauses (scope, documents, roles, version).
+
+A document whitelist (a metadata filter's answer, a request's document ids) is a term set,
+which tantivy resolves by walking its term dictionary along every listed key in every
+segment: its cost grows with the keys' bytes. Over ragsift's 32-hex document ids, 1,900
+documents of a 100k-chunk index cost ~20 ms a search, 10x the text query itself
+(docs/benchmarks.md). So an index built now also holds each chunk's `document_key`, a 48-bit
+hash of its document id as an integer term, and whitelists go through it. Keys of two
+documents can collide (about 1 in 10^7 for a whitelist of 2,000 among 10,000 documents):
+a whitelist's hits are re-checked by document id, so a collision never lets a chunk in,
+and a complement left out by key could at worst drop an allowed document from BM25's list.
+An index built before the key opens with the schema it was built with (`keyed` False) and
+keeps filtering by document id until `ragsift rebuild-sparse` rebuilds it.
+"""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -19,8 +33,19 @@ VERSION_FIELDS = ("valid_from_seq", "valid_to_seq")
 _MAX_SEQ = 2**62
 
 
-def schema() -> tantivy.Schema:
-    """The schema of every kb index (kb_id is kept so documents stay self-describing)."""
+DOCUMENT_KEY = "document_key"
+_KEY_BYTES = 6
+
+
+def document_key(document_id: str) -> int:
+    """The 48-bit key a document's chunks carry (see the module docstring)."""
+    digest = hashlib.blake2b(document_id.encode(), digest_size=_KEY_BYTES).digest()
+    return int.from_bytes(digest, "big")
+
+
+def schema(keyed: bool = True) -> tantivy.Schema:
+    """The schema of a kb index (kb_id is kept so documents stay self-describing); without
+    `keyed`, that of an index built before the document key."""
     builder = tantivy.SchemaBuilder()
     builder.add_text_field("chunk_id", stored=True, tokenizer_name="raw", index_option="basic")
     builder.add_text_field("document_id", stored=True, tokenizer_name="raw", index_option="basic")
@@ -30,12 +55,14 @@ def schema() -> tantivy.Schema:
         builder.add_integer_field(name, indexed=True)
     # The analyzer already lowercased and segmented the text; tantivy only splits on spaces.
     builder.add_text_field("text", tokenizer_name="whitespace", index_option="position")
+    if keyed:  # last, so the fields before it keep the numbers older indexes gave them
+        builder.add_unsigned_field(DOCUMENT_KEY, indexed=True)
     return builder.build()
 
 
 def document(
     record: IndexRecord, analyze: Callable[[str], list[str]] | None = None,
-    tokens: str | None = None,
+    tokens: str | None = None, keyed: bool = True,
 ) -> tantivy.Document:
     """The tantivy document of one chunk: its text pre-tokenized by `analyze`, or `tokens`."""
     if tokens is None:
@@ -60,6 +87,8 @@ def document(
     doc.add_integer(ROLES_OPEN, 0 if record.allowed_roles else 1)
     doc.add_integer("valid_from_seq", record.valid_from_seq)
     doc.add_integer("valid_to_seq", record.valid_to_seq)
+    if keyed:
+        doc.add_unsigned(DOCUMENT_KEY, document_key(record.document_id))
     return doc
 
 
@@ -103,6 +132,8 @@ class Restrictions:
     # documents left out (a filter's complement): a MUST_NOT beside the text, which the
     # disjunction skips by seeking, where a MUST of "all but these" scanned every chunk
     excluded: Query | None = None
+    # the whitelist sent as document keys, which the hits are re-checked against
+    documents: frozenset[str] | None = None
 
     def on(self, searcher: tantivy.Searcher) -> list[Query]:
         """The clauses to apply on `searcher`'s snapshot of an index."""
@@ -119,22 +150,27 @@ def holds_restricted(searcher: tantivy.Searcher) -> bool:
 
 
 def filter_clauses(schema_: tantivy.Schema, search_filter: SearchFilter,
-                   excluded: frozenset[str] | None = None) -> Restrictions | None:
+                   excluded: frozenset[str] | None = None,
+                   keyed: bool = False) -> Restrictions | None:
     """Document and scope restrictions as term-set queries (never parsed text).
 
     The kb needs no clause, as its index holds nothing else; None when the filter allows
     nothing, Restrictions without clauses when it restricts nothing. `excluded`: documents to
     leave out, in place of the filter's document whitelist (a shorter list; the caller
-    re-checks the whitelist).
+    re-checks the whitelist). `keyed`: the index holds document keys (module docstring).
     """
     restrictions: dict[str, frozenset[str]] = dict(search_filter.scope_fields())
     clauses: list[Query] = []
     left_out = None
+    whitelist = None
     if excluded is not None:
         if excluded:
-            left_out = Query.term_set_query(schema_, "document_id", sorted(excluded))
+            left_out = documents_clause(schema_, excluded, keyed)
     elif search_filter.document_ids is not None:
-        restrictions["document_id"] = search_filter.document_ids
+        if not search_filter.document_ids:
+            return None
+        whitelist = search_filter.document_ids
+        clauses.append(documents_clause(schema_, whitelist, keyed))
     for name, values in restrictions.items():
         if not values:
             return None
@@ -142,7 +178,16 @@ def filter_clauses(schema_: tantivy.Schema, search_filter: SearchFilter,
     if search_filter.version_seq is not None:
         clauses.append(version_clause(schema_, search_filter.version_seq))
     roles = None if search_filter.roles is None else roles_clause(schema_, search_filter.roles)
-    return Restrictions(tuple(clauses), roles, left_out)
+    return Restrictions(tuple(clauses), roles, left_out, whitelist if keyed else None)
+
+
+def documents_clause(schema_: tantivy.Schema, document_ids: frozenset[str],
+                     keyed: bool) -> Query:
+    """The chunks of `document_ids`: by their keys where the index holds them."""
+    if keyed:
+        return Query.term_set_query(schema_, DOCUMENT_KEY,
+                                    sorted({document_key(d) for d in document_ids}))
+    return Query.term_set_query(schema_, "document_id", sorted(document_ids))
 
 
 def _term(schema_: tantivy.Schema, token: str, weight: float) -> Query:

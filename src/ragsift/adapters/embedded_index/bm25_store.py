@@ -81,7 +81,7 @@ class TantivyBm25Store(Bm25Catalog):
             unlock_root(self._lock_fd)
             raise
         super().__init__(root, schema())
-        self._clauses = FilterClauses(self._schema)
+        self._clauses = FilterClauses()
         self._write_lock = threading.Lock()
         self._rebuilds: dict[str, KbRebuild] = {}  # by kb directory name
         # Upgrade mode: kb indexes of an older schema, never opened, waiting to be rebuilt.
@@ -303,12 +303,12 @@ class TantivyBm25Store(Bm25Catalog):
         """The filter's kb index and its restrictions; None when nothing can match."""
         if limit <= 0:
             return None
-        restrictions = self._clauses(search_filter, excluded)
-        if restrictions is None:
-            return None
         kb_id = search_filter.kb_id
         kb = self._kb(kb_directory_name(kb_id), create=False, kb_id=kb_id)
-        return None if kb is None else (kb, restrictions)
+        if kb is None:
+            return None
+        restrictions = self._clauses(search_filter, excluded, kb.keyed)
+        return None if restrictions is None else (kb, restrictions)
 
     def _writable(self, name: str, kb_id: str) -> KbIndex | None:
         """The kb's index for an upsert (created if new); None when it is broken and being
