@@ -111,3 +111,15 @@ def test_an_index_built_before_the_keys_opens_searches_and_takes_new_chunks(
     assert {hit.document_id for hit in hits} == ALLOWED
     legacy.close()
     assert not KbIndex(tmp_path / "legacy" / kb_directory_name("kb"), schema()).keyed
+
+
+def test_a_rebuild_gives_an_index_built_before_the_keys_its_keys(
+    legacy: TantivyBm25Store, tmp_path: Path
+) -> None:
+    whitelist = SearchFilter(kb_id="kb", document_ids=ALLOWED)
+    before = scored(legacy.search(QUERY, whitelist, 30))
+    with legacy.rebuild("kb") as rebuild:
+        rebuild.add(RECORDS)
+    assert scored(legacy.search(QUERY, whitelist, 30)) == before
+    legacy.close()
+    assert KbIndex(tmp_path / "legacy" / kb_directory_name("kb"), schema()).keyed
