@@ -121,11 +121,12 @@ def main() -> None:
         "fusion": lambda i: fuse(dense_lists[i], sparse_lists[i]),
         "thread hand-off (empty)": lambda i: pool.submit(int).result(),
     }
+    fusions = {"": fuse}
     for name, run in parts.items():
         print(f"| {name} | {p50(run, n):.3f} |")
-    fusions = {"": fuse}
     if args.baseline:
         fusions[f", {args.baseline}'s fusion"] = fusion_at(args.baseline)
+        fusion_side_by_side(fusions, dense_lists, sparse_lists)
     arrangements(index, pool, texts, vectors, flt, fusions)
     pool.shutdown()
     index.close()
@@ -152,6 +153,22 @@ def arrangements(index: EmbeddedIndex, pool: ThreadPoolExecutor, texts: list[str
     for name, measured in times.items():
         median = statistics.median(measured)
         print(f"| {name} | {median * 1e3:.3f} | {median / dense:.2f}x |")
+
+
+def fusion_side_by_side(fusions: dict[str, Fuse], dense: list[list[ChannelHit]],
+                        sparse: list[list[ChannelHit]]) -> None:
+    """Each fusion of each query's two lists, alternating which goes first, 3 rounds."""
+    for round_ in range(3):
+        times: dict[str, list[float]] = {name: [] for name in fusions}
+        order = list(fusions.items())
+        for i in range(len(dense)):
+            for name, fused in order if (i + round_) % 2 else order[::-1]:
+                started = time.perf_counter()
+                fused(dense[i], sparse[i])
+                times[name].append(time.perf_counter() - started)
+        print("| fusion side by side, round", round_ + 1, "|", " | ".join(
+            f"{name.strip(', ') or 'this tree'}: {statistics.median(t) * 1e3:.3f}"
+            for name, t in times.items()), "|")
 
 
 def hybrids(index: EmbeddedIndex, pool: ThreadPoolExecutor, texts: list[str],
