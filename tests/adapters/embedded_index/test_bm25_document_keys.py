@@ -123,3 +123,15 @@ def test_a_rebuild_gives_an_index_built_before_the_keys_its_keys(
     assert scored(legacy.search(QUERY, whitelist, 30)) == before
     legacy.close()
     assert KbIndex(tmp_path / "legacy" / kb_directory_name("kb"), schema()).keyed
+
+
+def test_opening_an_index_without_keys_says_so_once_in_the_log(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    legacy_kb(tmp_path, RECORDS)
+    directory = tmp_path / kb_directory_name("kb")
+    with caplog.at_level("INFO", logger="ragsift.adapters.embedded_index.bm25_kb"):
+        KbIndex(directory, schema())
+        KbIndex(directory, schema())
+    told = [r.getMessage() for r in caplog.records if "predates document keys" in r.getMessage()]
+    assert len(told) == 1 and "rebuild-sparse" in told[0]

@@ -7,6 +7,7 @@ bm25_schema.py.
 from __future__ import annotations
 
 import json
+import logging
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -34,6 +35,10 @@ from ragsift.domain.index_records import IndexRecord
 from ragsift.domain.results import ChannelHit
 
 _HEAP_BYTES = 64_000_000
+
+
+logger = logging.getLogger(__name__)
+_TOLD_UNKEYED: set[Path] = set()
 
 
 class KbIndex:
@@ -65,6 +70,11 @@ class KbIndex:
             except ValueError:
                 raise outdated_schema_error(directory) from exc
             self.keyed = False
+            if directory not in _TOLD_UNKEYED:  # once a process: a follower reopens often
+                _TOLD_UNKEYED.add(directory)
+                logger.info("the BM25 index in %s predates document keys: its whitelists "
+                            "filter by document id (`ragsift rebuild-sparse` adds the keys)",
+                            directory)
         self._schema = self._index.schema
         self._writer: tantivy.IndexWriter | None = None
         self._index.reload()
