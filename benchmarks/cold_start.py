@@ -53,7 +53,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench_server import free_port, healthy, stop_server, wait_ready
+from bench_server import free_port, healthy, process_tree_cpu, stop_server, wait_ready
 
 ROOT = Path(__file__).resolve().parents[1]
 ZH, EN = "hr-handbook-zh.md", "release-notes-en.txt"
@@ -180,31 +180,6 @@ def measure_ingest(config: Config) -> None:
     path.write_text(_new_text(run), encoding="utf-8")
     cpu, rss, _ = cli(config, "ingest", str(path), "--kb", f"ingest{run}")
     config.record("ingest one file", cpu, rss)
-
-
-def process_tree_cpu(root: int) -> float:
-    """CPU seconds (user + system) used by `root` and its live descendants."""
-    tick = os.sysconf("SC_CLK_TCK")
-    parents: dict[int, int] = {}
-    used: dict[int, float] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2:].split()
-        pid = int(entry.name)
-        parents[pid] = int(fields[1])
-        used[pid] = (int(fields[11]) + int(fields[12])) / tick
-    tree, frontier = {root}, [root]
-    while frontier:
-        parent = frontier.pop()
-        children = [pid for pid, ppid in parents.items() if ppid == parent]
-        tree.update(children)
-        frontier.extend(children)
-    return sum(used.get(pid, 0.0) for pid in tree)
 
 
 def measure_serve(config: Config) -> None:
