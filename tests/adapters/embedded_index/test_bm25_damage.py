@@ -179,3 +179,14 @@ def test_the_embedded_index_opens_and_refuses_a_write_before_the_dense_store_cha
     assert dense[0].score == pytest.approx(1.0)  # the old vector: the refused one was not written
     assert index.search_sparse("kubernetes", B, 5)
     index.close()
+
+
+def test_a_filter_allowing_nothing_answers_empty_without_opening_a_damaged_index(
+    tmp_path: Path,
+) -> None:
+    store, _ = damaged_store(tmp_path, DAMAGES[0])
+    nothing = SearchFilter(kb_id="a", document_ids=frozenset())
+    assert store.search("kubernetes", nothing, 10) == []
+    with pytest.raises(SparseIndexBroken):
+        store.search("kubernetes", A, 10)
+    store.close()

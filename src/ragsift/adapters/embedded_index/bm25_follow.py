@@ -141,6 +141,8 @@ class FollowedBm25Store:
     ) -> tuple[KbIndex, Restrictions] | None:
         if limit <= 0:
             return None
+        if self._clauses(search_filter, excluded) is None:
+            return None  # the filter allows nothing: no index is opened for it
         kb = self._kb(kb_directory_name(search_filter.kb_id), search_filter.kb_id)
         if kb is None:
             return None

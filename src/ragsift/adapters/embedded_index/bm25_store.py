@@ -303,6 +303,8 @@ class TantivyBm25Store(Bm25Catalog):
         """The filter's kb index and its restrictions; None when nothing can match."""
         if limit <= 0:
             return None
+        if self._clauses(search_filter, excluded) is None:
+            return None  # the filter allows nothing: no index is opened for it
         kb_id = search_filter.kb_id
         kb = self._kb(kb_directory_name(kb_id), create=False, kb_id=kb_id)
         if kb is None:
