@@ -20,6 +20,7 @@ the vectors stay synthetic (the dense side does not read the text). The syntheti
 Usage: python benchmarks/hybrid_scale.py [--chunks 1000000] [--queries 100] [--keep DIR]
        python benchmarks/hybrid_scale.py --reuse DIR   # search an index a run left
        python benchmarks/hybrid_scale.py --corpus A/corpus.jsonl --query-file A/queries.jsonl
+       [--ids short|uuid]  # document ids d7 (default), or 32-hex as ragsift gives them
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from pathlib import Path
 import numpy as np
 from dense_ann import load, rss_parts
 from dense_ann_data import expand, queries_near, synthetic_centres
+from document_ids import ID_SHAPES, document_id
 from numpy.typing import NDArray
 from search_latency import build_vocabulary, make_text
 
@@ -78,7 +80,7 @@ def query_texts(files: list[Path]) -> list[str]:
 
 
 def build(directory: Path, chunks: int, seed: int, corpus: list[Path] | None = None,
-          query_files: list[Path] | None = None) -> None:
+          query_files: list[Path] | None = None, ids: str = "short") -> None:
     """Write the index in batches of one kb, as ingestion does; print rates."""
     rng = np.random.default_rng(seed)
     words, probs = build_vocabulary(rng)
@@ -98,7 +100,7 @@ def build(directory: Path, chunks: int, seed: int, corpus: list[Path] | None = N
                  [make_text(rng, words, probs, int(rng.integers(60, 121))) for _ in rows])
         text_s += time.perf_counter() - started
         text_cpu += time.process_time() - started_cpu
-        index.upsert([IndexRecord(chunk_id=str(i), document_id=f"d{i // 10}",
+        index.upsert([IndexRecord(chunk_id=str(i), document_id=document_id(i // 10, ids),
                                   kb_id=kb_of(i // 10), text=text)
                       for i, text in zip(rows, texts, strict=True)], matrix[rows])
         if lo % 100_000 < BATCH:
@@ -111,6 +113,7 @@ def build(directory: Path, chunks: int, seed: int, corpus: list[Path] | None = N
           f"{chunks / wall:,.0f} chunks/s wall ({wall:.1f} s), {chunks / cpu:,.0f} chunks per "
           f"CPU-s ({cpu:.1f} CPU-s), load {load()}", flush=True)
     (directory / "words.json").write_text(json.dumps([words, probs.tolist()]), "utf-8")
+    (directory / "ids.json").write_text(json.dumps(ids), "utf-8")
     if query_files:
         (directory / "queries.json").write_text(
             json.dumps(query_texts(query_files), ensure_ascii=False), "utf-8")
@@ -132,7 +135,10 @@ def search_probe(directory: Path, n_queries: int, seed: int) -> None:
         real = json.loads((directory / "queries.json").read_text("utf-8"))
         texts = [real[int(i)] for i in rng.choice(len(real), n_queries, replace=False)]
     mid_docs = np.arange(0, index.count() // 10, 10)
-    whitelists = [frozenset(f"d{d}" for d in rng.choice(mid_docs, 50, replace=False))
+    shape_file = directory / "ids.json"  # absent in builds made before the option: short
+    shape = json.loads(shape_file.read_text("utf-8")) if shape_file.exists() else "short"
+    whitelists = [frozenset(document_id(int(d), shape)
+                            for d in rng.choice(mid_docs, 50, replace=False))
                   for _ in range(n_queries)]
     cases = {
         "kb (90% rows)": [SearchFilter(kb_id="big")] * n_queries,
@@ -211,6 +217,8 @@ def main() -> None:
                         help="JSONL passages to use as chunk texts (repeatable)")
     parser.add_argument("--query-file", type=Path, action="append", default=None,
                         help="JSONL queries for a --corpus build (repeatable)")
+    parser.add_argument("--ids", choices=ID_SHAPES, default="short",
+                        help="document ids: d7, or 32-hex as ragsift gives them")
     parser.add_argument("--probe", type=Path, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.probe:
@@ -222,7 +230,7 @@ def main() -> None:
         directory = args.reuse or args.keep or Path(tmp)
         if not args.reuse:
             directory.mkdir(parents=True, exist_ok=True)
-            build(directory, args.chunks, args.seed, args.corpus, args.query_file)
+            build(directory, args.chunks, args.seed, args.corpus, args.query_file, args.ids)
         # a fresh process: the reopen as a restarted server pays it
         subprocess.run([sys.executable, __file__, "--probe", str(directory), "--queries",
                         str(args.queries), "--seed", str(args.seed)], check=True)

@@ -24,13 +24,11 @@ Usage: python benchmarks/metadata_filter_scale.py [--chunks 100000] [--queries 1
 from __future__ import annotations
 
 import argparse
-import hashlib
 import itertools
 import os
 import statistics
 import tempfile
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
@@ -41,6 +39,7 @@ from typing import Any
 import numpy as np
 from dense_ann import load
 from dense_ann_data import expand, queries_near, synthetic_centres
+from document_ids import ID_SHAPES, document_id
 from search_latency import build_vocabulary
 
 from ragsift.adapters.embedded_index import EmbeddedIndex
@@ -85,15 +84,6 @@ def rendered_words(words: list[str]) -> np.ndarray:
     """Chinese words run together, English words separated by spaces (as make_text)."""
     return np.asarray([w if "\u4e00" <= w[0] <= "\u9fff" else f" {w} " for w in words],
                       dtype=object)
-
-
-def document_id(doc: int, ids: str) -> str:
-    """`d7` (short), or a uuid4-like 32-hex id as ragsift gives documents (`--ids uuid`): the
-    BM25 whitelist is a term set over these ids, whose cost grows with their length."""
-    if ids == "short":
-        return f"d{doc}"
-    return uuid.UUID(int=int.from_bytes(hashlib.sha256(str(doc).encode()).digest()[:16],
-                                        "big")).hex
 
 
 def metadata_of(doc: int) -> dict[str, Any]:
@@ -228,7 +218,7 @@ def main() -> None:
     parser.add_argument("--dir", type=Path, default=None,
                         help="build here and keep it; reused when it holds a finished build")
     parser.add_argument("--build-only", action="store_true")
-    parser.add_argument("--ids", choices=("short", "uuid"), default="short",
+    parser.add_argument("--ids", choices=ID_SHAPES, default="short",
                         help="document ids: d7, or 32-hex as ragsift gives them")
     parser.add_argument("--embed", action="store_true",
                         help="embed each search's query first (the default embedder)")
