@@ -10,8 +10,15 @@ tantivy query holds values only, never index state, so it stays valid across com
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
-from ragsift.adapters.embedded_index.bm25_schema import Restrictions, filter_clauses, schema
+from ragsift.adapters.embedded_index.bm25_kb import KbIndex
+from ragsift.adapters.embedded_index.bm25_schema import (
+    Restrictions,
+    allows_nothing,
+    filter_clauses,
+    schema,
+)
 from ragsift.domain.filters import SearchFilter
 
 _CACHED = 64
@@ -39,3 +46,15 @@ class FilterClauses:
                 self._cache.clear()
             self._cache[key] = clauses
         return clauses
+
+    def for_kb(self, search_filter: SearchFilter, excluded: frozenset[str] | None,
+               open_kb: Callable[[], KbIndex | None]) -> tuple[KbIndex, Restrictions] | None:
+        """The filter's kb index (`open_kb`) and its clauses for that index's layout; None
+        when the kb has no index or the filter allows nothing (then no index is opened)."""
+        if allows_nothing(search_filter, excluded):
+            return None
+        kb = open_kb()
+        if kb is None:
+            return None
+        restrictions = self(search_filter, excluded, kb.keyed)
+        return None if restrictions is None else (kb, restrictions)

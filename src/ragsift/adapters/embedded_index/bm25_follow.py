@@ -141,13 +141,9 @@ class FollowedBm25Store:
     ) -> tuple[KbIndex, Restrictions] | None:
         if limit <= 0:
             return None
-        if self._clauses(search_filter, excluded) is None:
-            return None  # the filter allows nothing: no index is opened for it
-        kb = self._kb(kb_directory_name(search_filter.kb_id), search_filter.kb_id)
-        if kb is None:
-            return None
-        restrictions = self._clauses(search_filter, excluded, kb.keyed)
-        return None if restrictions is None else (kb, restrictions)
+        kb_id = search_filter.kb_id
+        return self._clauses.for_kb(search_filter, excluded, lambda: self._kb(
+            kb_directory_name(kb_id), kb_id))
 
     def _kb(self, name: str, kb_id: str | None = None) -> KbIndex | None:
         """The kb's index at the writer's newest commit; None when it has none yet.

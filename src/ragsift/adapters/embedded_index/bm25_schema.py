@@ -159,7 +159,8 @@ def filter_clauses(schema_: tantivy.Schema, search_filter: SearchFilter,
     leave out, in place of the filter's document whitelist (a shorter list; the caller
     re-checks the whitelist). `keyed`: the index holds document keys (module docstring).
     """
-    restrictions: dict[str, frozenset[str]] = dict(search_filter.scope_fields())
+    if allows_nothing(search_filter, excluded):
+        return None
     clauses: list[Query] = []
     left_out = None
     whitelist = None
@@ -167,18 +168,23 @@ def filter_clauses(schema_: tantivy.Schema, search_filter: SearchFilter,
         if excluded:
             left_out = documents_clause(schema_, excluded, keyed)
     elif search_filter.document_ids is not None:
-        if not search_filter.document_ids:
-            return None
         whitelist = search_filter.document_ids
         clauses.append(documents_clause(schema_, whitelist, keyed))
-    for name, values in restrictions.items():
-        if not values:
-            return None
+    for name, values in search_filter.scope_fields().items():
         clauses.append(Query.term_set_query(schema_, name, sorted(values)))
     if search_filter.version_seq is not None:
         clauses.append(version_clause(schema_, search_filter.version_seq))
     roles = None if search_filter.roles is None else roles_clause(schema_, search_filter.roles)
     return Restrictions(tuple(clauses), roles, left_out, whitelist if keyed else None)
+
+
+def allows_nothing(search_filter: SearchFilter, excluded: frozenset[str] | None = None) -> bool:
+    """Whether the filter keeps no chunk whatever the index (an empty whitelist, when no
+    complement replaces it, or an empty scope set): filter_clauses answers None for it."""
+    if excluded is None and search_filter.document_ids is not None \
+            and not search_filter.document_ids:
+        return True
+    return any(not values for values in search_filter.scope_fields().values())
 
 
 def documents_clause(schema_: tantivy.Schema, document_ids: frozenset[str],

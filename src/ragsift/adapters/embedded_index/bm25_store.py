@@ -303,14 +303,9 @@ class TantivyBm25Store(Bm25Catalog):
         """The filter's kb index and its restrictions; None when nothing can match."""
         if limit <= 0:
             return None
-        if self._clauses(search_filter, excluded) is None:
-            return None  # the filter allows nothing: no index is opened for it
         kb_id = search_filter.kb_id
-        kb = self._kb(kb_directory_name(kb_id), create=False, kb_id=kb_id)
-        if kb is None:
-            return None
-        restrictions = self._clauses(search_filter, excluded, kb.keyed)
-        return None if restrictions is None else (kb, restrictions)
+        return self._clauses.for_kb(search_filter, excluded, lambda: self._kb(
+            kb_directory_name(kb_id), create=False, kb_id=kb_id))
 
     def _writable(self, name: str, kb_id: str) -> KbIndex | None:
         """The kb's index for an upsert (created if new); None when it is broken and being
