@@ -13,6 +13,8 @@ from pydantic import (
     field_validator,
 )
 
+from ragsift.domain.metadata_terms import MetadataTerms
+
 # Big frozensets already checked, by id (each held, so its id is not reused meanwhile);
 # a small one is checked again, at no noticeable cost.
 _CHECKED: dict[int, frozenset[str]] = {}
@@ -57,9 +59,13 @@ class SearchFilter(BaseModel):
 
     `version_seq`: None = no version constraint. An int v keeps the chunks valid in version v:
     `valid_from_seq <= v and (valid_to_seq == 0 or valid_to_seq > v)`.
+
+    `metadata_terms`: the metadata filter that `document_ids` answers, as terms, for an index
+    holding metadata terms (domain/metadata_terms.py); `document_ids` stays the whitelist
+    every hit is checked against, and what an index without the terms filters by.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
 
     kb_id: str
     document_ids: Accepted | None = None
@@ -69,6 +75,7 @@ class SearchFilter(BaseModel):
     visibilities: Accepted | None = None
     roles: frozenset[str] | None = frozenset()
     version_seq: int | None = Field(default=None, ge=0)
+    metadata_terms: MetadataTerms | None = Field(default=None, exclude=True)
 
     @field_validator("kb_id")
     @classmethod

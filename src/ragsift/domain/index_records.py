@@ -23,6 +23,7 @@ class IndexRecord:
 
     `allowed_roles` empty = no role restriction. `valid_from_seq`/`valid_to_seq` are the
     knowledge-base versions the chunk belongs to (to 0 = still valid; 0/0 = every version).
+    `metadata_tokens`: its document's metadata as index terms (metadata_terms.document_tokens).
     """
 
     chunk_id: str
@@ -37,3 +38,4 @@ class IndexRecord:
     valid_from_seq: int = 0
     valid_to_seq: int = 0
     analyzed: AnalyzedText | None = None
+    metadata_tokens: tuple[str, ...] = ()
