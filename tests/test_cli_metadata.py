@@ -183,3 +183,43 @@ def test_ingest_of_a_duplicate_keeps_its_metadata_unless_replace_meta(
     assert done.exit_code == 0, done.output
     assert "metadata left as it was" not in done.stdout
     assert manual() == {"dept": "ops"}
+
+
+def _indexed_with(data: Path, kb_id: str, token: str) -> int:
+    """Chunks of the kb's BM25 index holding one metadata term."""
+    import tantivy
+
+    from ragsift.adapters.embedded_index.bm25_kb import KbIndex
+    from ragsift.adapters.embedded_index.bm25_layout import kb_directory_name
+    from ragsift.adapters.embedded_index.bm25_schema import METADATA, schema
+
+    kb = KbIndex(data / "index" / "sparse" / kb_directory_name(kb_id), schema())
+    query = tantivy.Query.term_query(schema(), METADATA, token)
+    return int(kb.searcher.search(query, 1, count=True).count)
+
+
+def test_ingest_meta_reaches_the_index_with_the_chunks(tmp_path: Path) -> None:
+    """--meta is set before the documents are processed, so BM25 holds it as terms from the
+    start (a filter needs no document-by-document whitelist); a later change is the facts'
+    alone and is still filtered on (the index's terms of it are stale, not trusted), until
+    rebuild-sparse indexes it."""
+    from ragsift.domain.metadata_terms import scalar_token
+
+    (tmp_path / "a.md").write_text("# A\n\nE-104 means Wi-Fi authentication failed.\n")
+    data = tmp_path / "data"
+    done = _run(data, "ingest", str(tmp_path / "a.md"), "--kb", "t", "--meta", "dept=hr")
+    assert done.exit_code == 0, done.output
+    listed = json.loads(_run(data, "docs", "list", "--kb", "t", "--json").stdout)
+    kb_id, doc_id = listed[0]["kb_id"], listed[0]["id"]
+    assert _indexed_with(data, kb_id, scalar_token("dept", "hr")) >= 1
+    assert _run(data, "docs", "meta", doc_id, "--kb", "t", "--meta", "dept=it").exit_code == 0
+    assert _indexed_with(data, kb_id, scalar_token("dept", "hr")) >= 1  # not re-indexed
+    for dept, found in (("it", {doc_id}), ("hr", set())):
+        done = _run(data, "search", "E-104", "--kb", "t", "--mode", "sparse",
+                    "--where", f"dept={dept}", "--json")
+        assert done.exit_code == 0, done.output
+        assert {h["document_id"] for h in json.loads(done.stdout)} == found
+    # rebuild-sparse indexes the metadata as it is now
+    assert _run(data, "rebuild-sparse", "--kb", "t").exit_code == 0
+    assert _indexed_with(data, kb_id, scalar_token("dept", "hr")) == 0
+    assert _indexed_with(data, kb_id, scalar_token("dept", "it")) >= 1

@@ -205,8 +205,9 @@ def _run(
                TimeElapsedColumn())
     with Progress(*columns, console=err, transient=True) as bar:
         embedding = bar.add_task("chunks embedded", total=None)
-        results, resumed = ingest_files(container.ingestion, kb, files, scope,
-                                        lambda n: bar.advance(embedding, n))
+        results, resumed = ingest_files(
+            container.ingestion, kb, files, scope, lambda n: bar.advance(embedding, n),
+            lambda registered: _metadata_first(container, registered, metadata or {}))
     listed = {r.outcome.document.id for r in results if r.outcome is not None}
     # the documents' own, not the index's: set after ingesting, nothing is re-embedded; a
     # duplicate keeps its own unless asked (as an upload does without replace=true)
@@ -230,6 +231,17 @@ def _run(
         out.print(f"resumed {len(resumed)} document(s) an interrupted run left unfinished"
                   + (f" ({others} not among these files)" if others else ""))
     return tally
+
+
+def _metadata_first(container: Container, registered: list[tuple[SourceFile, Document]],
+                    metadata: dict[str, dict[str, Any]]) -> None:
+    """Each new document's own metadata set before it is processed, so its chunks are
+    indexed with it (the rule below then finds it set); a document a file joined under
+    another key is left to that rule."""
+    for source, document in registered:
+        wanted = metadata.get(source.key)
+        if wanted is not None and document.key == source.key:
+            container.repository.set_metadata(document.id, wanted)
 
 
 def _finish(container: Container, kb: KnowledgeBase, tally: Tally) -> None:

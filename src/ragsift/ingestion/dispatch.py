@@ -277,7 +277,11 @@ class Dispatcher:
     def _prepared(
         self, document: Document, chunked: Chunked, children: list[Chunk], vectors: Vectors
     ) -> Prepared:
-        records = index_records(document, children, chunked.analyzed)
+        # the metadata as it is now: an upload's is set just after the file is accepted,
+        # and the index's metadata terms should hold it (metadata_terms.py)
+        now = self._repository.document_metadata([document.id]).get(document.id)
+        indexed = document if now is None else document.model_copy(update={"metadata": now})
+        records = index_records(indexed, children, chunked.analyzed)
         if chunked.assets or chunked.warnings or document.warnings:
             self._assets.stage(document, chunked.assets, chunked.warnings)
         return Prepared(document, chunked.chunks, records, vectors, chunked.analyzed,

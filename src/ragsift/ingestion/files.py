@@ -10,7 +10,7 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -109,11 +109,14 @@ def key_conflicts(files: Iterable[SourceFile]) -> dict[str, list[SourceFile]]:
 def ingest_files(
     service: IngestionService, kb: KnowledgeBase, files: Sequence[SourceFile],
     scope: DocumentScope | None = None, progress: Progress | None = None,
+    registered: Callable[[list[tuple[SourceFile, Document]]], None] | None = None,
 ) -> tuple[list[FileResult], list[str]]:
     """Ingest or replace each file under its key; (results in order, ids resumed first).
 
     Documents an interrupted run left unfinished are finished too; files sharing one key
-    fail, and nothing is ingested for that key.
+    fail, and nothing is ingested for that key. `registered` is told the files registered
+    to be processed (with their documents) before any is: metadata set then is indexed
+    with the chunks (metadata_terms.py) instead of being changed after them.
     """
     resumed = service.recover(kb.id)
     clashes = key_conflicts(files)
@@ -128,6 +131,10 @@ def ingest_files(
             if document_id is not None:
                 pending.append((i, document_id))
     crash_point("registered")
+    if registered is not None:
+        outcomes = [(files[i], results[i].outcome) for i, _ in pending]
+        registered([(source, outcome.document) for source, outcome in outcomes
+                    if outcome is not None])
     todo = list(dict.fromkeys([*resumed, *(document_id for _, document_id in pending)]))
     processed = dict(zip(todo, service.process_many(todo, progress), strict=True))
     for i, document_id in pending:

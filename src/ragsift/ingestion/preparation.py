@@ -41,6 +41,8 @@ import pebble
 
 from ragsift.domain.errors import DocumentRejected
 from ragsift.domain.index_records import AnalyzedText, IndexRecord
+from ragsift.domain.metadata import decode_metadata
+from ragsift.domain.metadata_terms import document_tokens
 from ragsift.domain.models import CHILD_LEVEL, Chunk, Document
 from ragsift.ingestion.assets import StagedAsset, attach_assets
 from ragsift.ingestion.chunking import Chunker
@@ -353,13 +355,14 @@ def index_records(
     """The index records of a document's children, with their BM25 tokens when analyzed."""
     analyzed = analyzed or {}
     scope = document.scope
+    tokens = document_tokens(decode_metadata(document.metadata))
     return [
         IndexRecord(
             chunk_id=chunk.id, document_id=document.id, kb_id=document.kb_id, text=chunk.text,
             source=scope.source, tenant_id=scope.tenant_id, dataset_id=scope.dataset_id,
             visibility=scope.visibility, allowed_roles=scope.allowed_roles,
             valid_from_seq=chunk.valid_from_seq, valid_to_seq=chunk.valid_to_seq,
-            analyzed=analyzed.get(chunk.id),
+            analyzed=analyzed.get(chunk.id), metadata_tokens=tokens,
         )
         for chunk in children
     ]

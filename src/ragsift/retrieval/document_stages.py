@@ -78,6 +78,12 @@ class ScopeStage:
             decision = narrow_by_filter(decision, matched)
             if decision.allowed is not None and not decision.allowed:
                 return ScopeOutcome(decision, None)
+            if requested_ids is None and request.kb_version is None:
+                # the filter as terms too, for a BM25 index holding them (metadata_terms.py)
+                terms = await asyncio.to_thread(
+                    self._records.terms, request.kb_id, metadata_filter)
+                return ScopeOutcome(decision, compile_filter(request, decision.allowed, version)
+                                    .model_copy(update={"metadata_terms": terms}))
         return ScopeOutcome(decision, compile_filter(request, decision.allowed, version))
 
 

@@ -119,7 +119,8 @@ class FaqSearcher:
         `rerank` and reranks(options)); with `reuse`, its lists stand for the variants it
         searched and only the others are searched."""
         started = time.perf_counter()
-        scoped = search_filter.model_copy(update={"document_ids": None})
+        # documents' whitelist and metadata do not apply to FAQ entries
+        scoped = search_filter.model_copy(update={"document_ids": None, "metadata_terms": None})
         try:
             outcome = await self._search(scoped, variants, options, top_k, reuse, rerank)
         except Exception as exc:

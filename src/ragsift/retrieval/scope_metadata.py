@@ -3,8 +3,11 @@
 
 Metadata belongs to the document and every chunk inherits it, so the set of documents that
 pass is the filter in a form every backend already pushes down (SearchFilter.document_ids:
-a tantivy term set on `document_id`, the dense stores' allowed rows): no value of the filter
-ever reaches a query language, and a metadata change needs no re-indexing.
+a tantivy term set of document keys, the dense stores' allowed rows, Milvus's escaped ids):
+no value of the filter ever reaches a query language, and a metadata change needs no
+re-indexing. For a search of the KB as it is now, the filter also goes as terms over the
+values the documents hold (`terms`, domain/metadata_terms.py), which a BM25 index holding
+metadata terms restricts by at the cost of a few postings.
 
 A search pinned to a KB version (`kb_version`) filters on the metadata that version was sealed
 with (VersionReader.version_metadata); the active version reads the current metadata, so a
@@ -22,6 +25,13 @@ from ragsift.domain.filters import SearchFilter, roles_allow
 from ragsift.domain.metadata import ROLES_FIELD, SCOPE_KEYS, Value, decode_metadata
 from ragsift.domain.metadata_filter import Node
 from ragsift.domain.metadata_predicate import compile_predicate
+from ragsift.domain.metadata_terms import (
+    Distinct,
+    MetadataTerms,
+    compile_terms,
+    document_tokens,
+    fingerprint,
+)
 from ragsift.ports import Repository, VersionReader
 from ragsift.retrieval.scope import ScopeDecision
 
@@ -75,7 +85,41 @@ class FilterRecords:
         # search filter holding it then compare it by identity, not element by element)
         self._matched: dict[tuple[object, ...], frozenset[str]] = {}
         self._sealed: dict[tuple[str, int], Mapping[str, Mapping[str, Any]] | None] = {}
+        # (KB, stamp) -> its distinct values and fingerprints; (KB, stamp, filter) -> terms
+        self._derived: dict[tuple[object, ...], tuple[Distinct, Mapping[str, int]]] = {}
+        self._terms: dict[tuple[object, ...], MetadataTerms] = {}
         self._lock = threading.Lock()
+
+    def terms(self, kb_id: str, node: Node) -> MetadataTerms:
+        """`node` as terms over the KB's documents as they are now (not for a pinned
+        version: its sealed metadata is in no index), the same object while they are
+        unchanged."""
+        stamp, records = self._records(kb_id)
+        key = (kb_id, stamp, repr(node))
+        with self._lock:
+            found = self._terms.get(key)
+        if found is not None:
+            return found
+        distinct, fingerprints = self._derive(kb_id, stamp, records)
+        built = MetadataTerms(compile_terms(
+            node, distinct, lambda part: matching_documents(part, records)), fingerprints)
+        with self._lock:
+            if len(self._terms) >= _CACHED_FILTERS:
+                self._terms.clear()
+            return self._terms.setdefault(key, built)
+
+    def _derive(self, kb_id: str, stamp: object,
+                records: Records) -> tuple[Distinct, Mapping[str, int]]:
+        with self._lock:
+            found = self._derived.get((kb_id, stamp))
+        if found is None:
+            found = (Distinct(records), {doc_id: fingerprint(document_tokens(metadata_of(values)))
+                                         for doc_id, values in records.items()})
+            with self._lock:
+                if len(self._derived) >= _CACHED_KBS:
+                    self._derived.clear()
+                self._derived[(kb_id, stamp)] = found
+        return found
 
     def matching(self, kb_id: str, node: Node, scope: SearchFilter,
                  pinned: int | None = None) -> frozenset[str]:
@@ -149,6 +193,11 @@ class FilterRecords:
 
 # the scope fields and roles filter_fields adds beside the metadata (reserved key names)
 _SCOPE_KEYS = SCOPE_KEYS | {ROLES_FIELD}
+
+
+def metadata_of(record: Mapping[str, Value]) -> dict[str, Value]:
+    """A filter record's user metadata (its scope fields and roles left out)."""
+    return {key: value for key, value in record.items() if key not in _SCOPE_KEYS}
 
 
 def with_metadata(records: Records, sealed: Mapping[str, Mapping[str, Any]]) -> Records:

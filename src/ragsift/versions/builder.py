@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ragsift.domain.index_records import AnalyzedText, IndexRecord
+from ragsift.domain.metadata import decode_metadata
+from ragsift.domain.metadata_terms import document_tokens
 from ragsift.domain.models import CHILD_LEVEL, Chunk, Document
 
 
@@ -91,6 +93,7 @@ def index_record(
         visibility=scope.visibility, allowed_roles=scope.allowed_roles,
         valid_from_seq=chunk.valid_from_seq, valid_to_seq=chunk.valid_to_seq,
         analyzed=analyzed,
+        metadata_tokens=document_tokens(decode_metadata(document.metadata)),
     )
 
 

@@ -10,7 +10,7 @@ tantivy query holds values only, never index state, so it stays valid across com
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from ragsift.adapters.embedded_index.bm25_kb import KbIndex
 from ragsift.adapters.embedded_index.bm25_schema import (
@@ -19,6 +19,7 @@ from ragsift.adapters.embedded_index.bm25_schema import (
     filter_clauses,
     schema,
 )
+from ragsift.adapters.embedded_index.bm25_terms import terms_restrictions
 from ragsift.domain.filters import SearchFilter
 
 _CACHED = 64
@@ -32,6 +33,9 @@ class FilterClauses:
         self._schemas = {True: schema(keyed=True), False: schema(keyed=False)}
         self._cache: dict[tuple[SearchFilter, frozenset[str] | None, bool],
                           Restrictions | None] = {}
+        # (filter, kb) -> (the kb's fingerprints it was built on, the restrictions by terms)
+        self._by_commit: dict[tuple[SearchFilter, KbIndex],
+                              tuple[Mapping[int, int], Restrictions | None]] = {}
         self._lock = threading.Lock()
 
     def __call__(self, search_filter: SearchFilter, excluded: frozenset[str] | None = None,
@@ -56,5 +60,35 @@ class FilterClauses:
         kb = open_kb()
         if kb is None:
             return None
-        restrictions = self(search_filter, excluded, kb.keyed)
+        restrictions = None
+        # a complement or an unrestricted page (`excluded`) asks for no whitelist at all
+        if excluded is None and kb.terms and search_filter.metadata_terms is not None:
+            restrictions = self._by_terms(search_filter, kb)
+        if restrictions is None:
+            restrictions = self(search_filter, excluded, kb.keyed)
         return None if restrictions is None else (kb, restrictions)
+
+    def _by_terms(self, search_filter: SearchFilter, kb: KbIndex) -> Restrictions | None:
+        """terms_restrictions for the kb's current commit (its stale documents found once
+        per filter and commit)."""
+        indexed = kb.indexed_fingerprints()
+        key = (search_filter, kb)
+        with self._lock:
+            cached = self._by_commit.get(key)
+        if cached is not None and cached[0] is indexed:
+            return cached[1]
+        restrictions = terms_restrictions(self._schemas[True], search_filter, indexed)
+        with self._lock:
+            if len(self._by_commit) >= _CACHED:
+                self._by_commit.clear()
+            self._by_commit[key] = (indexed, restrictions)
+        return restrictions
+
+    def takes_terms(self, search_filter: SearchFilter, open_kb: Callable[[], KbIndex | None]
+                    ) -> bool:
+        """Whether the filter's metadata part goes to the kb's index as terms (then no
+        whitelist complement is worth planning)."""
+        if search_filter.metadata_terms is None:
+            return False
+        kb = open_kb()
+        return kb is not None and kb.terms and self._by_terms(search_filter, kb) is not None

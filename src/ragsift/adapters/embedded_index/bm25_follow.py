@@ -77,6 +77,12 @@ class FollowedBm25Store:
         found = self._searchable(search_filter, limit, excluded)
         return [] if found is None else found[0].search(query, found[1], limit)
 
+    def takes_terms(self, search_filter: SearchFilter) -> bool:
+        """Whether the filter's metadata part reaches the kb's index as terms."""
+        kb_id = search_filter.kb_id
+        return self._clauses.takes_terms(search_filter, lambda: self._kb(
+            kb_directory_name(kb_id), kb_id))
+
     def search_weighted(
         self, terms: Sequence[tuple[str, float]], search_filter: SearchFilter, limit: int,
         excluded: frozenset[str] | None = None,

@@ -28,7 +28,13 @@ from ragsift.adapters.embedded_index.bm25_layout import (
 # the old import path of the lock and the schema's functions, kept for their callers
 from ragsift.adapters.embedded_index.bm25_lock import lock_root as lock_root
 from ragsift.adapters.embedded_index.bm25_lock import unlock_root as unlock_root
-from ragsift.adapters.embedded_index.bm25_schema import Restrictions, bm25_query, document
+from ragsift.adapters.embedded_index.bm25_schema import (
+    DOCUMENT_KEY,
+    METADATA_FINGERPRINT,
+    Restrictions,
+    bm25_query,
+    document,
+)
 from ragsift.adapters.embedded_index.bm25_schema import filter_clauses as filter_clauses
 from ragsift.adapters.embedded_index.bm25_schema import schema as schema
 from ragsift.domain.index_records import IndexRecord
@@ -38,7 +44,7 @@ _HEAP_BYTES = 64_000_000
 
 
 logger = logging.getLogger(__name__)
-_TOLD_UNKEYED: set[Path] = set()
+_TOLD_OLDER: set[Path] = set()
 
 
 class KbIndex:
@@ -57,28 +63,57 @@ class KbIndex:
         self.analyzer_version = _analyzer_version(directory)
         self._analyze = analyzer_for(self.analyzer_version)
         # Opens the index when it exists (the schema must match) and creates it otherwise;
-        # an index built before the document key opens with the schema it was built with.
-        self.keyed = True
+        # an index built before document keys or metadata terms opens with its own schema.
+        self.keyed = self.terms = True
         try:
             self._index = tantivy.Index(schema_, path=str(directory), reuse=True)
         except ValueError as exc:
             if "schema does not match" not in str(exc):
                 raise
-            try:
-                self._index = tantivy.Index(schema(keyed=False), path=str(directory),
-                                            reuse=True)
-            except ValueError:
-                raise outdated_schema_error(directory) from exc
-            self.keyed = False
-            if directory not in _TOLD_UNKEYED:  # once a process: a follower reopens often
-                _TOLD_UNKEYED.add(directory)
-                logger.info("the BM25 index in %s predates document keys: its whitelists "
-                            "filter by document id (`ragsift rebuild-sparse` adds the keys)",
-                            directory)
+            self._index = self._older_layout(directory, exc)
+        self._fingerprints: tuple[tantivy.Searcher, dict[int, int]] | None = None
         self._schema = self._index.schema
         self._writer: tantivy.IndexWriter | None = None
         self._index.reload()
         self.searcher: tantivy.Searcher = self._index.searcher()
+
+    def _older_layout(self, directory: Path, mismatch: ValueError) -> tantivy.Index:
+        """The index in `directory` opened with the schema of an older layout (told once a
+        process: a follower reopens often), else SparseLayoutOutdated."""
+        for keyed in (True, False):
+            try:
+                index = tantivy.Index(schema(keyed=keyed, terms=False), path=str(directory),
+                                      reuse=True)
+            except ValueError:
+                continue
+            self.keyed, self.terms = keyed, False
+            if directory not in _TOLD_OLDER:
+                _TOLD_OLDER.add(directory)
+                logger.info("the BM25 index in %s predates %s: its metadata filters go by "
+                            "document (`ragsift rebuild-sparse` adds them)", directory,
+                            "metadata terms" if keyed else "document keys and metadata terms")
+            return index
+        raise outdated_schema_error(directory) from mismatch
+
+    def indexed_fingerprints(self) -> dict[int, int]:
+        """document key -> the metadata fingerprint its chunks were indexed with (-1 when
+        they differ), over the current searcher's chunks; read once per commit."""
+        searcher = self.searcher
+        cached = self._fingerprints
+        if cached is not None and cached[0] is searcher:
+            return cached[1]
+        addresses = [address for _, address in searcher.search(
+            Query.all_query(), max(1, int(searcher.num_docs)), count=False).hits]
+        keys = searcher.fast_field_values(DOCUMENT_KEY, addresses)
+        prints = searcher.fast_field_values(METADATA_FINGERPRINT, addresses)
+        found: dict[int, int] = {}
+        for key, printed in zip(keys, prints, strict=True):
+            if key is None or printed is None:
+                continue
+            if found.setdefault(int(key), int(printed)) != printed:
+                found[int(key)] = -1
+        self._fingerprints = (searcher, found)
+        return found
 
     def analyze(self, text: str) -> list[str]:
         """Tokens of `text` by the analyzer this index was built with (for queries too)."""
@@ -92,8 +127,9 @@ class KbIndex:
         """
         analyzed = record.analyzed
         if analyzed is not None and analyzed.version == self.analyzer_version:
-            return document(record, tokens=analyzed.tokens, keyed=self.keyed)
-        return document(record, self._analyze, keyed=self.keyed)
+            return document(record, tokens=analyzed.tokens, keyed=self.keyed,
+                            terms=self.terms)
+        return document(record, self._analyze, keyed=self.keyed, terms=self.terms)
 
     def search(self, query: str, restrictions: Restrictions, limit: int) -> list[ChannelHit]:
         """Top-`limit` chunks by raw BM25 among those `restrictions` allow (see filter_clauses)."""

@@ -25,6 +25,7 @@ from tantivy import Occur, Query
 
 from ragsift.domain.filters import SearchFilter
 from ragsift.domain.index_records import IndexRecord
+from ragsift.domain.metadata_terms import fingerprint
 
 SCOPE_FIELDS = ("source", "tenant_id", "dataset_id", "visibility")
 # 1 when a chunk has no role restriction; its allowed roles are terms of `allowed_roles`.
@@ -43,9 +44,17 @@ def document_key(document_id: str) -> int:
     return int.from_bytes(digest, "big")
 
 
-def schema(keyed: bool = True) -> tantivy.Schema:
+METADATA = "metadata"
+METADATA_FINGERPRINT = "metadata_fp"
+
+
+def schema(keyed: bool = True, terms: bool | None = None) -> tantivy.Schema:
     """The schema of a kb index (kb_id is kept so documents stay self-describing); without
-    `keyed`, that of an index built before the document key."""
+    `keyed`, that of an index built before the document key; with `keyed` but not `terms`
+    (the default for keyed), one built before metadata terms (bm25_terms.py)."""
+    terms = keyed if terms is None else terms
+    if terms and not keyed:
+        raise ValueError("an index holding metadata terms holds document keys too")
     builder = tantivy.SchemaBuilder()
     builder.add_text_field("chunk_id", stored=True, tokenizer_name="raw", index_option="basic")
     builder.add_text_field("document_id", stored=True, tokenizer_name="raw", index_option="basic")
@@ -56,13 +65,17 @@ def schema(keyed: bool = True) -> tantivy.Schema:
     # The analyzer already lowercased and segmented the text; tantivy only splits on spaces.
     builder.add_text_field("text", tokenizer_name="whitespace", index_option="position")
     if keyed:  # last, so the fields before it keep the numbers older indexes gave them
-        builder.add_unsigned_field(DOCUMENT_KEY, indexed=True)
+        # fast with the terms: a chunk's key beside its metadata fingerprint, read per commit
+        builder.add_unsigned_field(DOCUMENT_KEY, indexed=True, fast=terms)
+    if terms:
+        builder.add_text_field(METADATA, tokenizer_name="raw", index_option="basic")
+        builder.add_unsigned_field(METADATA_FINGERPRINT, fast=True)
     return builder.build()
 
 
 def document(
     record: IndexRecord, analyze: Callable[[str], list[str]] | None = None,
-    tokens: str | None = None, keyed: bool = True,
+    tokens: str | None = None, keyed: bool = True, terms: bool | None = None,
 ) -> tantivy.Document:
     """The tantivy document of one chunk: its text pre-tokenized by `analyze`, or `tokens`."""
     if tokens is None:
@@ -89,6 +102,10 @@ def document(
     doc.add_integer("valid_to_seq", record.valid_to_seq)
     if keyed:
         doc.add_unsigned(DOCUMENT_KEY, document_key(record.document_id))
+    if keyed if terms is None else terms:
+        for token in record.metadata_tokens:
+            doc.add_text(METADATA, token)
+        doc.add_unsigned(METADATA_FINGERPRINT, fingerprint(record.metadata_tokens))
     return doc
 
 

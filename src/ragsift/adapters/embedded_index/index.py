@@ -13,7 +13,10 @@ from ragsift.adapters.embedded_index.bm25_store import TantivyBm25Store
 from ragsift.adapters.embedded_index.dense_ann import AnnSettings
 from ragsift.adapters.embedded_index.dense_store import CHECKPOINT_ROWS, DenseMatrixStore
 from ragsift.adapters.embedded_index.second_dense import SecondDense
-from ragsift.adapters.embedded_index.sparse_complement import search_by_complement
+from ragsift.adapters.embedded_index.sparse_complement import (
+    by_whitelist,
+    search_by_complement,
+)
 from ragsift.adapters.thread_budget import default_budget
 from ragsift.domain.errors import IndexReadOnly
 from ragsift.domain.filters import SearchFilter
@@ -177,9 +180,12 @@ class EmbeddedIndex:
         """Raw BM25 top-k among the chunks the filter allows."""
         # counted, so that a dense scan running beside it takes no extra BLAS threads
         with default_budget().cpu_call():
+            plan = self._dense.whitelist_plan(search_filter)
+            if by_whitelist(plan) and self._sparse.takes_terms(search_filter):
+                return self._sparse.search(query, search_filter, limit)
             return search_by_complement(
                 lambda excluded, k: self._sparse.search(query, search_filter, k, excluded),
-                search_filter, self._dense.whitelist_plan(search_filter), limit)
+                search_filter, plan, limit)
 
     def count(self) -> int:
         """Number of live chunks (dense rows)."""
@@ -228,8 +234,11 @@ class EmbeddedIndex:
     ) -> list[ChannelHit]:
         """BM25 top-k of (analyzer token, weight) pairs, e.g. a feedback-expanded query."""
         with default_budget().cpu_call():
+            plan = self._dense.whitelist_plan(search_filter)
+            if by_whitelist(plan) and self._sparse.takes_terms(search_filter):
+                return self._sparse.search_weighted(terms, search_filter, limit)
             return search_by_complement(
                 lambda excluded, k: self._sparse.search_weighted(terms, search_filter, k,
                                                                  excluded),
-                search_filter, self._dense.whitelist_plan(search_filter), limit)
+                search_filter, plan, limit)
 

@@ -109,6 +109,9 @@ CLAUSES: dict[str, Callable[[SearchFilter], str | None]] = {
     "roles": roles_clause,
     "version_seq": version_clause,
 }
+# fields that repeat another in a form this index does not use: `metadata_terms` is the
+# metadata filter `document_ids` already answers (for an index holding metadata terms)
+REPEATS = frozenset({"metadata_terms"})
 
 
 def compile_filter(search_filter: SearchFilter) -> str | None:
@@ -131,6 +134,8 @@ def compile_filter(search_filter: SearchFilter) -> str | None:
 
 def _refuse_unknown_fields(search_filter: SearchFilter) -> None:
     for name, info in type(search_filter).model_fields.items():
+        if name in REPEATS:
+            continue
         if name not in CLAUSES and getattr(search_filter, name) != info.default:
             raise UnsupportedFilter(
                 f"the Milvus index cannot compile the filter field {name!r} yet"
