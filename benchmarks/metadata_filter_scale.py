@@ -19,6 +19,8 @@ are those of the run without it.
 Usage: python benchmarks/metadata_filter_scale.py [--chunks 100000] [--queries 100]
        [--dir PATH]  (build there and keep it; a later run with the same --dir reuses it)
        [--embed] [--ids short|uuid]  (document ids d7, or 32-hex as ragsift gives them)
+       [--whitelists]  (each filter also by its whitelist alone, beside its metadata terms)
+       [--ann-min-rows N]  (rows from which a kb gets its own graph; default: the setting's)
 """
 
 from __future__ import annotations
@@ -43,10 +45,13 @@ from document_ids import ID_SHAPES, document_id
 from search_latency import build_vocabulary
 
 from ragsift.adapters.embedded_index import EmbeddedIndex
+from ragsift.adapters.embedded_index.dense_ann import AnnSettings
 from ragsift.adapters.sql.repository import SqlRepository
 from ragsift.domain.filters import SearchFilter
 from ragsift.domain.index_records import IndexRecord
+from ragsift.domain.metadata import decode_metadata
 from ragsift.domain.metadata_filter import parse_filter
+from ragsift.domain.metadata_terms import MetadataTerms, document_tokens
 from ragsift.domain.models import Document, DocumentStatus, KnowledgeBase
 from ragsift.domain.results import RankedList
 from ragsift.retrieval.fusion import zscore_fusion
@@ -106,6 +111,8 @@ def build(directory: Path, chunks: int, seed: int, ids: str = "short"
         repository.create_kb(KnowledgeBase(id=kb, name=kb, embedding_model="given",
                                            embedding_dim=DIMENSION, created_at=now))
     started = time.perf_counter()
+    # each document's metadata as the index's terms, as ingestion gives them
+    tokens = [document_tokens(decode_metadata(metadata_of(d))) for d in range(total // 10 + 1)]
     index = EmbeddedIndex(directory / "index", DIMENSION)
     for lo in range(0, total, BATCH):
         if lo % 20_000 < BATCH:
@@ -114,7 +121,8 @@ def build(directory: Path, chunks: int, seed: int, ids: str = "short"
         kb = "a" if lo < chunks else "b"
         batch = texts(rng, rendered, probs, [int(x) for x in rng.integers(60, 121, len(rows))])
         index.upsert([IndexRecord(chunk_id=str(i), document_id=document_id(i // 10, ids), kb_id=kb,
-                                  text=text) for i, text in zip(rows, batch, strict=True)],
+                                  text=text, metadata_tokens=tokens[i // 10])
+                      for i, text in zip(rows, batch, strict=True)],
                      matrix[lo: lo + len(rows)])
     index._dense.sync_ann()
     docs = [Document(id=document_id(d, ids), kb_id="a" if d * 10 < chunks else "b",
@@ -130,7 +138,8 @@ def build(directory: Path, chunks: int, seed: int, ids: str = "short"
 
 
 def probe(index: EmbeddedIndex, repository: SqlRepository, directory: Path, n: int,
-          seed: int, embed: Callable[[str], object] | None = None) -> None:
+          seed: int, embed: Callable[[str], object] | None = None,
+          whitelists: bool = False) -> None:
     rng = np.random.default_rng(seed + 1)
     words, probs = build_vocabulary(np.random.default_rng(seed))
     queries = queries_near(np.load(directory / "centres.npy"), n, rng)
@@ -140,19 +149,26 @@ def probe(index: EmbeddedIndex, repository: SqlRepository, directory: Path, n: i
     pool = ThreadPoolExecutor(max_workers=4)
     cpu_started = time.process_time()
 
-    def lists(kb: str, i: int, allowed: frozenset[str] | None) -> list[RankedList]:
-        flt = SearchFilter(kb_id=kb, document_ids=allowed)
+    def lists(kb: str, i: int, allowed: frozenset[str] | None,
+              terms: MetadataTerms | None = None) -> list[RankedList]:
+        flt = SearchFilter(kb_id=kb, document_ids=allowed, metadata_terms=terms)
         dense = pool.submit(index.search_dense, queries[i], flt, K)
         sparse = pool.submit(index.search_sparse, queries_text[i], flt, K)
         return [RankedList(name="dense:original", hits=tuple(dense.result())),
                 RankedList(name="sparse:original", hits=tuple(sparse.result()))]
 
-    def one_kb(kb: str, spec: dict[str, Any] | None) -> Callable[[int], object]:
+    def one_kb(kb: str, spec: dict[str, Any] | None,
+               by_terms: bool = True) -> Callable[[int], object]:
         def run(i: int) -> object:
-            # the caller's scope as the service compiles it for a request without one
-            allowed = None if spec is None else records.matching(
-                kb, parse_filter(spec), SearchFilter(kb_id=kb))
-            return zscore_fusion(lists(kb, i, allowed), WEIGHTS)[:K]
+            # the caller's scope as the service compiles it for a request without one; the
+            # filter as terms too, as the scope stage sends it (unless `by_terms` is off:
+            # the whitelist alone, as before the terms)
+            allowed = terms = None
+            if spec is not None:
+                node = parse_filter(spec)
+                allowed = records.matching(kb, node, SearchFilter(kb_id=kb))
+                terms = records.terms(kb, node) if by_terms else None
+            return zscore_fusion(lists(kb, i, allowed, terms), WEIGHTS)[:K]
         return run
 
     def two_kbs(i: int) -> object:
@@ -162,6 +178,9 @@ def probe(index: EmbeddedIndex, repository: SqlRepository, directory: Path, n: i
 
     cases: dict[str, Callable[[int], object]] = {
         f"a, filter {name}": one_kb("a", spec) for name, spec in FILTERS.items()}
+    if whitelists:  # the same filters by their whitelist alone, side by side
+        cases.update({f"a, filter {name}, whitelist alone": one_kb("a", spec, False)
+                      for name, spec in FILTERS.items() if spec is not None})
     cases["b alone (a fifth of a)"] = one_kb("b", None)
     # issue 39's ratio: the hybrid against its dense channel alone, same queries and KB
     cases["a, dense channel only"] = lambda i: index.search_dense(queries[i], SearchFilter(
@@ -220,6 +239,10 @@ def main() -> None:
     parser.add_argument("--build-only", action="store_true")
     parser.add_argument("--ids", choices=ID_SHAPES, default="short",
                         help="document ids: d7, or 32-hex as ragsift gives them")
+    parser.add_argument("--ann-min-rows", type=int, default=None,
+                        help="rows from which a kb gets its graph (default: the setting's)")
+    parser.add_argument("--whitelists", action="store_true",
+                        help="also each filter by its whitelist alone (no metadata terms)")
     parser.add_argument("--embed", action="store_true",
                         help="embed each search's query first (the default embedder)")
     args = parser.parse_args()
@@ -237,8 +260,10 @@ def run(directory: Path, args: argparse.Namespace) -> None:
     """Build into `directory` (unless a finished build of the same size is there), probe."""
     suffix = "" if args.ids == "short" else f"-{args.ids}"
     done = directory / f"built-{args.chunks}-{args.seed}{suffix}"
+    ann = None if args.ann_min_rows is None else AnnSettings(min_rows=args.ann_min_rows)
     if done.exists():
-        index = EmbeddedIndex(directory / "index", DIMENSION)
+        index = EmbeddedIndex(directory / "index", DIMENSION, ann=ann)
+        index._dense.sync_ann()  # every kb's graph built before timing
         repository = SqlRepository(f"sqlite:///{directory / 'facts.sqlite'}")
         print(f"reusing the build in {directory}", flush=True)
     else:
@@ -248,7 +273,8 @@ def run(directory: Path, args: argparse.Namespace) -> None:
         if args.build_only:
             return
         if not args.embed:
-            probe(index, repository, directory, args.queries, args.seed)
+            probe(index, repository, directory, args.queries, args.seed,
+                  whitelists=args.whitelists)
             return
         from ragsift.bootstrap import build as build_container
         from ragsift.config import Settings

@@ -12,6 +12,7 @@ import pytest
 
 from ragsift.adapters.sql.repository import SqlRepository
 from ragsift.domain.metadata_filter import parse_filter
+from ragsift.domain.metadata_terms import AnyToken, document_tokens, fingerprint, scalar_token
 from ragsift.domain.models import Document, DocumentScope, DocumentStatus, KnowledgeBase
 from ragsift.domain.requests import SearchRequest
 from ragsift.retrieval.document_stages import ScopeOutcome, ScopeStage
@@ -93,3 +94,32 @@ def test_a_repeated_filter_is_answered_with_the_same_set_until_a_document_change
     facts.set_metadata("moving", {"phase": 2})
     assert _allowed(_run(stage, {"phase": 1}, roles=["hr"])) == frozenset()
     assert _allowed(_run(stage, {"phase": 2}, roles=["hr"])) == {"moving"}
+
+
+def test_the_filter_goes_as_terms_the_same_object_until_a_document_changes(
+    facts: SqlRepository,
+) -> None:
+    """A search of the KB as it is now carries the filter as terms (the same object while
+    the documents are unchanged, so the index's caches compare one reference) with each
+    document's metadata fingerprint; a request naming documents or a version does not."""
+    facts.add_document(Document(id="terms", kb_id=KB, filename="terms.md",
+                                media_type="text/markdown", sha256=None, size=0,
+                                status=DocumentStatus.READY))
+    facts.set_metadata("terms", {"stage": "draft"})
+    stage = ScopeStage(facts, None)
+    first, again = (_run(stage, {"stage": "draft"}) for _ in range(2))
+    assert first.search_filter is not None and again.search_filter is not None
+    terms = first.search_filter.metadata_terms
+    assert terms is not None and again.search_filter.metadata_terms is terms
+    assert terms.tree == AnyToken(frozenset({scalar_token("stage", "draft")}))
+    assert terms.fingerprints["terms"] == fingerprint(document_tokens({"stage": "draft"}))
+    facts.set_metadata("terms", {"stage": "final"})
+    changed = _run(stage, {"stage": "final"}).search_filter
+    assert changed is not None and changed.metadata_terms is not terms
+    assert changed.metadata_terms is not None
+    assert changed.metadata_terms.fingerprints["terms"] == fingerprint(
+        document_tokens({"stage": "final"}))
+    request = SearchRequest(query="q", kb_id=KB, filter={"stage": "final"},
+                            document_ids=("terms",))
+    named = asyncio.run(stage.run(request, ("terms",), None, parse_filter({"stage": "final"})))
+    assert named.search_filter is not None and named.search_filter.metadata_terms is None

@@ -138,14 +138,27 @@ class MetadataTerms:
 
 
 class Distinct:
-    """The scalar values a KB's documents hold, per key, by token."""
+    """The scalar values a KB's documents hold under a key, by token, and whether some
+    document holds a list there; read per key on first use (a filter names few keys)."""
 
     def __init__(self, records: Mapping[str, Mapping[str, Value]]) -> None:
-        self.values: dict[str, dict[str, Value]] = {}
-        for record in records.values():
-            for key, value in record.items():
-                if type(value) is not tuple:
-                    self.values.setdefault(key, {}).setdefault(scalar_token(key, value), value)
+        self._records = records
+        self._keys: dict[str, tuple[dict[str, Value], bool]] = {}
+
+    def of(self, key: str) -> tuple[dict[str, Value], bool]:
+        """(token -> value of each scalar held under `key`, whether a list is)."""
+        found = self._keys.get(key)
+        if found is None:
+            values: dict[str, Value] = {}
+            listed = False
+            for record in self._records.values():
+                value = record.get(key)
+                if type(value) is tuple:
+                    listed = True
+                elif value is not None:
+                    values.setdefault(scalar_token(key, value), value)
+            found = self._keys[key] = (values, listed)
+        return found
 
 
 def compile_terms(node: Node, distinct: Distinct,
@@ -167,11 +180,12 @@ def compile_terms(node: Node, distinct: Distinct,
         present = AnyToken(frozenset({presence_token(node.field)}))
         return present if node.operand is True else NoneOf(present)
     holds = compile_predicate(node)
-    tokens = {token for token, value in distinct.values.get(node.field, {}).items()
-              if holds({node.field: value})}
-    # a list holds a condition only by an element: $eq / $in / $contains of a string
+    values, listed = distinct.of(node.field)
+    tokens = {token for token, value in values.items() if holds({node.field: value})}
+    # a list holds a condition only by an element: $eq / $in / $contains of a string (no
+    # element term where no document holds a list: each costs a lookup per segment)
     operands = node.operand if isinstance(node.operand, tuple) else (node.operand,)
-    if node.op in ("$eq", "$in", "$contains"):
+    if node.op in ("$eq", "$in", "$contains") and listed:
         tokens.update(element_token(node.field, item) for item in operands
                       if type(item) is str)
     if len(tokens) > MAX_TOKENS:

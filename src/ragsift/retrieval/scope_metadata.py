@@ -17,7 +17,7 @@ change shows at once. Scope fields are the documents' current ones in both cases
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, ItemsView, Iterator, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -113,8 +113,7 @@ class FilterRecords:
         with self._lock:
             found = self._derived.get((kb_id, stamp))
         if found is None:
-            found = (Distinct(records), {doc_id: fingerprint(document_tokens(metadata_of(values)))
-                                         for doc_id, values in records.items()})
+            found = (Distinct(records), Fingerprints(records))
             with self._lock:
                 if len(self._derived) >= _CACHED_KBS:
                     self._derived.clear()
@@ -193,6 +192,35 @@ class FilterRecords:
 
 # the scope fields and roles filter_fields adds beside the metadata (reserved key names)
 _SCOPE_KEYS = SCOPE_KEYS | {ROLES_FIELD}
+
+
+class Fingerprints(Mapping[str, int]):
+    """document id -> the fingerprint of its metadata's tokens, computed on first use (by an
+    index holding metadata terms; ~6 us a document) and kept."""
+
+    def __init__(self, records: Records) -> None:
+        self._records = records
+        self._computed: dict[str, int] | None = None
+        self._lock = threading.Lock()
+
+    def _all(self) -> dict[str, int]:
+        with self._lock:
+            if self._computed is None:
+                self._computed = {doc_id: fingerprint(document_tokens(metadata_of(values)))
+                                  for doc_id, values in self._records.items()}
+            return self._computed
+
+    def __getitem__(self, doc_id: str) -> int:
+        return self._all()[doc_id]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    def items(self) -> ItemsView[str, int]:
+        return self._all().items()
 
 
 def metadata_of(record: Mapping[str, Value]) -> dict[str, Value]:
