@@ -118,9 +118,11 @@ def build(directory: Path, chunks: int, seed: int, ids: str = "short"
         if lo % 20_000 < BATCH:
             print(f"  {lo:,} rows, {time.perf_counter() - started:.0f} s", flush=True)
         rows = range(lo, min(total, lo + BATCH))
-        kb = "a" if lo < chunks else "b"
         batch = texts(rng, rendered, probs, [int(x) for x in rng.integers(60, 121, len(rows))])
-        index.upsert([IndexRecord(chunk_id=str(i), document_id=document_id(i // 10, ids), kb_id=kb,
+        # a chunk's kb is its document's, as in the facts below (the batch straddling the two
+        # kbs once put 35 of b's documents in a's index, which only their facts left out)
+        index.upsert([IndexRecord(chunk_id=str(i), document_id=document_id(i // 10, ids),
+                                  kb_id="a" if i // 10 * 10 < chunks else "b",
                                   text=text, metadata_tokens=tokens[i // 10])
                       for i, text in zip(rows, batch, strict=True)],
                      matrix[lo: lo + len(rows)])
