@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from ragsift.adapters.embedded_index.analyzer import analyze_v2
 from ragsift.adapters.embedded_index.bm25_kb import KbIndex
 from ragsift.adapters.embedded_index.bm25_layout import ANALYZER_FILE, kb_directory_name
-from ragsift.adapters.embedded_index.bm25_schema import document, schema
+from ragsift.adapters.embedded_index.bm25_schema import document, document_key, schema
 from ragsift.adapters.embedded_index.bm25_store import TantivyBm25Store
 from ragsift.adapters.embedded_index.bm25_terms import STALE_MAX
 from ragsift.domain.filters import SearchFilter
@@ -167,4 +167,37 @@ def test_an_index_built_before_metadata_terms_filters_by_its_whitelist(tmp_path:
     it_filter = filtered(parse_filter({"dept": "it"}), now)
     assert not store.takes_terms(it_filter)
     assert {h.document_id for h in store.search(QUERY, it_filter, 100)} == {DOCUMENTS[3]}
+    store.close()
+
+
+def test_the_indexed_fingerprints_tell_a_document_indexed_with_two_metadata(
+    tmp_path: Path,
+) -> None:
+    store = TantivyBm25Store(tmp_path / "s")
+    indexed: dict[str, dict[str, Value]] = {doc: {"n": i} for i, doc in enumerate(DOCUMENTS)}
+    store.upsert(records(indexed))
+    store.upsert([IndexRecord("extra", DOCUMENTS[0], KB, "other metadata for one chunk",
+                              metadata_tokens=document_tokens({"n": 99}))])
+    found = KbIndex(tmp_path / "s" / kb_directory_name(KB), schema()).indexed_fingerprints()
+    assert found is not None and len(found) == len(DOCUMENTS)
+    assert found[document_key(DOCUMENTS[0])] == -1  # two fingerprints among its chunks
+    assert found[document_key(DOCUMENTS[1])] == fingerprint(document_tokens({"n": 1}))
+    store.close()
+
+
+def test_a_search_meeting_the_fingerprints_being_read_goes_by_its_whitelist(
+    tmp_path: Path,
+) -> None:
+    """Reading the fingerprints after a commit takes 40 ms at 100k chunks: one search pays
+    it, one arriving meanwhile filters by its whitelist instead of waiting."""
+    store = TantivyBm25Store(tmp_path / "s")
+    store.upsert(records({doc: {"dept": "hr"} for doc in DOCUMENTS}))
+    kb = store._kb(kb_directory_name(KB), create=False, kb_id=KB)
+    assert kb is not None
+    hr = filtered(parse_filter({"dept": "hr"}), {doc: {"dept": "hr"} for doc in DOCUMENTS})
+    with kb._reading:
+        assert kb.indexed_fingerprints() is None
+        assert not store.takes_terms(hr)
+        assert {h.document_id for h in store.search(QUERY, hr, 100)} == set(DOCUMENTS)
+    assert store.takes_terms(hr)
     store.close()

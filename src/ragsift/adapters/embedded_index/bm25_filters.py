@@ -72,6 +72,8 @@ class FilterClauses:
         """terms_restrictions for the kb's current commit (its stale documents found once
         per filter and commit)."""
         indexed = kb.indexed_fingerprints()
+        if indexed is None:  # being read by another search
+            return None
         key = (search_filter, kb)
         with self._lock:
             cached = self._by_commit.get(key)
