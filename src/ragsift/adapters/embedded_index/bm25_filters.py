@@ -60,17 +60,17 @@ class FilterClauses:
         kb = open_kb()
         if kb is None:
             return None
-        restrictions = None
         # a complement or an unrestricted page (`excluded`) asks for no whitelist at all
-        if excluded is None and kb.terms and search_filter.metadata_terms is not None:
-            restrictions = self._by_terms(search_filter, kb)
+        restrictions = None if excluded is not None else self._by_terms(search_filter, kb)
         if restrictions is None:
             restrictions = self(search_filter, excluded, kb.keyed)
         return None if restrictions is None else (kb, restrictions)
 
     def _by_terms(self, search_filter: SearchFilter, kb: KbIndex) -> Restrictions | None:
         """terms_restrictions for the kb's current commit (its stale documents found once
-        per filter and commit)."""
+        per filter and commit); None when the filter or the kb has no terms."""
+        if search_filter.metadata_terms is None or not kb.terms:
+            return None
         indexed = kb.indexed_fingerprints()
         if indexed is None:  # being read by another search
             return None
@@ -91,6 +91,6 @@ class FilterClauses:
         """Whether the filter's metadata part goes to the kb's index as terms (then no
         whitelist complement is worth planning)."""
         if search_filter.metadata_terms is None:
-            return False
+            return False  # no index opened for it
         kb = open_kb()
-        return kb is not None and kb.terms and self._by_terms(search_filter, kb) is not None
+        return kb is not None and self._by_terms(search_filter, kb) is not None

@@ -47,18 +47,16 @@ STALE_MAX = 500
 _SHOULD_MAX = 16
 
 
-def stale_documents(terms: MetadataTerms, indexed: Mapping[int, int]) -> frozenset[str]:
-    """Documents whose indexed chunks carry other metadata than they hold now."""
-    return frozenset(
-        doc_id for doc_id, printed in terms.fingerprints.items()
-        if indexed.get(document_key(doc_id), printed) != printed)
-
-
-def unknown_keys(terms: MetadataTerms, indexed: Mapping[int, int]) -> list[int]:
-    """Keys of documents the index holds and the facts do not (a crash between the two
-    writes): never in a whitelist, so left out of the terms' answer too."""
-    known = {document_key(doc_id) for doc_id in terms.fingerprints}
-    return sorted(key for key in indexed if key not in known)
+def changed_documents(terms: MetadataTerms, indexed: Mapping[int, int]
+                      ) -> tuple[frozenset[str], list[int]]:
+    """(documents whose indexed chunks carry other metadata than they hold now, keys of
+    documents the index holds and the facts do not: a crash between the two writes, never
+    in a whitelist), each document's key computed once."""
+    keys = {document_key(doc_id): doc_id for doc_id in terms.fingerprints}
+    stale = frozenset(doc_id for key, doc_id in keys.items()
+                      if indexed.get(key, terms.fingerprints[doc_id])
+                      != terms.fingerprints[doc_id])
+    return stale, sorted(key for key in indexed if key not in keys)
 
 
 def terms_restrictions(schema_: tantivy.Schema, search_filter: SearchFilter,
@@ -67,7 +65,7 @@ def terms_restrictions(schema_: tantivy.Schema, search_filter: SearchFilter,
     documents changed since they were indexed (then its whitelist does better)."""
     terms = search_filter.metadata_terms
     assert terms is not None
-    stale, unknown = stale_documents(terms, indexed), unknown_keys(terms, indexed)
+    stale, unknown = changed_documents(terms, indexed)
     if len(stale) + len(unknown) > STALE_MAX:
         return None
     base = filter_clauses(schema_, search_filter.model_copy(update={"document_ids": None}),
@@ -79,16 +77,14 @@ def terms_restrictions(schema_: tantivy.Schema, search_filter: SearchFilter,
     if stale:  # the terms on the rest, the stale ones by key where the whitelist holds them
         tree = OneOf((AllOf((tree, NoneOf(Documents(stale)))),
                       Documents(stale if allowed is None else stale & allowed)))
-    must: list[Query] = []
-    must_not: list[Query] = []
-    if isinstance(tree, NoneOf):  # beside the text, which skips by seeking
-        must_not.append(term_query(schema_, tree.part))
-    else:
-        must.append(term_query(schema_, tree))
+    # a negation goes beside the text, which skips it by seeking, as do the unknown keys
+    must = [] if isinstance(tree, NoneOf) else [term_query(schema_, tree)]
+    left_out = [term_query(schema_, tree.part)] if isinstance(tree, NoneOf) else []
     if unknown:
-        must_not.append(Query.term_set_query(schema_, DOCUMENT_KEY, unknown))
-    excluded = None if not must_not else must_not[0] if len(must_not) == 1 else \
-        Query.boolean_query([(Occur.Should, query) for query in must_not])
+        left_out.append(Query.term_set_query(schema_, DOCUMENT_KEY, unknown))
+    excluded = left_out[0] if len(left_out) == 1 else None
+    if len(left_out) > 1:
+        excluded = Query.boolean_query([(Occur.Should, query) for query in left_out])
     return Restrictions((*base.clauses, *must), base.roles, excluded, allowed)
 
 

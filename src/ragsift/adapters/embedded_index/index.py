@@ -14,6 +14,7 @@ from ragsift.adapters.embedded_index.dense_ann import AnnSettings
 from ragsift.adapters.embedded_index.dense_store import CHECKPOINT_ROWS, DenseMatrixStore
 from ragsift.adapters.embedded_index.second_dense import SecondDense
 from ragsift.adapters.embedded_index.sparse_complement import (
+    Search,
     by_whitelist,
     search_by_complement,
 )
@@ -178,14 +179,19 @@ class EmbeddedIndex:
         self, query: str, search_filter: SearchFilter, limit: int
     ) -> list[ChannelHit]:
         """Raw BM25 top-k among the chunks the filter allows."""
+        return self._filtered_sparse(search_filter, limit, lambda excluded, k: (
+            self._sparse.search(query, search_filter, k, excluded)))
+
+    def _filtered_sparse(self, search_filter: SearchFilter, limit: int,
+                         search: Search) -> list[ChannelHit]:
+        """`search`'s top-`limit` under the filter: by its metadata terms where they do
+        better than its whitelist, else by the whitelist, its complement or a longer page."""
         # counted, so that a dense scan running beside it takes no extra BLAS threads
         with default_budget().cpu_call():
             plan = self._dense.whitelist_plan(search_filter)
             if by_whitelist(plan) and self._sparse.takes_terms(search_filter):
-                return self._sparse.search(query, search_filter, limit)
-            return search_by_complement(
-                lambda excluded, k: self._sparse.search(query, search_filter, k, excluded),
-                search_filter, plan, limit)
+                return search(None, limit)
+            return search_by_complement(search, search_filter, plan, limit)
 
     def count(self) -> int:
         """Number of live chunks (dense rows)."""
@@ -233,12 +239,6 @@ class EmbeddedIndex:
         self, terms: Sequence[tuple[str, float]], search_filter: SearchFilter, limit: int
     ) -> list[ChannelHit]:
         """BM25 top-k of (analyzer token, weight) pairs, e.g. a feedback-expanded query."""
-        with default_budget().cpu_call():
-            plan = self._dense.whitelist_plan(search_filter)
-            if by_whitelist(plan) and self._sparse.takes_terms(search_filter):
-                return self._sparse.search_weighted(terms, search_filter, limit)
-            return search_by_complement(
-                lambda excluded, k: self._sparse.search_weighted(terms, search_filter, k,
-                                                                 excluded),
-                search_filter, plan, limit)
+        return self._filtered_sparse(search_filter, limit, lambda excluded, k: (
+            self._sparse.search_weighted(terms, search_filter, k, excluded)))
 
