@@ -68,23 +68,24 @@ class ScopeStage:
         decision = resolve_whitelist(requested_ids, ready)
         if decision.allowed is not None and not decision.allowed:
             return ScopeOutcome(decision, None)
+        terms = None
         if metadata_filter is not None:
-            # pushed down as the document allow-list both channels already filter on
-            # a pinned version is filtered on the metadata it was sealed with
-            matched = await asyncio.to_thread(
-                self._records.matching, request.kb_id, metadata_filter,
-                compile_filter(request, None, version),
-                version if request.kb_version is not None else None)
+            # pushed down as the document allow-list both channels already filter on; a
+            # search of the KB as it is now sends it as terms too, for a BM25 index holding
+            # them (metadata_terms.py); a pinned version is filtered on the metadata it was
+            # sealed with
+            scope = compile_filter(request, None, version)
+            if requested_ids is None and request.kb_version is None:
+                matched, terms = await asyncio.to_thread(
+                    self._records.matching_and_terms, request.kb_id, metadata_filter, scope)
+            else:
+                matched = await asyncio.to_thread(
+                    self._records.matching, request.kb_id, metadata_filter, scope,
+                    version if request.kb_version is not None else None)
             decision = narrow_by_filter(decision, matched)
             if decision.allowed is not None and not decision.allowed:
                 return ScopeOutcome(decision, None)
-            if requested_ids is None and request.kb_version is None:
-                # the filter as terms too, for a BM25 index holding them (metadata_terms.py)
-                terms = await asyncio.to_thread(
-                    self._records.terms, request.kb_id, metadata_filter)
-                return ScopeOutcome(decision, compile_filter(request, decision.allowed, version)
-                                    .model_copy(update={"metadata_terms": terms}))
-        return ScopeOutcome(decision, compile_filter(request, decision.allowed, version))
+        return ScopeOutcome(decision, compile_filter(request, decision.allowed, version, terms))
 
 
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from ragsift.domain.errors import InvalidInput
 from ragsift.domain.filters import SearchFilter
+from ragsift.domain.metadata_terms import MetadataTerms
 from ragsift.domain.requests import SearchRequest
 from ragsift.domain.trace import ScopeTrace
 
@@ -57,10 +58,12 @@ def _frozen(values: Sequence[str] | None) -> frozenset[str] | None:
 
 
 def compile_filter(
-    request: SearchRequest, allowed_documents: frozenset[str] | None, version_seq: int | None
+    request: SearchRequest, allowed_documents: frozenset[str] | None, version_seq: int | None,
+    metadata_terms: MetadataTerms | None = None,
 ) -> SearchFilter:
     """The request's scope (tenant, dataset, visibility, roles, source), the resolved document
-    whitelist and the version read at the start of the request, as the one typed filter.
+    whitelist (and the metadata filter it answers, as terms) and the version read at the start
+    of the request, as the one typed filter.
 
     Roles fail closed: a request that names none is a caller without roles, who sees only
     unrestricted chunks and FAQ entries (never None, "every role", from a request)."""
@@ -69,4 +72,5 @@ def compile_filter(
         sources=_frozen(request.sources), tenant_ids=_frozen(request.tenant_ids),
         dataset_ids=_frozen(request.dataset_ids), visibilities=_frozen(request.visibilities),
         roles=frozenset(request.roles or ()), version_seq=version_seq,
+        metadata_terms=metadata_terms,
     )

@@ -95,6 +95,17 @@ class FilterRecords:
         version: its sealed metadata is in no index), the same object while they are
         unchanged."""
         stamp, records = self._records(kb_id)
+        return self._terms_in(kb_id, stamp, records, node)
+
+    def matching_and_terms(self, kb_id: str, node: Node, scope: SearchFilter
+                           ) -> tuple[frozenset[str], MetadataTerms]:
+        """`matching` (unpinned) and `terms` from one read of the KB's documents."""
+        stamp, records = self._records(kb_id)
+        return (self._matching_in(kb_id, stamp, records, node, scope, None),
+                self._terms_in(kb_id, stamp, records, node))
+
+    def _terms_in(self, kb_id: str, stamp: object, records: Records,
+                  node: Node) -> MetadataTerms:
         key = (kb_id, stamp, repr(node))
         with self._lock:
             found = self._terms.get(key)
@@ -127,6 +138,10 @@ class FilterRecords:
         from a cache, as the dense store caches rows. `pinned`: a version the request pins,
         filtered on the metadata it was sealed with."""
         stamp, current = self._records(kb_id)
+        return self._matching_in(kb_id, stamp, current, node, scope, pinned)
+
+    def _matching_in(self, kb_id: str, stamp: object, current: Records, node: Node,
+                     scope: SearchFilter, pinned: int | None) -> frozenset[str]:
         sealed = self._sealed_metadata(kb_id, pinned)
         if sealed is None:
             pinned = None
