@@ -1,6 +1,6 @@
-"""BM25 under a broad document whitelist filters on the kb's other documents instead
-(sparse_complement.py): the same hits as the whitelist, also when the BM25 store holds a
-chunk the dense store does not know."""
+"""BM25 under a broad document whitelist reads an unrestricted page or filters on the kb's
+other documents instead (sparse_complement.py): the same hits as the whitelist, also when
+the BM25 store holds a chunk the dense store does not know."""
 
 from __future__ import annotations
 
@@ -109,9 +109,36 @@ def test_the_whitelist_is_searched_again_only_when_a_full_page_lost_a_hit(
         return [_hit(d, 1.0) for d in found if excluded is not None or d != "x"]
 
     allowed = SearchFilter(kb_id="kb", document_ids=frozenset({"a", "b"}))
-    hits = search_by_complement(search, allowed, (frozenset({"c"}), 0.9), 3)
+    # share 0.3: the whitelist names documents the kb does not hold, so its complement in
+    # the kb is the shorter list while it keeps too little for an unrestricted page
+    hits = search_by_complement(search, allowed, (frozenset({"c"}), 0.3), 3)
     assert [hit.document_id for hit in hits] == [d for d in found if d != "x"]
     assert calls == [frozenset({"c"}), None][:searches]
+
+
+@pytest.mark.parametrize(("page", "searches"), [
+    ([("a", 5.0), ("b", 4.0), ("x", 3.0)], [frozenset()]),  # the page tells the top 2
+    # four hits, one whitelisted: the page cannot tell, the complement (x) can
+    ([("x", 5.0), ("x", 4.0), ("a", 3.0), ("x", 2.0), ("x", 1.0)],
+     [frozenset(), frozenset({"x"})]),
+])
+def test_a_broad_whitelist_reads_an_unrestricted_page_before_its_complement(
+    page: list[tuple[str, float]], searches: list[frozenset[str]],
+) -> None:
+    """Keeping 90 % of the kb, a page 1.67x longer costs less than excluding the other
+    10 % by key (docs/benchmarks.md, 2026-12-07): the complement only when the page cannot
+    tell the top exactly."""
+    calls: list[frozenset[str] | None] = []
+
+    def search(excluded: frozenset[str] | None, limit: int) -> list[ChannelHit]:
+        calls.append(excluded)
+        kept = [(d, s) for d, s in page if (d in "ab" if excluded is None else d not in excluded)]
+        return [_hit(doc, score) for doc, score in kept[:limit]]
+
+    allowed = SearchFilter(kb_id="kb", document_ids=frozenset({"a", "b"}))
+    hits = search_by_complement(search, allowed, (frozenset({"x"}), 0.9), 2)
+    assert calls == searches
+    assert hits == [_hit(d, s) for d, s in page if d != "x"][:2]
 
 
 @pytest.mark.parametrize(("scores", "searches"), [

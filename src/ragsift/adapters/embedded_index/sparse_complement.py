@@ -1,12 +1,17 @@
-"""BM25 under a broad document whitelist, filtered on the shorter complement instead.
+"""BM25 under a broad document whitelist: an unrestricted page read off, or the shorter
+complement filtered on, instead of the whitelist itself.
 
 A metadata filter reaches the indexes as a whitelist of the documents that pass it. When it
-keeps most of a kb (`$not shard = 7`: 9,900 of 10,000 documents), tantivy's term-set query
-over those ids cost 26 ms of CPU per search where the unfiltered search cost 8
-(docs/benchmarks.md, issue 36): it reads the postings of every whitelisted id. The documents
-the whitelist leaves out (those of the kb the dense store holds, minus the whitelist) are
-the same restriction for every chunk of a document the dense store knows, and BM25 then
-excludes 100 ids instead of admitting 9,900.
+keeps most of a kb (`$not shard = 7`: 9,900 of 10,000 documents), tantivy's query over those
+documents reads the postings of every one. Two cheaper ways give the same hits:
+
+- an unrestricted page 1.5 / share times longer than asked, keeping the whitelisted hits, when
+  the page tells the top exactly (enough whitelisted hits above its floor, no tie at the cut);
+  at 100k chunks it costs 0.6-0.85x the complement for filters keeping 80-99 % of a kb and
+  less than the whitelist at 50 % (docs/benchmarks.md, 2026-12-07), so it is tried first;
+- the documents the whitelist leaves out (those of the kb the dense store holds, minus the
+  whitelist), excluded by key, when that list is shorter than the whitelist: the same
+  restriction for every chunk of a document the dense store knows.
 
 Exact, not approximate: a chunk of a document the dense store does not know (a crash between
 the two stores' writes) passes the exclusion although the whitelist would drop it. Every hit
@@ -22,10 +27,10 @@ from collections.abc import Callable
 from ragsift.domain.filters import SearchFilter
 from ragsift.domain.results import ChannelHit
 
-# From this share of the kb's documents kept by a whitelist that is no longer than its
-# complement, BM25 runs without the whitelist on a page 1.5 / share times longer and keeps the
-# whitelisted hits: at 100k chunks and 50 %, 9 ms of CPU against 11.5 for the term set of
-# 5,000 ids (an unrestricted page of 30 hits: 7.9 ms).
+# From this share of the kb's documents kept by a whitelist, BM25 first runs without the
+# whitelist on a page 1.5 / share times longer and keeps the whitelisted hits: at 100k chunks
+# and 50 %, 9 ms of CPU against 11.5 for the term set of 5,000 ids (an unrestricted page of 30
+# hits: 7.9 ms); at 90 %, 4.3 against 7.5 by the complement of 1,000 documents' keys.
 _OVERSAMPLE_SHARE = 0.4
 _OVERSAMPLE_MARGIN = 1.5
 
@@ -46,23 +51,24 @@ def by_whitelist(plan: tuple[frozenset[str] | None, float]) -> bool:
 def search_by_complement(search: Search, search_filter: SearchFilter,
                          plan: tuple[frozenset[str] | None, float],
                          limit: int) -> list[ChannelHit]:
-    """The hits `search(None, limit)` returns, found through the complement or by
-    oversampling where `plan` (DenseMatrixStore.whitelist_plan: the complement when shorter,
-    the share of the kb's documents the whitelist keeps) makes either cheaper."""
+    """The hits `search(None, limit)` returns, found by oversampling or through the
+    complement where `plan` (DenseMatrixStore.whitelist_plan: the complement when shorter,
+    the share of the kb's documents the whitelist keeps) makes either cheaper; the page
+    first, the complement when the page cannot tell."""
     allowed = search_filter.document_ids
     excluded, share = plan
     if allowed is None or limit <= 0:
         return search(None, limit)
+    if share >= _OVERSAMPLE_SHARE:
+        found = _oversampled(search, allowed, share, limit)
+        if found is not None:
+            return found
     if excluded is not None:
         hits = search(excluded, limit)
         kept = [hit for hit in hits if hit.document_id in allowed]
         # a short page held every match of the wider restriction, so every whitelisted one
         if len(kept) == len(hits) or len(hits) < limit:
             return kept
-    elif share >= _OVERSAMPLE_SHARE:
-        found = _oversampled(search, allowed, share, limit)
-        if found is not None:
-            return found
     return search(None, limit)
 
 
