@@ -69,6 +69,7 @@ def ann_settings(settings: Settings) -> AnnSettings:
         exact_max_rows=settings.dense_ann_exact_max_rows,
         ef_search=settings.dense_ann_ef_search,
         filter_ef_boost=settings.dense_ann_filter_ef_boost,
+        filter_ef_exponent=settings.dense_ann_filter_ef_exponent,
         oversample=settings.dense_ann_oversample,
         connectivity=settings.dense_ann_connectivity,
         ef_construction=settings.dense_ann_ef_construction,

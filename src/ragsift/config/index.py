@@ -50,7 +50,11 @@ class IndexSettings(BaseModel):
         "the store's rows; a kb holding a share k of them searches with ef x k^-0.6")
     dense_ann_filter_ef_boost: float = Field(
         default=20.0, ge=1, le=1024, description="most that ef grows by for a filter passing "
-        "a share s of a graph's rows (it grows by s^-1.3) and for a small kb")
+        "a share s of a graph's rows and for a small kb")
+    dense_ann_filter_ef_exponent: float = Field(
+        default=1.0, ge=0.5, le=3.0, description="a filter passing a share s of a graph's rows "
+        "searches it with ef x s^-exponent (up to the boost); higher: more recall under "
+        "selective filters, more CPU")
     dense_ann_oversample: float = Field(
         default=2.0, ge=1, le=64, description="graph hits per result, re-scored exactly")
     dense_ann_connectivity: int = Field(

@@ -147,6 +147,29 @@ def test_a_kb_holding_a_small_share_of_the_store_is_searched_with_more_effort(pa
     assert efforts["big"] == pytest.approx(ef_search * 0.8 ** -0.6, abs=1)
 
 
+@pytest.mark.parametrize("exponent", [1.0, 1.3])
+def test_a_filter_raises_the_walks_effort_by_its_share_to_the_set_exponent(
+        tmp_path: Path, exponent: float, monkeypatch: pytest.MonkeyPatch) -> None:
+    vectors, queries = clustered(ROWS)
+    store = DenseMatrixStore(tmp_path / "d", DIM, settings(
+        min_rows=ROWS - SMALL_ROWS, filter_ef_exponent=exponent))
+    store.upsert(records(ROWS), vectors)
+    store.sync_ann()
+    efforts: list[int] = []
+    original = AnnIndex._search
+
+    def spy(self: AnnIndex, graph: Any, query: Any, bits: Any, count: int, ef: int) -> Any:
+        efforts.append(ef)
+        return original(self, graph, query, bits, count, ef)
+
+    monkeypatch.setattr(AnnIndex, "_search", spy)
+    half = frozenset(f"d{d:05d}" for d in range(ROWS // 10) if d % 5 and d % 2)  # 2,400 rows
+    store.search(queries[0], SearchFilter(kb_id="big", document_ids=half), K)
+    ef_search = store._ann.settings.ef_search
+    # the big kb holds 80% of the store's rows (x 0.8^-0.6); the filter passes half of them
+    assert efforts == [pytest.approx(ef_search * 0.5 ** -exponent * 0.8 ** -0.6, abs=1)]
+
+
 def test_scores_are_exact_cosines(pair: tuple[
         DenseMatrixStore, DenseMatrixStore, NDArray[np.float32]]) -> None:
     ann, exact, queries = pair

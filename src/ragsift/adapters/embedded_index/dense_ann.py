@@ -47,7 +47,6 @@ IntpArray = NDArray[np.intp]
 Float32Array = NDArray[np.float32]
 
 _RETRIES = 3
-_FILTER_EF_EXPONENT = 1.3
 _KB_EF_EXPONENT = 0.6
 
 
@@ -66,6 +65,12 @@ class AnnSettings:
     # 0.990 at 192 (docs/benchmarks.md, 2026-12-04)
     ef_search: int = 192
     filter_ef_boost: float = 20.0  # the largest ef: 3,840, as before per-kb graphs
+    # A filter passing a share s of a graph's rows raises ef by s^-exponent. 1.3 was chosen
+    # when ef_search was 96 (1M rows, s = 0.1: ef 960 gave recall@30 0.956, 1,920 0.996);
+    # with ef_search 192, s^-1 gives those 1,920, and every share measured keeps a recall
+    # above the unfiltered search's (research/filter_ef_probe.py: 100k and 1M rows, s from
+    # 0.03 to 0.7; docs/benchmarks.md, 2026-12-07) at up to 0.6x the walk
+    filter_ef_exponent: float = 1.0
     oversample: float = 2.0
     connectivity: int = 32
     # per-kb graphs: the same recall in any ingestion order at 80 as at 160, 2x cheaper
@@ -245,13 +250,14 @@ class AnnIndex:
         want = min(limit, split)
         share = min(1.0, split / max(held, 1))
         kb_share = min(1.0, held / max(snap.size, 1))
-        # A filter passing a share s of a graph's rows needs ef to grow faster than 1/s: at 1M
-        # rows with s = 0.1, ef 960 gave recall@30 0.956 and ef 1,920 (= 96 / 0.1^1.3) 0.996.
-        # A kb holding a small share of the store is searched often for queries whose
-        # neighbours lie in other kbs, where a graph's greedy walk is least sure: at 300k rows,
-        # a 10% kb's own graph gave 0.88 at ef 96 and 0.99 at ef 384 (~96 / 0.1^0.6).
+        # A filter passing a share s of a graph's rows needs ef to grow as 1/s or faster
+        # (AnnSettings.filter_ef_exponent). A kb holding a small share of the store is
+        # searched often for queries whose neighbours lie in other kbs, where a graph's
+        # greedy walk is least sure: at 300k rows, a 10% kb's own graph gave 0.88 at ef 96
+        # and 0.99 at ef 384 (~96 / 0.1^0.6).
         boost = min(self.settings.filter_ef_boost,
-                    share ** -_FILTER_EF_EXPONENT * kb_share ** -_KB_EF_EXPONENT)
+                    share ** -self.settings.filter_ef_exponent
+                    * kb_share ** -_KB_EF_EXPONENT)
         ef = math.ceil(self.settings.ef_search * boost)
         labels_wanted = min(split, max(want, math.ceil(want * self.settings.oversample)))
         bits = allowed.bitmap(snap.size)
