@@ -9,7 +9,9 @@ on the KB's documents (scope_metadata.FilterRecords: a stamp query per search, t
 decoded and the answer cached until they change), then dense and BM25 on two threads with
 the matched documents as the allow-list, z-score fusion; a two-KB search runs each KB's dense
 and BM25 side by side (four threads), merges the channel lists across the KBs
-(retrieval/multi_kb.py) and fuses once. Timed per query, p50 and p95 over the same queries.
+(retrieval/multi_kb.py) and fuses once. Timed per query, p50 and p95 over the same queries,
+every query run by every case in turn (since 2026-12-07; before, each case ran its block of
+queries, and a drift of the load between blocks moved ratios by up to 0.2).
 
 With `--embed`, every search first embeds its query text with the product's default embedder
 (a fresh text each time, so no cache answers), as RetrievalService does once per request
@@ -21,11 +23,13 @@ Usage: python benchmarks/metadata_filter_scale.py [--chunks 100000] [--queries 1
        [--embed] [--ids short|uuid]  (document ids d7, or 32-hex as ragsift gives them)
        [--whitelists]  (each filter also by its whitelist alone, beside its metadata terms)
        [--ann-min-rows N]  (rows from which a kb gets its own graph; default: the setting's)
+       [--ef-exponents 1.0,1.3]  (each filter at each dense filter ef exponent, side by side)
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import itertools
 import os
 import statistics
@@ -141,7 +145,7 @@ def build(directory: Path, chunks: int, seed: int, ids: str = "short"
 
 def probe(index: EmbeddedIndex, repository: SqlRepository, directory: Path, n: int,
           seed: int, embed: Callable[[str], object] | None = None,
-          whitelists: bool = False) -> None:
+          whitelists: bool = False, exponents: tuple[float, ...] = ()) -> None:
     rng = np.random.default_rng(seed + 1)
     words, probs = build_vocabulary(np.random.default_rng(seed))
     queries = queries_near(np.load(directory / "centres.npy"), n, rng)
@@ -180,6 +184,10 @@ def probe(index: EmbeddedIndex, repository: SqlRepository, directory: Path, n: i
 
     cases: dict[str, Callable[[int], object]] = {
         f"a, filter {name}": one_kb("a", spec) for name, spec in FILTERS.items()}
+    if exponents:  # each filter at each ef exponent of its dense graph walk, side by side
+        cases = {name: run for name, run in cases.items() if "unfiltered" in name} | {
+            f"a, filter {name}, ef exponent {e}": _at_exponent(index, e, one_kb("a", spec))
+            for name, spec in FILTERS.items() if spec is not None for e in exponents}
     if whitelists:  # the same filters by their whitelist alone, side by side
         cases.update({f"a, filter {name}, whitelist alone": one_kb("a", spec, False)
                       for name, spec in FILTERS.items() if spec is not None})
@@ -194,21 +202,7 @@ def probe(index: EmbeddedIndex, repository: SqlRepository, directory: Path, n: i
         calls = itertools.count()  # shared: no two searches embed the same text
         cases = {name: _embedding_first(embed, queries_text, calls, run)
                  for name, run in cases.items()}
-    results: dict[str, tuple[float, float, float]] = {}
-    for round_ in range(2):  # interleaved rounds: a drift of the machine's load hits all
-        for name, run in cases.items():
-            for i in range(min(5, n)):
-                run(i)  # warm-up: page cache, filter cache
-            times = []
-            cpu = time.process_time()
-            for i in range(n):
-                started = time.perf_counter()
-                run(i)
-                times.append(time.perf_counter() - started)
-            cpu_ms = (time.process_time() - cpu) / n * 1e3  # every thread of the process
-            p50, p95 = statistics.median(times) * 1e3, float(np.quantile(times, 0.95)) * 1e3
-            if round_ == 0 or p50 < results[name][0]:
-                results[name] = (p50, p95, cpu_ms)
+    results = _interleaved(cases, n)
     base = results["a, filter none (unfiltered)"]
     print(f"\n| search | hybrid p50 ms | p95 ms | x unfiltered a | CPU ms/search "
           f"| x unfiltered a (CPU) |  (load {load()}, "
@@ -218,6 +212,41 @@ def probe(index: EmbeddedIndex, repository: SqlRepository, directory: Path, n: i
         print(f"| {name} | {p50:.2f} | {p95:.2f} | {p50 / base[0]:.2f} | {cpu_ms:.2f} "
               f"| {cpu_ms / base[2]:.2f} |")
     pool.shutdown()
+
+
+def _interleaved(cases: dict[str, Callable[[int], object]], n: int,
+                 rounds: int = 2) -> dict[str, tuple[float, float, float]]:
+    """p50 and p95 wall ms and mean CPU ms (every thread of the process) of each case,
+    every query run by every case in turn (the order rotating per query): a drift of the
+    machine's load, which moved whole blocks of one case by 20 % between runs, hits every
+    case alike."""
+    for run in cases.values():
+        for i in range(min(5, n)):
+            run(i)  # warm-up: page cache, filter cache
+    names = list(cases)
+    times: dict[str, list[float]] = {name: [] for name in names}
+    cpu_s = dict.fromkeys(names, 0.0)
+    for round_ in range(rounds):
+        for i in range(n):
+            shift = (i + round_) % len(names)
+            for name in names[shift:] + names[:shift]:
+                started, cpu = time.perf_counter(), time.process_time()
+                cases[name](i)
+                times[name].append(time.perf_counter() - started)
+                cpu_s[name] += time.process_time() - cpu
+    return {name: (statistics.median(times[name]) * 1e3,
+                   float(np.quantile(times[name], 0.95)) * 1e3,
+                   cpu_s[name] / len(times[name]) * 1e3) for name in names}
+
+
+def _at_exponent(index: EmbeddedIndex, exponent: float,
+                 run: Callable[[int], object]) -> Callable[[int], object]:
+    ann = index._dense._ann  # the benchmark's lever
+
+    def at_exponent(i: int) -> object:
+        ann.settings = dataclasses.replace(ann.settings, filter_ef_exponent=exponent)
+        return run(i)
+    return at_exponent
 
 
 def _embedding_first(embed: Callable[[str], object], queries_text: list[str],
@@ -245,6 +274,8 @@ def main() -> None:
                         help="rows from which a kb gets its graph (default: the setting's)")
     parser.add_argument("--whitelists", action="store_true",
                         help="also each filter by its whitelist alone (no metadata terms)")
+    parser.add_argument("--ef-exponents", default="",
+                        help="comma-separated: each filter at each dense filter ef exponent")
     parser.add_argument("--embed", action="store_true",
                         help="embed each search's query first (the default embedder)")
     args = parser.parse_args()
@@ -276,7 +307,8 @@ def run(directory: Path, args: argparse.Namespace) -> None:
             return
         if not args.embed:
             probe(index, repository, directory, args.queries, args.seed,
-                  whitelists=args.whitelists)
+                  whitelists=args.whitelists, exponents=tuple(
+                      float(e) for e in args.ef_exponents.split(",") if e))
             return
         from ragsift.bootstrap import build as build_container
         from ragsift.config import Settings
