@@ -65,12 +65,12 @@ class AnnSettings:
     # 0.990 at 192 (docs/benchmarks.md, 2026-12-04)
     ef_search: int = 192
     filter_ef_boost: float = 20.0  # the largest ef: 3,840, as before per-kb graphs
-    # A filter passing a share s of a graph's rows raises ef by s^-exponent. 1.3 was chosen
-    # when ef_search was 96 (1M rows, s = 0.1: ef 960 gave recall@30 0.956, 1,920 0.996);
-    # with ef_search 192, s^-1 gives those 1,920, and every share measured keeps a recall
-    # above the unfiltered search's (research/filter_ef_probe.py: 100k and 1M rows, s from
-    # 0.03 to 0.7; docs/benchmarks.md, 2026-12-07) at up to 0.6x the walk
-    filter_ef_exponent: float = 1.0
+    # A filter passing a share s of a graph's rows raises ef by s^-exponent (1M rows, s = 0.1,
+    # ef_search 96: ef 960 gave recall@30 0.956, 1,920 0.996). With ef_search 192, 1.0 still
+    # keeps every share's recall above the unfiltered search's, but 1.3 gives more at 1M
+    # (s = 0.3: 0.993 against 0.982) and the walk's saving (0.4 ms at 100k, s = 0.5) did not
+    # show in the hybrid's CPU (research/filter_ef_probe.py; docs/benchmarks.md, 2026-12-07)
+    filter_ef_exponent: float = 1.3
     oversample: float = 2.0
     connectivity: int = 32
     # per-kb graphs: the same recall in any ingestion order at 80 as at 160, 2x cheaper
