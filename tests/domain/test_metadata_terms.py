@@ -13,6 +13,7 @@ from ragsift.domain.metadata_filter import evaluate, parse_filter
 from ragsift.domain.metadata_predicate import compile_predicate
 from ragsift.domain.metadata_terms import (
     MAX_TOKENS,
+    AllOf,
     AnyToken,
     Distinct,
     Documents,
@@ -21,6 +22,7 @@ from ragsift.domain.metadata_terms import (
     document_tokens,
     fingerprint,
     holds_on,
+    presence_token,
     scalar_token,
 )
 
@@ -59,6 +61,33 @@ filters = st.recursive(_condition(), lambda inner: st.one_of(
 def test_a_compiled_filter_holds_on_exactly_the_documents_the_reference_passes(
     stored: list[dict[str, Any]], raw: dict[str, Any],
 ) -> None:
+    _check_against_the_reference(stored, raw)
+
+
+# keys holding scalars of one type each, more documents: conditions most values pass, sent
+# as the key without the failing values
+scalar_metadata = st.fixed_dictionaries({}, optional={
+    "dept": words, "year": st.integers(2018, 2025), "issued": dates | moments,
+    "tags": st.sampled_from((2023.0, 2023.5, 0.0, 1))})
+
+
+year_ranges = st.builds(lambda op, year: {"year": {op: year}},
+                        st.sampled_from(("$gt", "$gte", "$lt", "$lte")), st.integers(2017, 2026))
+scalar_filters = st.recursive(year_ranges | _condition(), lambda inner: st.one_of(
+    st.builds(lambda parts: {"$and": parts}, st.lists(inner, min_size=1, max_size=3)),
+    st.builds(lambda parts: {"$or": parts}, st.lists(inner, min_size=1, max_size=3)),
+    st.builds(lambda part: {"$not": part}, inner)), max_leaves=4)
+
+
+@settings(max_examples=300, deadline=None)
+@given(stored=st.lists(scalar_metadata, min_size=3, max_size=16), raw=scalar_filters)
+def test_a_filter_on_keys_holding_scalars_only_holds_where_the_reference_passes(
+    stored: list[dict[str, Any]], raw: dict[str, Any],
+) -> None:
+    _check_against_the_reference(stored, raw)
+
+
+def _check_against_the_reference(stored: list[dict[str, Any]], raw: dict[str, Any]) -> None:
     records = {f"d{i}": {**decode_metadata(values), "document_id": f"d{i}"}
                for i, values in enumerate(stored)}
     node = parse_filter(raw)
@@ -98,13 +127,29 @@ def test_the_fingerprint_tells_metadata_apart() -> None:
 
 
 def test_a_range_over_many_distinct_values_goes_by_document() -> None:
-    records = {f"d{i}": {"n": i} for i in range(MAX_TOKENS + 10)}
-    node = parse_filter({"n": {"$gte": 5}})
+    records = {f"d{i}": {"n": i} for i in range(2 * MAX_TOKENS + 10)}
+    node = parse_filter({"n": {"$gte": MAX_TOKENS + 5}})  # over MAX_TOKENS pass and fail
     tree = compile_terms(node, Distinct(records), lambda part: frozenset({"sent"}))
     assert tree == Documents(frozenset({"sent"}))
     few = compile_terms(parse_filter({"n": {"$lt": 2}}), Distinct(records),
                         lambda part: frozenset())
     assert isinstance(few, AnyToken) and len(few.tokens) == 2
+
+
+def test_a_condition_most_values_pass_goes_as_the_key_without_the_failing_ones() -> None:
+    records = {f"d{i}": {"year": 2015 + i % 10} for i in range(40)} | {"d99": {}}
+    tree = compile_terms(parse_filter({"year": {"$lt": 2024}}), Distinct(records),
+                         lambda part: frozenset())
+    assert tree == AllOf((AnyToken(frozenset({presence_token("year")})),
+                          NoneOf(AnyToken(frozenset({scalar_token("year", 2024)})))))
+    # every value passes: the key's presence alone
+    assert compile_terms(parse_filter({"year": {"$gte": 2000}}), Distinct(records),
+                         lambda part: frozenset()) == AnyToken(frozenset({"year\x1f"}))
+    # a key holding a list somewhere: a list may hold a failing and a passing element
+    listed = records | {"d98": {"year": ("2016", "2024")}}
+    tree = compile_terms(parse_filter({"year": {"$lt": 2024}}), Distinct(listed),
+                         lambda part: frozenset())
+    assert isinstance(tree, AnyToken) and len(tree.tokens) == 9
 
 
 def test_a_negation_is_true_where_the_key_is_absent() -> None:

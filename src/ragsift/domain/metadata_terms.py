@@ -22,7 +22,7 @@ instead (bm25_filters.py), so a stale term never decides a search.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Set
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 
@@ -188,9 +188,26 @@ def compile_terms(node: Node, distinct: Distinct,
     if node.op in ("$eq", "$in", "$contains") and listed:
         tokens.update(element_token(node.field, item) for item in operands
                       if type(item) is str)
+    elif not listed and 1 + len(values) - len(tokens) < len(tokens):
+        return _holding_none_of(node.field, values.keys() - tokens, documents, node)
     if len(tokens) > MAX_TOKENS:
         return Documents(documents(node))
     return AnyToken(frozenset(tokens))
+
+
+def _holding_none_of(key: str, failing: Set[str], documents: Callable[[Node], frozenset[str]],
+                     node: Condition) -> TermNode:
+    """Documents holding `key` but none of the `failing` values: where no document holds a
+    list there, each one holding the key carries exactly one value token, so this equals
+    the passing values' tokens, in fewer postings when the failing values and the key's
+    presence are fewer than the passing values (`year < 2024`: two terms instead of
+    nine)."""
+    present = AnyToken(frozenset({presence_token(key)}))
+    if not failing:
+        return present
+    if len(failing) > MAX_TOKENS:
+        return Documents(documents(node))
+    return AllOf((present, NoneOf(AnyToken(frozenset(failing)))))
 
 
 def holds_on(tree: TermNode, document_id: str, tokens: frozenset[str]) -> bool:
