@@ -8,7 +8,9 @@ random set of `big`'s documents holding a share s of its rows (a metadata filter
 whitelist); the graph's answer (exact re-scoring of its candidates) is compared with the
 exact scan of the same allowed rows. The unfiltered kb search is the bar a filter's recall
 should reach. Shares whose allowed rows fall under exact_max_rows are scanned exactly
-whatever the rule, so they are skipped.
+whatever the rule. The CPU columns include finding each query's fresh allowed rows (a
+repeated filter's are cached in the product), so they compare exponents at one share, not
+shares; benchmarks/metadata_filter_scale.py --ef-exponents measures the cost in the hybrid.
 
 Usage: PYTHONPATH=src python research/filter_ef_probe.py DIR [--size 100000] [--queries 200]
        [--shares 1,0.7,0.5,0.35,0.25] [--exponents 1.0,1.3]
