@@ -50,10 +50,16 @@ def _condition() -> st.SearchStrategy[dict[str, Any]]:
                      st.sampled_from((*KEYS, "document_id")), ops)
 
 
-filters = st.recursive(_condition(), lambda inner: st.one_of(
-    st.builds(lambda parts: {"$and": parts}, st.lists(inner, min_size=1, max_size=3)),
-    st.builds(lambda parts: {"$or": parts}, st.lists(inner, min_size=1, max_size=3)),
-    st.builds(lambda part: {"$not": part}, inner)), max_leaves=6)
+def _combined(leaves: st.SearchStrategy[dict[str, Any]],
+              max_leaves: int) -> st.SearchStrategy[dict[str, Any]]:
+    """Filters of `leaves` under $and, $or and $not."""
+    return st.recursive(leaves, lambda inner: st.one_of(
+        st.builds(lambda parts: {"$and": parts}, st.lists(inner, min_size=1, max_size=3)),
+        st.builds(lambda parts: {"$or": parts}, st.lists(inner, min_size=1, max_size=3)),
+        st.builds(lambda part: {"$not": part}, inner)), max_leaves=max_leaves)
+
+
+filters = _combined(_condition(), max_leaves=6)
 
 
 @settings(max_examples=400, deadline=None)
@@ -73,10 +79,7 @@ scalar_metadata = st.fixed_dictionaries({}, optional={
 
 year_ranges = st.builds(lambda op, year: {"year": {op: year}},
                         st.sampled_from(("$gt", "$gte", "$lt", "$lte")), st.integers(2017, 2026))
-scalar_filters = st.recursive(year_ranges | _condition(), lambda inner: st.one_of(
-    st.builds(lambda parts: {"$and": parts}, st.lists(inner, min_size=1, max_size=3)),
-    st.builds(lambda parts: {"$or": parts}, st.lists(inner, min_size=1, max_size=3)),
-    st.builds(lambda part: {"$not": part}, inner)), max_leaves=4)
+scalar_filters = _combined(year_ranges | _condition(), max_leaves=4)
 
 
 @settings(max_examples=300, deadline=None)
