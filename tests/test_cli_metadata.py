@@ -89,6 +89,12 @@ def test_sync_reads_sidecars_as_metadata_never_as_documents(tmp_path: Path) -> N
     done = _run(data, "sync", str(folder), "--kb", "s")
     assert done.exit_code == 0 and "1 unchanged" in done.stdout, done.output
     assert listed() == {"policy.md": {"dept": "hr"}}
+    # ... and reaches the BM25 index's metadata terms (sync writes the index)
+    from ragsift.domain.metadata_terms import scalar_token
+
+    kb_id = json.loads(_run(data, "docs", "list", "--kb", "s", "--json").stdout)[0]["kb_id"]
+    assert _indexed_with(data, kb_id, scalar_token("dept", "finance")) == 0
+    assert _indexed_with(data, kb_id, scalar_token("dept", "hr")) >= 1
     sidecar.write_text('{"tenant_id": "t1"}')
     done = _run(data, "sync", str(folder), "--kb", "s")
     assert isinstance(done.exception, InvalidInput) and "policy.md.meta.json" in str(
@@ -200,9 +206,10 @@ def _indexed_with(data: Path, kb_id: str, token: str) -> int:
 
 def test_ingest_meta_reaches_the_index_with_the_chunks(tmp_path: Path) -> None:
     """--meta is set before the documents are processed, so BM25 holds it as terms from the
-    start (a filter needs no document-by-document whitelist); a later change is the facts'
-    alone and is still filtered on (the index's terms of it are stale, not trusted), until
-    rebuild-sparse indexes it."""
+    start (a filter needs no document-by-document whitelist); a later change by `docs meta`
+    (which writes no index, so it runs beside a serve) is the facts' alone and is still
+    filtered on (the index's terms of it are stale, not trusted), until rebuild-sparse
+    indexes it."""
     from ragsift.domain.metadata_terms import scalar_token
 
     (tmp_path / "a.md").write_text("# A\n\nE-104 means Wi-Fi authentication failed.\n")

@@ -46,6 +46,9 @@ def test_upload_metadata_is_kept_typed_and_a_patch_merges_without_reembedding(
     assert response.json()["metadata"] == {"dept": "hr", "year": 2024, "final": True}
     # the same chunks (ids and text) as before: nothing was re-chunked or re-embedded
     assert api.container.repository.list_chunks(ids["leave.md"]) == chunks_before
+    # the BM25 index's metadata terms of its chunks follow the change
+    assert _indexed_with(api, ready[1], "dept", "hr") >= 1
+    assert _indexed_with(api, ready[1], "final", True) >= 1
     listed = api.client.get(f"/api/kbs/{ready[1]}/documents").json()
     assert {d["filename"]: d["metadata"].get("dept") for d in listed} == {
         "hotels.md": "finance", "leave.md": "hr", "firmware.txt": None}
@@ -191,3 +194,17 @@ def test_a_duplicate_upload_keeps_the_documents_metadata_and_says_so(ready: Read
         "dept": "legal"}
     api.client.patch(f"/api/documents/{ids['hotels.md']}",
                      json={"metadata": before, "replace": True})
+
+
+def _indexed_with(api: Api, kb_id: str, key: str, value: object) -> int:
+    """Chunks of the kb's BM25 index carrying one metadata term, as committed."""
+    import tantivy
+
+    from ragsift.adapters.embedded_index.bm25_kb import KbIndex
+    from ragsift.adapters.embedded_index.bm25_layout import kb_directory_name
+    from ragsift.adapters.embedded_index.bm25_schema import METADATA, schema
+    from ragsift.domain.metadata_terms import scalar_token
+
+    directory = api.container.settings.data_dir / "index" / "sparse" / kb_directory_name(kb_id)
+    query = tantivy.Query.term_query(schema(), METADATA, scalar_token(key, value))  # type: ignore[arg-type]
+    return int(KbIndex(directory, schema()).searcher.search(query, 1, count=True).count)

@@ -105,7 +105,8 @@ def _accept_all(
         # a duplicate (same bytes) is the existing document, maybe another file's: its
         # metadata changes only with replace=true, and the answer says when it did not
         ignored = apply_given_metadata(state.container.repository, state.container.versions,
-                                       kb, outcome, wanted, replace)
+                                       kb, outcome, wanted, replace,
+                                       state.container.ingestion.refresh_metadata)
         accepted.append(UploadedDocument(
             id=document.id, filename=uploaded.filename, status=document.status,
             duplicate=outcome.duplicate, error=document.error, key=document.key,
@@ -248,7 +249,7 @@ def get_document(document_id: str, state: State) -> Document:
 @router.patch("/api/documents/{document_id}")
 def patch_document(document_id: str, body: DocumentPatch, state: State) -> Document:
     """Change a document's metadata (merged, or replaced with `replace`); nothing is
-    re-embedded or re-indexed: filters read metadata from the facts."""
+    re-embedded: the facts change, then the BM25 index's metadata terms of its chunks."""
     document = require_document(state.container, document_id)
     limits = metadata_limits(state.container.settings)
     if body.replace:
@@ -259,6 +260,7 @@ def patch_document(document_id: str, body: DocumentPatch, state: State) -> Docum
             document_id, lambda current: merge_metadata(current, body.metadata, limits))
     if metadata != document.metadata:  # a change of the document: auto mode publishes it
         state.container.versions.metadata_changed(require_kb(state.container, document.kb_id))
+        state.container.ingestion.refresh_metadata(document_id)
     return document.model_copy(update={"metadata": metadata})
 
 

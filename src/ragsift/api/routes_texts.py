@@ -60,7 +60,8 @@ def _write(state: AppState, kb: KnowledgeBase, body: TextsBody,
         if document.key == key:  # a duplicate under another key keeps its own metadata
             # the same bytes again run no ingest: a metadata change is published here
             apply_given_metadata(state.container.repository, state.container.versions, kb,
-                                 outcome, metadata, replace=True)
+                                 outcome, metadata, replace=True,
+                                 refresh=state.container.ingestion.refresh_metadata)
         accepted.append(UploadedDocument(
             id=document.id, filename=filename, status=document.status,
             duplicate=outcome.duplicate, error=document.error, key=document.key,

@@ -116,6 +116,7 @@ def sync(
             wanted = metadata.get(source.key)
             if wanted is not None and wanted != document.metadata:
                 container.repository.set_metadata(document.id, wanted)
+                container.ingestion.refresh_metadata(document.id)
                 changed_metadata = True
         if changed_metadata:  # a change of the draft like any other: auto mode publishes it
             container.versions.metadata_changed(knowledge_base)
@@ -223,7 +224,7 @@ def _run(
         if own_key_only and outcome.document.key != result.source.key:
             not_theirs.add(result.source.key)
         elif apply_given_metadata(container.repository, container.versions, kb, outcome,
-                                  wanted, replace_meta):
+                                  wanted, replace_meta, container.ingestion.refresh_metadata):
             kept.add(result.source.key)
     tally = report(results, kept, not_theirs)
     if resumed:

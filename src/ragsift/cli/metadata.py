@@ -86,7 +86,9 @@ def docs_meta(
 
     patch = given_metadata(meta, meta_file) or {}
     patch.update({key: None for key in unset or ()})
-    # metadata lives in the facts only: no index is written, so it runs beside a serve
+    # the facts only: no index is written, so it runs beside a serve; filters treat the
+    # document as changed (by key) until a writer rewrites its chunks' metadata terms
+    # (a PATCH through a serve, `sync`, `rebuild-sparse`)
     with open_container(data_dir, follow=True) as container:
         knowledge_base = kb_named(container, kb)
         document = container.repository.get_document(doc_id)

@@ -5,7 +5,7 @@ the caller asked to replace it; the caller reports `ignored` to the user."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -25,15 +25,21 @@ def metadata_ignored(outcome: IngestOutcome, wanted: Mapping[str, Any] | None,
 def apply_given_metadata(
     repository: Repository, versions: VersionService, kb: KnowledgeBase,
     outcome: IngestOutcome, wanted: Mapping[str, Any] | None, replace: bool,
+    refresh: Callable[[str], None] | None = None,
 ) -> bool:
     """Set `wanted` as the document's metadata unless the rule above keeps it; True when it
-    was kept (ignored). Nothing is re-embedded: the metadata is the document's own."""
+    was kept (ignored). Nothing is re-embedded: the metadata is the document's own;
+    `refresh` (IngestionService.refresh_metadata) writes a changed one into the index of a
+    document already indexed (one about to be is indexed with it)."""
     if wanted is None:
         return False
     if metadata_ignored(outcome, wanted, replace):
         return True
     repository.set_metadata(outcome.document.id, wanted)
-    if outcome.duplicate and dict(wanted) != outcome.document.metadata:
-        # no ingest runs for a duplicate, so none publishes the change: say it here
-        versions.metadata_changed(kb)
+    if dict(wanted) != outcome.document.metadata:
+        if outcome.duplicate:
+            # no ingest runs for a duplicate, so none publishes the change: say it here
+            versions.metadata_changed(kb)
+        if refresh is not None:
+            refresh(outcome.document.id)
     return False

@@ -30,6 +30,7 @@ from ragsift.ingestion.chunking import Chunker
 from ragsift.ingestion.cleanup import discard_unstored
 from ragsift.ingestion.dispatch import Dispatcher, Staging
 from ragsift.ingestion.embedding import Progress
+from ragsift.ingestion.metadata_refresh import refresh_metadata
 from ragsift.ingestion.outcomes import IngestOutcome
 from ragsift.ingestion.preparation import PreparationPool, Prepared, WorkerLimits, picklable
 from ragsift.ingestion.profile import IngestProfile
@@ -349,6 +350,16 @@ class IngestionService:
     def read_asset(self, asset: Asset) -> bytes:
         """The bytes of an image kept with a document."""
         return self._objects.get(asset_object_key(asset.kb_id, asset.sha256))
+
+    def refresh_metadata(self, document_id: str) -> None:
+        """After a change of a document's metadata in the facts: its copy in the index
+        (metadata_refresh.py). A failure is logged and the change stands: filters treat the
+        document as changed until its chunks are written again."""
+        try:
+            refresh_metadata(self._repository, self._index, document_id)
+        except Exception:
+            logger.exception("writing the new metadata of document %s into the index failed",
+                             document_id)
 
     def delete_document(self, document_id: str) -> None:
         """Remove a document from the indexes, the object store and the facts."""

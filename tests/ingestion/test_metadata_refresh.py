@@ -1,0 +1,101 @@
+"""A document's metadata changed after indexing reaches the BM25 index's metadata terms
+(metadata_refresh.py), on a real container: the chunks are rewritten with their vectors
+kept, only while the document is READY, never brought back once deleted, and a failing
+index leaves the facts' change standing."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import tantivy
+
+from api.api_helpers import HOTELS, SMALL_CHUNKS
+from ragsift.adapters.embedded_index import EmbeddedIndex
+from ragsift.adapters.embedded_index.bm25_kb import KbIndex
+from ragsift.adapters.embedded_index.bm25_layout import kb_directory_name
+from ragsift.adapters.embedded_index.bm25_schema import METADATA, schema
+from ragsift.bootstrap import Container, build
+from ragsift.config import Settings
+from ragsift.domain.filters import SearchFilter
+from ragsift.domain.metadata_terms import scalar_token
+from ragsift.domain.models import Document, DocumentStatus
+from ragsift.ingestion.metadata_refresh import refresh_metadata
+
+
+@pytest.fixture
+def container(tmp_path: Path) -> Iterator[Container]:
+    built = build(Settings(data_dir=tmp_path, **SMALL_CHUNKS))
+    yield built
+    built.close()
+
+
+def indexed_with(container: Container, kb_id: str, key: str, value: str) -> int:
+    """Chunks of the kb's BM25 index carrying one metadata term, as committed."""
+    directory = container.settings.data_dir / "index" / "sparse" / kb_directory_name(kb_id)
+    index = KbIndex(directory, schema())
+    query = tantivy.Query.term_query(schema(), METADATA, scalar_token(key, value))
+    return int(index.searcher.search(query, 1, count=True).count)
+
+
+def hotels_with(container: Container, dept: str) -> Document:
+    kb = container.ingestion.ensure_kb("docs")
+    document = container.ingestion.ingest_bytes(kb, "hotels.md", HOTELS).document
+    container.repository.set_metadata(document.id, {"dept": dept})
+    return document
+
+
+def test_a_changed_documents_chunks_carry_its_new_metadata_terms(
+        container: Container) -> None:
+    document = hotels_with(container, "finance")
+    container.ingestion.refresh_metadata(document.id)
+    chunks = len([c for c in container.repository.list_chunks(document.id) if c.level == 1])
+    assert indexed_with(container, document.kb_id, "dept", "finance") == chunks
+    query = container.embedder.embed_query("hotel limit per night")
+    dense_before = container.index.search_dense(query, SearchFilter(kb_id=document.kb_id), 10)
+    container.repository.set_metadata(document.id, {"dept": "hr"})
+    container.ingestion.refresh_metadata(document.id)
+    assert indexed_with(container, document.kb_id, "dept", "finance") == 0
+    assert indexed_with(container, document.kb_id, "dept", "hr") == chunks
+    # the vectors kept: the same dense answers, nothing re-embedded
+    assert container.index.search_dense(
+        query, SearchFilter(kb_id=document.kb_id), 10) == dense_before
+
+
+def test_a_document_not_ready_or_deleted_is_not_written(container: Container) -> None:
+    document = hotels_with(container, "finance")
+    container.repository.set_status(document.id, DocumentStatus.PARSING, None)
+    assert refresh_metadata(container.repository, container.index, document.id) == 0
+    container.repository.set_status(document.id, DocumentStatus.READY, None)
+    # chunks the index no longer holds (a delete racing the refresh) are not brought back
+    container.index.delete_document(document.id)
+    assert refresh_metadata(container.repository, container.index, document.id) > 0
+    assert indexed_with(container, document.kb_id, "dept", "finance") == 0
+    assert container.index.count() == 0
+
+
+def test_an_index_without_metadata_terms_is_left_alone(container: Container) -> None:
+    document = hotels_with(container, "finance")
+
+    class NoTerms:  # a SearchIndex that cannot rewrite records in place (as Milvus)
+        pass
+
+    assert refresh_metadata(container.repository, NoTerms(), document.id) == 0  # type: ignore[arg-type]
+
+
+def test_a_failing_index_write_is_logged_and_the_change_stands(
+        container: Container, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    document = hotels_with(container, "finance")
+
+    def broken(self: EmbeddedIndex, records: object) -> None:
+        raise OSError("disk gone")
+
+    monkeypatch.setattr(EmbeddedIndex, "update_records", broken)
+    with caplog.at_level(logging.ERROR):
+        container.ingestion.refresh_metadata(document.id)
+    assert "writing the new metadata" in caplog.text and "disk gone" in caplog.text
+    kept = container.repository.get_document(document.id)
+    assert kept is not None and kept.metadata == {"dept": "finance"}
