@@ -1,18 +1,18 @@
 """A document's metadata changed after indexing reaches the BM25 index's metadata terms
 (metadata_refresh.py), on a real container: the chunks are rewritten with their vectors
 kept, only while the document is READY, never brought back once deleted, and a failing
-index leaves the facts' change standing."""
+index leaves the facts' change standing; several documents go in one index write."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
 import tantivy
 
-from api.api_helpers import HOTELS, SMALL_CHUNKS
+from api.api_helpers import HOTELS, LEAVE, SMALL_CHUNKS
 from ragsift.adapters.embedded_index import EmbeddedIndex
 from ragsift.adapters.embedded_index.bm25_kb import KbIndex
 from ragsift.adapters.embedded_index.bm25_layout import kb_directory_name
@@ -20,6 +20,7 @@ from ragsift.adapters.embedded_index.bm25_schema import METADATA, schema
 from ragsift.bootstrap import Container, build
 from ragsift.config import Settings
 from ragsift.domain.filters import SearchFilter
+from ragsift.domain.index_records import IndexRecord
 from ragsift.domain.metadata_terms import scalar_token
 from ragsift.domain.models import Document, DocumentStatus
 from ragsift.ingestion.metadata_refresh import refresh_metadata
@@ -50,13 +51,13 @@ def hotels_with(container: Container, dept: str) -> Document:
 def test_a_changed_documents_chunks_carry_its_new_metadata_terms(
         container: Container) -> None:
     document = hotels_with(container, "finance")
-    container.ingestion.refresh_metadata(document.id)
+    container.ingestion.refresh_metadata({document.id: {"dept": "finance"}})
     chunks = len([c for c in container.repository.list_chunks(document.id) if c.level == 1])
     assert indexed_with(container, document.kb_id, "dept", "finance") == chunks
     query = container.embedder.embed_query("hotel limit per night")
     dense_before = container.index.search_dense(query, SearchFilter(kb_id=document.kb_id), 10)
     container.repository.set_metadata(document.id, {"dept": "hr"})
-    container.ingestion.refresh_metadata(document.id)
+    container.ingestion.refresh_metadata({document.id: {"dept": "hr"}})
     assert indexed_with(container, document.kb_id, "dept", "finance") == 0
     assert indexed_with(container, document.kb_id, "dept", "hr") == chunks
     # the vectors kept: the same dense answers, nothing re-embedded
@@ -64,14 +65,36 @@ def test_a_changed_documents_chunks_carry_its_new_metadata_terms(
         query, SearchFilter(kb_id=document.kb_id), 10) == dense_before
 
 
+def test_several_documents_are_rewritten_in_one_index_write(
+        container: Container, monkeypatch: pytest.MonkeyPatch) -> None:
+    kb = container.ingestion.ensure_kb("docs")
+    ids = [container.ingestion.ingest_bytes(kb, name, data).document.id
+           for name, data in (("hotels.md", HOTELS), ("leave.md", LEAVE))]
+    writes: list[int] = []
+    original = EmbeddedIndex.update_records
+
+    def counted(self: EmbeddedIndex, records: Sequence[IndexRecord]) -> None:
+        writes.append(len(records))
+        original(self, records)
+
+    monkeypatch.setattr(EmbeddedIndex, "update_records", counted)
+    container.ingestion.refresh_metadata({doc_id: {"dept": "legal"} for doc_id in ids})
+    chunks = sum(1 for doc_id in ids for c in container.repository.list_chunks(doc_id)
+                 if c.level == 1)
+    assert writes == [chunks]
+    assert indexed_with(container, kb.id, "dept", "legal") == chunks
+
+
 def test_a_document_not_ready_or_deleted_is_not_written(container: Container) -> None:
     document = hotels_with(container, "finance")
     container.repository.set_status(document.id, DocumentStatus.PARSING, None)
-    assert refresh_metadata(container.repository, container.index, document.id) == 0
+    assert refresh_metadata(container.repository, container.index,
+                            {document.id: {"dept": "hr"}}) == 0
     container.repository.set_status(document.id, DocumentStatus.READY, None)
     # chunks the index no longer holds (a delete racing the refresh) are not brought back
     container.index.delete_document(document.id)
-    assert refresh_metadata(container.repository, container.index, document.id) > 0
+    assert refresh_metadata(container.repository, container.index,
+                            {document.id: {"dept": "hr"}}) > 0
     assert indexed_with(container, document.kb_id, "dept", "finance") == 0
     assert container.index.count() == 0
 
@@ -82,7 +105,8 @@ def test_an_index_without_metadata_terms_is_left_alone(container: Container) -> 
     class NoTerms:  # a SearchIndex that cannot rewrite records in place (as Milvus)
         pass
 
-    assert refresh_metadata(container.repository, NoTerms(), document.id) == 0  # type: ignore[arg-type]
+    assert refresh_metadata(container.repository, NoTerms(),  # type: ignore[arg-type]
+                            {document.id: {"dept": "hr"}}) == 0
 
 
 def test_a_failing_index_write_is_logged_and_the_change_stands(
@@ -95,7 +119,7 @@ def test_a_failing_index_write_is_logged_and_the_change_stands(
 
     monkeypatch.setattr(EmbeddedIndex, "update_records", broken)
     with caplog.at_level(logging.ERROR):
-        container.ingestion.refresh_metadata(document.id)
+        container.ingestion.refresh_metadata({document.id: {"dept": "hr"}})
     assert "writing the new metadata" in caplog.text and "disk gone" in caplog.text
     kept = container.repository.get_document(document.id)
     assert kept is not None and kept.metadata == {"dept": "finance"}

@@ -260,7 +260,7 @@ def patch_document(document_id: str, body: DocumentPatch, state: State) -> Docum
             document_id, lambda current: merge_metadata(current, body.metadata, limits))
     if metadata != document.metadata:  # a change of the document: auto mode publishes it
         state.container.versions.metadata_changed(require_kb(state.container, document.kb_id))
-        state.container.ingestion.refresh_metadata(document_id)
+        state.container.ingestion.refresh_metadata({document_id: metadata})
     return document.model_copy(update={"metadata": metadata})
 
 

@@ -111,14 +111,14 @@ def sync(
         tally = (_run(container, knowledge_base, todo, None, metadata, replace_meta=True,
                       own_key_only=True) if todo else Tally())
         # a changed sidecar beside an unchanged file changes only the metadata
-        changed_metadata = False
-        for source, document in plan.unchanged + plan.touched:
-            wanted = metadata.get(source.key)
-            if wanted is not None and wanted != document.metadata:
-                container.repository.set_metadata(document.id, wanted)
-                container.ingestion.refresh_metadata(document.id)
-                changed_metadata = True
-        if changed_metadata:  # a change of the draft like any other: auto mode publishes it
+        changed = {document.id: wanted for source, document in plan.unchanged + plan.touched
+                   if (wanted := metadata.get(source.key)) is not None
+                   and wanted != document.metadata}
+        # the index first, in one write (metadata_refresh.py), then the facts
+        container.ingestion.refresh_metadata(changed)
+        for document_id, wanted in changed.items():
+            container.repository.set_metadata(document_id, wanted)
+        if changed:  # a change of the draft like any other: auto mode publishes it
             container.versions.metadata_changed(knowledge_base)
         first = {document.id for document in plan.delete_first}
         for document in plan.delete:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ragsift.domain.models import KnowledgeBase
+    from ragsift.ingestion.metadata_refresh import MetadataChanges
     from ragsift.ingestion.outcomes import IngestOutcome
     from ragsift.ports.repository import Repository
     from ragsift.versions.service import VersionService
@@ -25,7 +26,7 @@ def metadata_ignored(outcome: IngestOutcome, wanted: Mapping[str, Any] | None,
 def apply_given_metadata(
     repository: Repository, versions: VersionService, kb: KnowledgeBase,
     outcome: IngestOutcome, wanted: Mapping[str, Any] | None, replace: bool,
-    refresh: Callable[[str], None] | None = None,
+    refresh: Callable[[MetadataChanges], None] | None = None,
 ) -> bool:
     """Set `wanted` as the document's metadata unless the rule above keeps it; True when it
     was kept (ignored). Nothing is re-embedded: the metadata is the document's own;
@@ -35,11 +36,11 @@ def apply_given_metadata(
         return False
     if metadata_ignored(outcome, wanted, replace):
         return True
+    changed = dict(wanted) != outcome.document.metadata
+    if changed and refresh is not None:  # the index first (metadata_refresh.py)
+        refresh({outcome.document.id: wanted})
     repository.set_metadata(outcome.document.id, wanted)
-    if dict(wanted) != outcome.document.metadata:
-        if outcome.duplicate:
-            # no ingest runs for a duplicate, so none publishes the change: say it here
-            versions.metadata_changed(kb)
-        if refresh is not None:
-            refresh(outcome.document.id)
+    if changed and outcome.duplicate:
+        # no ingest runs for a duplicate, so none publishes the change: say it here
+        versions.metadata_changed(kb)
     return False

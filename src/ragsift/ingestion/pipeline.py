@@ -30,7 +30,7 @@ from ragsift.ingestion.chunking import Chunker
 from ragsift.ingestion.cleanup import discard_unstored
 from ragsift.ingestion.dispatch import Dispatcher, Staging
 from ragsift.ingestion.embedding import Progress
-from ragsift.ingestion.metadata_refresh import refresh_metadata
+from ragsift.ingestion.metadata_refresh import MetadataChanges, refresh_metadata
 from ragsift.ingestion.outcomes import IngestOutcome
 from ragsift.ingestion.preparation import PreparationPool, Prepared, WorkerLimits, picklable
 from ragsift.ingestion.profile import IngestProfile
@@ -351,15 +351,15 @@ class IngestionService:
         """The bytes of an image kept with a document."""
         return self._objects.get(asset_object_key(asset.kb_id, asset.sha256))
 
-    def refresh_metadata(self, document_id: str) -> None:
-        """After a change of a document's metadata in the facts: its copy in the index
-        (metadata_refresh.py). A failure is logged and the change stands: filters treat the
-        document as changed until its chunks are written again."""
+    def refresh_metadata(self, changes: MetadataChanges) -> None:
+        """Documents' changed metadata into their chunks in the index (metadata_refresh.py).
+        A failure is logged and the facts' change stands: filters treat the documents as
+        changed until their chunks are written again."""
         try:
-            refresh_metadata(self._repository, self._index, document_id)
+            refresh_metadata(self._repository, self._index, changes)
         except Exception:
-            logger.exception("writing the new metadata of document %s into the index failed",
-                             document_id)
+            logger.exception("writing the new metadata of %d document(s) into the index "
+                             "failed", len(changes))
 
     def delete_document(self, document_id: str) -> None:
         """Remove a document from the indexes, the object store and the facts."""
