@@ -93,6 +93,8 @@ def test_a_key_collision_never_lets_another_documents_chunk_in(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(bm25_schema, "document_key", lambda document_id: 7)  # all collide
+    # the keys of whitelists seen before were remembered: none here
+    monkeypatch.setattr(bm25_schema, "document_keys", bm25_schema.WhitelistKeys(held=100))
     store = TantivyBm25Store(tmp_path)
     try:
         store.upsert(RECORDS)

@@ -19,6 +19,7 @@ from pathlib import Path
 from ragsift.adapters.embedded_index.bm25_filters import FilterClauses
 from ragsift.adapters.embedded_index.bm25_kb import (
     KbIndex,
+    SparseQuery,
     kb_analyzer,
     live_documents,
     unreadable,
@@ -30,6 +31,7 @@ from ragsift.adapters.embedded_index.bm25_layout import (
     kb_directory_name,
     missing_meta,
 )
+from ragsift.adapters.embedded_index.bm25_page import Page, Sift
 from ragsift.adapters.embedded_index.bm25_rebuild import UPGRADE_MARKER, KbRebuild, check_layout
 from ragsift.adapters.embedded_index.bm25_schema import Restrictions, schema
 from ragsift.domain.errors import IndexReadOnly
@@ -76,6 +78,14 @@ class FollowedBm25Store:
         """TantivyBm25Store.search over the kb's newest commit."""
         found = self._searchable(search_filter, limit, excluded)
         return [] if found is None else found[0].search(query, found[1], limit)
+
+    def page(self, query: SparseQuery, search_filter: SearchFilter, fetch: int,
+             sift: Sift) -> Page:
+        """TantivyBm25Store.page over the kb's newest commit."""
+        found = self._searchable(search_filter, fetch, frozenset())
+        if found is None:
+            return Page((), None, 0, None)
+        return found[0].page(query, found[1], fetch, sift)
 
     def takes_terms(self, search_filter: SearchFilter) -> bool:
         """Whether the filter's metadata part reaches the kb's index as terms."""

@@ -29,6 +29,7 @@ from ragsift.adapters.embedded_index.bm25_layout import (
 # the old import path of the lock and the schema's functions, kept for their callers
 from ragsift.adapters.embedded_index.bm25_lock import lock_root as lock_root
 from ragsift.adapters.embedded_index.bm25_lock import unlock_root as unlock_root
+from ragsift.adapters.embedded_index.bm25_page import Page, Sift, read_page
 from ragsift.adapters.embedded_index.bm25_schema import (
     DOCUMENT_KEY,
     METADATA_FINGERPRINT,
@@ -42,6 +43,9 @@ from ragsift.domain.index_records import IndexRecord
 from ragsift.domain.results import ChannelHit
 
 _HEAP_BYTES = 64_000_000
+
+# a text to analyze, or index terms with their weights (an expanded query)
+SparseQuery = str | Sequence[tuple[str, float]]
 
 
 logger = logging.getLogger(__name__)
@@ -133,12 +137,8 @@ class KbIndex:
 
     def search(self, query: str, restrictions: Restrictions, limit: int) -> list[ChannelHit]:
         """Top-`limit` chunks by raw BM25 among those `restrictions` allow (see filter_clauses)."""
-        # Repeated query tokens are deduplicated: search-mode segmentation already repeats
-        # the pieces of compound words, and counting them again would over-weight them.
-        tokens = list(dict.fromkeys(self.analyze(query)))
-        if not tokens:
-            return []
-        return self._hits([(t, 1.0) for t in tokens], restrictions, limit)
+        terms = self._terms(query)
+        return self._hits(terms, restrictions, limit) if terms else []
 
     def search_weighted(
         self, terms: Sequence[tuple[str, float]], restrictions: Restrictions, limit: int
@@ -146,13 +146,34 @@ class KbIndex:
         """Like `search` for index terms given with weights (an expanded query): each term's
         BM25 score is multiplied by its weight. Terms are used as they are, never parsed;
         weights must be finite and positive (others are dropped)."""
+        weighted = self._terms(terms)
+        return self._hits(weighted, restrictions, limit) if weighted else []
+
+    def page(self, query: SparseQuery, restrictions: Restrictions, fetch: int,
+             sift: Sift) -> Page:
+        """The top-`fetch` page of `search` or `search_weighted` (by `query`'s type),
+        sifted and read as bm25_page.read_page does."""
+        terms = self._terms(query)
+        if not terms:
+            return Page((), None, 0, None)
+        searcher = self.searcher
+        found = bm25_query(self._schema, terms, restrictions.on(searcher),
+                           restrictions.excluded)
+        return read_page(searcher, searcher.search(found, fetch, count=False).hits, sift,
+                         fast_keys=self.terms)
+
+    def _terms(self, query: SparseQuery) -> list[tuple[str, float]]:
+        """A text's analyzed tokens at weight 1, or given (term, weight) pairs merged."""
+        if isinstance(query, str):
+            # Repeated query tokens are deduplicated: search-mode segmentation already
+            # repeats the pieces of compound words, and counting them again would
+            # over-weight them.
+            return [(t, 1.0) for t in dict.fromkeys(self.analyze(query))]
         merged: dict[str, float] = {}
-        for term, weight in terms:
+        for term, weight in query:
             if term and math.isfinite(weight) and weight > 0:
                 merged[term] = merged.get(term, 0.0) + weight
-        if not merged:
-            return []
-        return self._hits(list(merged.items()), restrictions, limit)
+        return list(merged.items())
 
     def term_stats(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
         """(live documents, document frequency of each term) for idf; the searcher's view."""

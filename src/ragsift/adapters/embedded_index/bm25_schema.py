@@ -17,6 +17,8 @@ keeps filtering by document id until `ragsift rebuild-sparse` rebuilds it.
 from __future__ import annotations
 
 import hashlib
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -42,6 +44,36 @@ def document_key(document_id: str) -> int:
     """The 48-bit key a document's chunks carry (see the module docstring)."""
     digest = hashlib.blake2b(document_id.encode(), digest_size=_KEY_BYTES).digest()
     return int.from_bytes(digest, "big")
+
+
+class WhitelistKeys:
+    """The keys of the latest whitelists, up to `held` keys in all: a whitelist recurs
+    while its filter's answer is cached (scope_metadata), and hashing 5,000 ids costs ~3 ms."""
+
+    def __init__(self, held: int) -> None:
+        self._capacity = held
+        self._held = 0
+        self._found: OrderedDict[frozenset[str], frozenset[int]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __call__(self, document_ids: frozenset[str]) -> frozenset[int]:
+        with self._lock:
+            found = self._found.get(document_ids)
+            if found is not None:
+                self._found.move_to_end(document_ids)
+                return found
+        found = frozenset(document_key(d) for d in document_ids)
+        with self._lock:
+            if document_ids not in self._found and len(found) <= self._capacity:
+                self._found[document_ids] = found
+                self._held += len(found)
+                while self._held > self._capacity:
+                    self._held -= len(self._found.popitem(last=False)[1])
+        return found
+
+
+# document_keys(ids): the keys of a whitelist's documents
+document_keys = WhitelistKeys(held=200_000)
 
 
 METADATA = "metadata"
@@ -209,7 +241,7 @@ def documents_clause(schema_: tantivy.Schema, document_ids: frozenset[str],
     """The chunks of `document_ids`: by their keys where the index holds them."""
     if keyed:
         return Query.term_set_query(schema_, DOCUMENT_KEY,
-                                    sorted({document_key(d) for d in document_ids}))
+                                    sorted(document_keys(document_ids)))
     return Query.term_set_query(schema_, "document_id", sorted(document_ids))
 
 

@@ -19,6 +19,7 @@ from ragsift.adapters.embedded_index.bm25_catalog import Bm25Catalog
 from ragsift.adapters.embedded_index.bm25_filters import FilterClauses
 from ragsift.adapters.embedded_index.bm25_kb import (
     KbIndex,
+    SparseQuery,
     kb_analyzer,
     live_documents,
     unreadable,
@@ -30,6 +31,7 @@ from ragsift.adapters.embedded_index.bm25_layout import (
     kb_directory_name,
 )
 from ragsift.adapters.embedded_index.bm25_lock import lock_root, unlock_root
+from ragsift.adapters.embedded_index.bm25_page import Page, Sift
 from ragsift.adapters.embedded_index.bm25_rebuild import (
     UPGRADE_MARKER,
     JournaledDelete,
@@ -275,6 +277,15 @@ class TantivyBm25Store(Bm25Catalog):
         """
         found = self._searchable(search_filter, limit, excluded)
         return [] if found is None else found[0].search(query, found[1], limit)
+
+    def page(self, query: SparseQuery, search_filter: SearchFilter, fetch: int,
+             sift: Sift) -> Page:
+        """The unrestricted top-`fetch` page of the filter's kb (its scope and version
+        clauses kept, no document whitelist) for `query`, sifted by `sift` (bm25_page)."""
+        found = self._searchable(search_filter, fetch, frozenset())
+        if found is None:
+            return Page((), None, 0, None)
+        return found[0].page(query, found[1], fetch, sift)
 
     def takes_terms(self, search_filter: SearchFilter) -> bool:
         """Whether the filter's metadata part reaches the kb's index as terms."""

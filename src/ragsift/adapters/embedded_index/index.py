@@ -8,6 +8,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 
 from ragsift.adapters.embedded_index.bm25_follow import FollowedBm25Store
+from ragsift.adapters.embedded_index.bm25_kb import SparseQuery
 from ragsift.adapters.embedded_index.bm25_rebuild import KbRebuild
 from ragsift.adapters.embedded_index.bm25_store import TantivyBm25Store
 from ragsift.adapters.embedded_index.dense_ann import AnnSettings
@@ -179,10 +180,10 @@ class EmbeddedIndex:
         self, query: str, search_filter: SearchFilter, limit: int
     ) -> list[ChannelHit]:
         """Raw BM25 top-k among the chunks the filter allows."""
-        return self._filtered_sparse(search_filter, limit, lambda excluded, k: (
+        return self._filtered_sparse(query, search_filter, limit, lambda excluded, k: (
             self._sparse.search(query, search_filter, k, excluded)))
 
-    def _filtered_sparse(self, search_filter: SearchFilter, limit: int,
+    def _filtered_sparse(self, query: SparseQuery, search_filter: SearchFilter, limit: int,
                          search: Search) -> list[ChannelHit]:
         """`search`'s top-`limit` under the filter: by its metadata terms where they do
         better than its whitelist, else by the whitelist, its complement or a longer page."""
@@ -191,7 +192,8 @@ class EmbeddedIndex:
             plan = self._dense.whitelist_plan(search_filter)
             if by_whitelist(plan) and self._sparse.takes_terms(search_filter):
                 return search(None, limit)
-            return search_by_complement(search, search_filter, plan, limit)
+            return search_by_complement(search, search_filter, plan, limit, lambda fetch, sift: (
+                self._sparse.page(query, search_filter, fetch, sift)))
 
     def count(self) -> int:
         """Number of live chunks (dense rows)."""
@@ -239,6 +241,6 @@ class EmbeddedIndex:
         self, terms: Sequence[tuple[str, float]], search_filter: SearchFilter, limit: int
     ) -> list[ChannelHit]:
         """BM25 top-k of (analyzer token, weight) pairs, e.g. a feedback-expanded query."""
-        return self._filtered_sparse(search_filter, limit, lambda excluded, k: (
+        return self._filtered_sparse(terms, search_filter, limit, lambda excluded, k: (
             self._sparse.search_weighted(terms, search_filter, k, excluded)))
 

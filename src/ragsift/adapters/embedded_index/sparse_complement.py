@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+from ragsift.adapters.embedded_index.bm25_page import Page, Sift
 from ragsift.domain.filters import SearchFilter
 from ragsift.domain.results import ChannelHit
 
@@ -37,6 +38,8 @@ _OVERSAMPLE_MARGIN = 1.5
 # search(excluded, limit): BM25 top-`limit` of the filter, restricted by `excluded` in place
 # of the filter's whitelist when it is given
 Search = Callable[[frozenset[str] | None, int], list[ChannelHit]]
+# read_page(fetch, sift): the unrestricted top-`fetch` page sifted (bm25_page.Page)
+ReadPage = Callable[[int, Sift], Page]
 
 
 def by_whitelist(plan: tuple[frozenset[str] | None, float]) -> bool:
@@ -50,17 +53,18 @@ def by_whitelist(plan: tuple[frozenset[str] | None, float]) -> bool:
 
 def search_by_complement(search: Search, search_filter: SearchFilter,
                          plan: tuple[frozenset[str] | None, float],
-                         limit: int) -> list[ChannelHit]:
+                         limit: int, read_page: ReadPage | None = None) -> list[ChannelHit]:
     """The hits `search(None, limit)` returns, found by oversampling or through the
     complement where `plan` (DenseMatrixStore.whitelist_plan: the complement when shorter,
     the share of the kb's documents the whitelist keeps) makes either cheaper; the page
-    first, the complement when the page cannot tell."""
+    first, the complement when the page cannot tell. `read_page` reads the page sifted by
+    key (bm25_page); without it, the page is `search(frozenset(), fetch)` read whole."""
     allowed = search_filter.document_ids
     excluded, share = plan
     if allowed is None or limit <= 0:
         return search(None, limit)
     if share >= _OVERSAMPLE_SHARE:
-        found = _oversampled(search, allowed, share, limit)
+        found = _oversampled(read_page or _whole_pages(search), allowed, share, limit)
         if found is not None:
             return found
     if excluded is not None:
@@ -72,17 +76,29 @@ def search_by_complement(search: Search, search_filter: SearchFilter,
     return search(None, limit)
 
 
-def _oversampled(search: Search, allowed: frozenset[str], share: float,
+def _oversampled(read_page: ReadPage, allowed: frozenset[str], share: float,
                  limit: int) -> list[ChannelHit] | None:
-    """The whitelist's top `limit` from a page of the kb's unrestricted top hits
-    (frozenset(): no document restriction), None when the page cannot tell them exactly:
-    too few whitelisted hits, or a tie of scores at the cut."""
+    """The whitelist's top `limit` from a page of the kb's unrestricted top hits, None when
+    the page cannot tell them exactly: too few whitelisted hits, or a tie of scores at the
+    cut (the whitelist's own search breaks it by index order)."""
     fetch = math.ceil(limit * _OVERSAMPLE_MARGIN / share)
-    hits = search(frozenset(), fetch)
-    kept = [hit for hit in hits if hit.document_id in allowed]
-    exhausted = len(hits) < fetch  # every match is on the page
-    if len(kept) > limit and kept[limit].score == kept[limit - 1].score:
-        return None  # the whitelist's own search breaks this tie by index order
-    if len(kept) >= limit and (exhausted or kept[limit - 1].score > hits[-1].score):
-        return kept[:limit]
+    page = read_page(fetch, Sift(allowed, limit))
+    kept = list(page.hits)
+    exhausted = page.length < fetch  # every match is on the page
+    if len(kept) == limit and page.next_score is not None \
+            and page.next_score == kept[-1].score:
+        return None
+    if len(kept) == limit and (exhausted or page.floor is None or kept[-1].score > page.floor):
+        return kept
     return kept if exhausted else None
+
+
+def _whole_pages(search: Search) -> ReadPage:
+    """A ReadPage reading every hit of `search`'s unrestricted page (no document key)."""
+    def read(fetch: int, sift: Sift) -> Page:
+        hits = search(frozenset(), fetch)
+        kept = [hit for hit in hits if hit.document_id in sift.allowed]
+        next_score = kept[sift.read].score if len(kept) > sift.read else None
+        return Page(tuple(kept[:sift.read]), next_score, len(hits),
+                    hits[-1].score if hits else None)
+    return read
