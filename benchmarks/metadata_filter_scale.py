@@ -172,8 +172,10 @@ def probe(index: EmbeddedIndex, repository: SqlRepository, directory: Path, n: i
             allowed = terms = None
             if spec is not None:
                 node = parse_filter(spec)
-                allowed = records.matching(kb, node, SearchFilter(kb_id=kb))
-                terms = records.terms(kb, node) if by_terms else None
+                if by_terms:  # one read of the KB's stamp for both, as document_stages
+                    allowed, terms = records.matching_and_terms(kb, node, SearchFilter(kb_id=kb))
+                else:
+                    allowed = records.matching(kb, node, SearchFilter(kb_id=kb))
             return zscore_fusion(lists(kb, i, allowed, terms), WEIGHTS)[:K]
         return run
 
