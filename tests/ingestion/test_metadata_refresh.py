@@ -1,7 +1,8 @@
 """A document's metadata changed after indexing reaches the BM25 index's metadata terms
 (metadata_refresh.py), on a real container: the chunks are rewritten with their vectors
 kept, only while the document is READY, never brought back once deleted, and a failing
-index leaves the facts' change standing; several documents go in one index write."""
+index leaves the facts' change standing; several documents go in one index write; what
+was changed in the facts alone is written at the next writer's recovery."""
 
 from __future__ import annotations
 
@@ -15,15 +16,16 @@ import tantivy
 from api.api_helpers import HOTELS, LEAVE, SMALL_CHUNKS
 from ragsift.adapters.embedded_index import EmbeddedIndex
 from ragsift.adapters.embedded_index.bm25_kb import KbIndex
-from ragsift.adapters.embedded_index.bm25_layout import kb_directory_name
+from ragsift.adapters.embedded_index.bm25_layout import SparseIndexBroken, kb_directory_name
 from ragsift.adapters.embedded_index.bm25_schema import METADATA, schema
 from ragsift.bootstrap import Container, build
 from ragsift.config import Settings
 from ragsift.domain.filters import SearchFilter
 from ragsift.domain.index_records import IndexRecord
-from ragsift.domain.metadata_terms import scalar_token
+from ragsift.domain.metadata import decode_metadata
+from ragsift.domain.metadata_terms import document_tokens, fingerprint, scalar_token
 from ragsift.domain.models import Document, DocumentStatus
-from ragsift.ingestion.metadata_refresh import refresh_metadata
+from ragsift.ingestion.metadata_refresh import heal_stale_metadata, refresh_metadata
 
 
 @pytest.fixture
@@ -123,3 +125,59 @@ def test_a_failing_index_write_is_logged_and_the_change_stands(
     assert "writing the new metadata" in caplog.text and "disk gone" in caplog.text
     kept = container.repository.get_document(document.id)
     assert kept is not None and kept.metadata == {"dept": "finance"}
+
+
+def _child_count(container: Container, document_id: str) -> int:
+    return sum(1 for c in container.repository.list_chunks(document_id) if c.level == 1)
+
+
+@pytest.mark.parametrize("one_kb", [True, False])
+def test_recovery_writes_the_metadata_changed_in_the_facts_alone(
+        container: Container, one_kb: bool) -> None:
+    """A PATCH killed between its two writes, or `docs meta`, leaves the facts' metadata
+    ahead of the terms: the next writer's start (ingest, sync: one KB; serve: every KB)
+    writes it into the index."""
+    document = hotels_with(container, "finance")  # facts alone: the index holds no dept
+    chunks = _child_count(container, document.id)
+    assert indexed_with(container, document.kb_id, "dept", "finance") == 0
+    container.ingestion.recover(document.kb_id if one_kb else None)
+    assert indexed_with(container, document.kb_id, "dept", "finance") == chunks
+
+
+def test_only_documents_whose_terms_differ_are_stale_and_rewritten(
+        container: Container, monkeypatch: pytest.MonkeyPatch) -> None:
+    kb = container.ingestion.ensure_kb("docs")
+    hotels = container.ingestion.ingest_bytes(kb, "hotels.md", HOTELS).document
+    leave = container.ingestion.ingest_bytes(kb, "leave.md", LEAVE).document
+    container.repository.set_metadata(leave.id, {"dept": "hr"})
+    printed = {doc.id: fingerprint(document_tokens(decode_metadata(doc.metadata)))
+               for doc in container.repository.list_documents(kb.id)}
+    printed["not-indexed"] = 7  # a document the index does not hold is not stale
+    assert container.index.stale_metadata(kb.id, printed) == {leave.id}
+    writes: list[set[str]] = []
+    original = EmbeddedIndex.update_records
+
+    def counted(self: EmbeddedIndex, records: Sequence[IndexRecord]) -> None:
+        writes.append({record.document_id for record in records})
+        original(self, records)
+
+    monkeypatch.setattr(EmbeddedIndex, "update_records", counted)
+    assert heal_stale_metadata(container.repository, container.index, kb.id) == \
+        _child_count(container, leave.id)
+    assert writes == [{leave.id}]  # hotels, unchanged, not rewritten
+    assert heal_stale_metadata(container.repository, container.index, kb.id) == 0
+    assert writes == [{leave.id}] and hotels.id not in writes[0]
+
+
+def test_a_broken_index_at_recovery_is_logged_and_recovery_goes_on(
+        container: Container, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    document = hotels_with(container, "finance")
+
+    def broken(self: EmbeddedIndex, kb_id: str, fingerprints: object) -> set[str]:
+        raise SparseIndexBroken("the BM25 index of knowledge base docs cannot be read")
+
+    monkeypatch.setattr(EmbeddedIndex, "stale_metadata", broken)
+    with caplog.at_level(logging.WARNING):
+        assert container.ingestion.recover(document.kb_id) == []
+    assert "stays out of its index" in caplog.text and "cannot be read" in caplog.text

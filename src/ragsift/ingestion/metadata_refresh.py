@@ -11,18 +11,27 @@ still holds are rewritten, so a delete or re-ingest racing this never brings one
 Where the new metadata is known before the facts take it (a sidecar, an upload), the index
 is written first: a crash between the two writes leaves the facts' old metadata, which the
 next run changes again, rewriting the index. A PATCH merges in the facts, so it writes them
-first; a crash after that leaves the document filtered by key until `rebuild-sparse`.
+first; a crash after that leaves the document filtered by key until the next start of a
+process that writes the index (`serve`, `ingest`, `sync`), whose recovery compares every
+document's indexed fingerprint with its metadata and rewrites those that differ
+(`heal_stale_metadata`); so does `docs meta`, which writes the facts alone.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import logging
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ragsift.domain.errors import RagsiftError
+from ragsift.domain.metadata import decode_metadata
+from ragsift.domain.metadata_terms import document_tokens, fingerprint
 from ragsift.domain.models import CHILD_LEVEL, DocumentStatus
 from ragsift.ingestion.preparation import index_records
 from ragsift.ports import Repository, SearchIndex
-from ragsift.ports.index import RecordUpdatable
+from ragsift.ports.index import MetadataTermsHeld, RecordUpdatable
+
+logger = logging.getLogger(__name__)
 
 # document id -> its metadata as the facts store it
 MetadataChanges = Mapping[str, Mapping[str, Any]]
@@ -48,3 +57,39 @@ def refresh_metadata(repository: Repository, index: SearchIndex,
     if records:
         index.update_records(records)
     return len(records)
+
+
+def heal_stale_metadata(repository: Repository, index: SearchIndex, kb_id: str) -> int:
+    """Rewrite, in one write, the chunks of the KB's READY documents whose metadata terms in
+    the index are not their metadata now: a PATCH killed between its two writes, or `docs
+    meta`, which writes the facts alone. The number of chunks sent (0 for an index without
+    metadata terms)."""
+    if not isinstance(index, MetadataTermsHeld) or not isinstance(index, RecordUpdatable):
+        return 0
+    documents = {document.id: document.metadata
+                 for document in repository.list_documents(kb_id, DocumentStatus.READY)}
+    printed = {document_id: fingerprint(document_tokens(decode_metadata(metadata)))
+               for document_id, metadata in documents.items()}
+    stale = index.stale_metadata(kb_id, printed)
+    if not stale:
+        return 0
+    return refresh_metadata(repository, index, {d: documents[d] for d in stale})
+
+
+def heal_metadata(repository: Repository, index: SearchIndex, kb_ids: Sequence[str]) -> None:
+    """heal_stale_metadata for each KB; a failure is logged and leaves that KB's changed
+    documents filtered by key, as before."""
+    for kb_id in kb_ids:
+        try:
+            chunks = heal_stale_metadata(repository, index, kb_id)
+        except RagsiftError as exc:  # its index broken, or read-only here
+            logger.warning("the changed metadata of knowledge base %s stays out of its "
+                           "index: %s", kb_id, exc)
+            continue
+        except Exception:
+            logger.exception("writing the changed metadata of knowledge base %s into the "
+                             "index failed", kb_id)
+            continue
+        if chunks:
+            logger.info("wrote the metadata changed in the facts alone into %d chunk(s) of "
+                        "knowledge base %s", chunks, kb_id)

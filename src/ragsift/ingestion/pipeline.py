@@ -30,7 +30,11 @@ from ragsift.ingestion.chunking import Chunker
 from ragsift.ingestion.cleanup import discard_unstored
 from ragsift.ingestion.dispatch import Dispatcher, Staging
 from ragsift.ingestion.embedding import Progress
-from ragsift.ingestion.metadata_refresh import MetadataChanges, refresh_metadata
+from ragsift.ingestion.metadata_refresh import (
+    MetadataChanges,
+    heal_metadata,
+    refresh_metadata,
+)
 from ragsift.ingestion.outcomes import IngestOutcome
 from ragsift.ingestion.preparation import PreparationPool, Prepared, WorkerLimits, picklable
 from ragsift.ingestion.profile import IngestProfile
@@ -146,9 +150,14 @@ class IngestionService:
     def recover(self, kb_id: str | None = None) -> list[str]:
         """Take over the unfinished documents whose process died; ids to process again.
 
-        See ingestion/recovery.py; the returned documents are PENDING and ours.
+        See ingestion/recovery.py; the returned documents are PENDING and ours. Then the
+        metadata changed in the facts alone is written into the index (`kb_id`'s, or every
+        KB's): a PATCH killed between its writes, `docs meta` (metadata_refresh.py).
         """
-        return self._recovery.recover(kb_id)
+        resumed = self._recovery.recover(kb_id)
+        kb_ids = [kb_id] if kb_id is not None else [kb.id for kb in self._repository.list_kbs()]
+        heal_metadata(self._repository, self._index, kb_ids)
+        return resumed
 
     def ensure_kb(self, name: str) -> KnowledgeBase:
         """The knowledge base called `name`, created with the current embedder if missing."""

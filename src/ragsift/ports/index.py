@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Protocol, runtime_checkable
 
@@ -77,6 +77,15 @@ class RecordUpdatable(Protocol):
     """An index that can rewrite the filter fields of chunks it holds without their vectors."""
 
     def update_records(self, records: Sequence[IndexRecord]) -> None: ...
+
+
+@runtime_checkable
+class MetadataTermsHeld(Protocol):
+    """An index holding each document's metadata as terms with a fingerprint of them
+    (domain/metadata_terms.py), which tells the documents whose terms are not their
+    metadata now."""
+
+    def stale_metadata(self, kb_id: str, fingerprints: Mapping[str, int]) -> set[str]: ...
 
 
 @runtime_checkable

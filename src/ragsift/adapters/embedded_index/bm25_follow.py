@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -86,6 +86,11 @@ class FollowedBm25Store:
         if found is None:
             return Page((), None, 0, None)
         return found[0].page(query, found[1], fetch, sift)
+
+    def stale_metadata(self, kb_id: str, fingerprints: Mapping[str, int]) -> set[str]:
+        """TantivyBm25Store.stale_metadata over the kb's newest commit."""
+        kb = self._kb(kb_directory_name(kb_id), kb_id)
+        return set() if kb is None else kb.stale_metadata(fingerprints)
 
     def takes_terms(self, search_filter: SearchFilter) -> bool:
         """Whether the filter's metadata part reaches the kb's index as terms."""

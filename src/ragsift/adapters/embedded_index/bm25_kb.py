@@ -36,6 +36,7 @@ from ragsift.adapters.embedded_index.bm25_schema import (
     Restrictions,
     bm25_query,
     document,
+    document_key,
 )
 from ragsift.adapters.embedded_index.bm25_schema import filter_clauses as filter_clauses
 from ragsift.adapters.embedded_index.bm25_schema import schema as schema
@@ -101,16 +102,16 @@ class KbIndex:
             return index
         raise outdated_schema_error(directory) from mismatch
 
-    def indexed_fingerprints(self) -> dict[int, int] | None:
+    def indexed_fingerprints(self, wait: bool = False) -> dict[int, int] | None:
         """document key -> the metadata fingerprint its chunks were indexed with (-1 when
         they differ), over the current searcher's chunks; read once per commit (40 ms at
         100k chunks; 0.5-1.0 s and ~180 MB held meanwhile at 1M). None while another thread
-        reads it: that search filters by its whitelist rather than wait."""
+        reads it, unless `wait`: a search filters by its whitelist rather than wait."""
         searcher = self.searcher
         cached = self._fingerprints
         if cached is not None and cached[0] is searcher:
             return cached[1]
-        if not self._reading.acquire(blocking=False):
+        if not self._reading.acquire(blocking=wait):
             return None
         try:
             found = _fingerprints_of(searcher)
@@ -118,6 +119,16 @@ class KbIndex:
             self._reading.release()
         self._fingerprints = (searcher, found)
         return found
+
+    def stale_metadata(self, fingerprints: Mapping[str, int]) -> set[str]:
+        """The documents of `fingerprints` (id -> the fingerprint of their metadata now)
+        whose chunks here were indexed with other metadata; none where the index holds no
+        metadata terms (it filters by document)."""
+        if not self.terms:
+            return set()
+        indexed = self.indexed_fingerprints(wait=True) or {}
+        return {document_id for document_id, printed in fingerprints.items()
+                if indexed.get(document_key(document_id), printed) != printed}
 
     def analyze(self, text: str) -> list[str]:
         """Tokens of `text` by the analyzer this index was built with (for queries too)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -286,6 +286,12 @@ class TantivyBm25Store(Bm25Catalog):
         if found is None:
             return Page((), None, 0, None)
         return found[0].page(query, found[1], fetch, sift)
+
+    def stale_metadata(self, kb_id: str, fingerprints: Mapping[str, int]) -> set[str]:
+        """The documents of `fingerprints` whose chunks in the kb's index carry other
+        metadata (KbIndex.stale_metadata); none when the kb has no index."""
+        kb = self._kb(kb_directory_name(kb_id), create=False, kb_id=kb_id)
+        return set() if kb is None else kb.stale_metadata(fingerprints)
 
     def takes_terms(self, search_filter: SearchFilter) -> bool:
         """Whether the filter's metadata part reaches the kb's index as terms."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 
@@ -194,6 +194,11 @@ class EmbeddedIndex:
                 return search(None, limit)
             return search_by_complement(search, search_filter, plan, limit, lambda fetch, sift: (
                 self._sparse.page(query, search_filter, fetch, sift)))
+
+    def stale_metadata(self, kb_id: str, fingerprints: Mapping[str, int]) -> set[str]:
+        """The documents of `fingerprints` (id -> the fingerprint of their metadata now) whose
+        BM25 terms were written with other metadata (MetadataTermsHeld)."""
+        return self._sparse.stale_metadata(kb_id, fingerprints)
 
     def count(self) -> int:
         """Number of live chunks (dense rows)."""
