@@ -137,3 +137,26 @@ def test_opening_an_index_without_keys_says_so_once_in_the_log(
         KbIndex(directory, schema())
     told = [r.getMessage() for r in caplog.records if "predates document keys" in r.getMessage()]
     assert len(told) == 1 and "rebuild-sparse" in told[0]
+
+
+@pytest.mark.parametrize("size", [1, 256, 257, 299])
+def test_whitelists_as_term_queries_or_as_a_term_set_keep_the_same_chunks(
+    tmp_path: Path, size: int
+) -> None:
+    """Up to 256 documents a whitelist goes as SHOULD term queries, past it as a term set
+    (documents_clause): the same hits and scores either way, keyed or by document id."""
+    documents = [f"{n:032x}" for n in range(1, 301)]
+    records = [IndexRecord(f"c{i}", doc, "kb", f"meal allowance policy {i % 7} w{i}")
+               for i, doc in enumerate(documents)]
+    legacy_kb(tmp_path / "legacy", records)
+    stores = [TantivyBm25Store(tmp_path / "keyed"), TantivyBm25Store(tmp_path / "legacy")]
+    stores[0].upsert(records)
+    allowed = frozenset(documents[::-1][:size])
+    try:
+        found = [store.search("meal policy", SearchFilter(kb_id="kb", document_ids=allowed),
+                              400) for store in stores]
+    finally:
+        for store in stores:
+            store.close()
+    assert {hit.document_id for hit in found[0]} == allowed
+    assert scored(found[0]) == scored(found[1])

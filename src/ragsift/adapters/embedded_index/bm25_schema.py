@@ -38,6 +38,11 @@ _MAX_SEQ = 2**62
 
 DOCUMENT_KEY = "document_key"
 _KEY_BYTES = 6
+# A whitelist of up to this many documents goes as SHOULD term queries, past it as a term
+# set: tantivy's term set walks each segment's term dictionary along the sorted values,
+# which costs more than a term lookup each for few (text + 50 keys at 100k chunks: 1.04
+# against 1.39 ms; 300: 2.42 / 2.90; 1,000: 4.60 / 4.37; 2026-12-07).
+_SHOULD_MAX = 256
 
 
 def document_key(document_id: str) -> int:
@@ -239,10 +244,15 @@ def allows_nothing(search_filter: SearchFilter, excluded: frozenset[str] | None 
 def documents_clause(schema_: tantivy.Schema, document_ids: frozenset[str],
                      keyed: bool) -> Query:
     """The chunks of `document_ids`: by their keys where the index holds them."""
-    if keyed:
-        return Query.term_set_query(schema_, DOCUMENT_KEY,
-                                    sorted(document_keys(document_ids)))
-    return Query.term_set_query(schema_, "document_id", sorted(document_ids))
+    field = DOCUMENT_KEY if keyed else "document_id"
+    values: list[int] | list[str] = (
+        sorted(document_keys(document_ids)) if keyed else sorted(document_ids))
+    if not values:
+        return Query.empty_query()
+    if len(values) <= _SHOULD_MAX:
+        return Query.boolean_query([(Occur.Should, Query.term_query(schema_, field, value))
+                                    for value in values])
+    return Query.term_set_query(schema_, field, values)
 
 
 def _term(schema_: tantivy.Schema, token: str, weight: float) -> Query:
