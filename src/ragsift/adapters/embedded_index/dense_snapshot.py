@@ -11,6 +11,7 @@ from numpy.typing import NDArray
 
 from ragsift.adapters.embedded_index.dense_by_index import BY_INDEX_MIN_ROWS, scores_by_index
 from ragsift.adapters.embedded_index.dense_columns import Vocabulary
+from ragsift.adapters.embedded_index.dense_document_spans import DocumentSpans
 from ragsift.adapters.embedded_index.dense_log import FILTER_FIELDS, VERSION_FIELDS, Row
 from ragsift.adapters.embedded_index.dense_rows import READ_MAX_ROWS, RowReader
 from ragsift.adapters.thread_budget import default_budget
@@ -32,6 +33,10 @@ _MIN_MEAN_RUN = 24
 _CACHE_SIZE = 64
 # Below this many whitelisted documents the whitelist itself is short enough for BM25.
 _MIN_COMPLEMENT = 64
+# A whitelist is looked up by its documents' spans when it names at most one document per
+# this many rows of the store (and their spans hold at most an eighth of the rows); a
+# longer one by a scan of every row's codes, which its spans would cost more than.
+_SPAN_DOCUMENT_ROWS = 64
 
 
 class _ExactLimit(Protocol):
@@ -99,6 +104,9 @@ class Snapshot:
     ann: ApproximateIndex | None = None
     # Reads a few rows without mapping them (dense_rows.py); None: the matrix is read.
     reader: RowReader | None = None
+    # The rows of each document (dense_document_spans.py): made on a whitelist's first need
+    # and carried to the next snapshot by each write; empty until then.
+    spans: list[DocumentSpans] = field(default_factory=list)
 
     def search(
         self, query: Float32Array, search_filter: SearchFilter, limit: int
@@ -180,12 +188,18 @@ class Snapshot:
         self.complements[search_filter] = plan
         return plan
 
+    def document_spans(self) -> DocumentSpans:
+        """Where each document's rows lie, made on first need."""
+        if not self.spans:
+            self.spans.append(DocumentSpans.of(self.codes["document_id"][: self.size]))
+        return self.spans[0]
+
     def _allowed_rows(self, search_filter: SearchFilter) -> IntpArray:
         empty: IntpArray = np.empty(0, dtype=np.intp)
         kb_code = self.vocab.index["kb_id"].get(search_filter.kb_id)
         if kb_code is None:
             return empty
-        rows = np.flatnonzero(self.alive & (self.codes["kb_id"] == kb_code + 1))
+        rows = self._kb_rows(kb_code, search_filter.document_ids)
         restrictions: dict[str, frozenset[str]] = dict(search_filter.scope_fields())
         if search_filter.document_ids is not None:
             restrictions["document_id"] = search_filter.document_ids
@@ -210,6 +224,19 @@ class Snapshot:
             rows = rows[(self.codes["valid_from_seq"][rows] <= seq)
                         & ((valid_to == 0) | (valid_to > seq))]
         return rows
+
+    def _kb_rows(self, kb_code: int, document_ids: frozenset[str] | None) -> IntpArray:
+        """The kb's live rows; with a whitelist of few documents, only those within their
+        spans (the caller keeps the whitelist's own by their codes)."""
+        if document_ids is not None and len(document_ids) * _SPAN_DOCUMENT_ROWS <= self.size:
+            field_vocab = self.vocab.index["document_id"]
+            wanted = [field_vocab[d] + 1 for d in document_ids if d in field_vocab]
+            spanned = self.document_spans().rows(wanted, most=self.size // 8)
+            if spanned is not None:
+                keep = self.alive[spanned] & (self.codes["kb_id"][spanned] == kb_code + 1)
+                found: IntpArray = spanned[keep]
+                return found
+        return np.flatnonzero(self.alive & (self.codes["kb_id"] == kb_code + 1))
 
     def _roles_lookup(self, roles: frozenset[str]) -> BoolArray:
         """By role-set code: allowed to a caller with `roles` (code 0 = unrestricted: yes)."""

@@ -300,6 +300,8 @@ class DenseMatrixStore:
             generation=snap.generation,
             ann=snap.ann,
             reader=snap.reader or self._files.reader(),
+            spans=[snap.spans[0].extended(new_codes["document_id"], snap.size)]
+            if snap.spans else [],
         )
 
     def _rows_by_id(self) -> dict[str, int]:
