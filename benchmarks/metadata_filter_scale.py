@@ -10,8 +10,10 @@ decoded and the answer cached until they change), then dense and BM25 on two thr
 the matched documents as the allow-list, z-score fusion; a two-KB search runs each KB's dense
 and BM25 side by side (four threads), merges the channel lists across the KBs
 (retrieval/multi_kb.py) and fuses once. Timed per query, p50 and p95 over the same queries,
-every query run by every case in turn (since 2026-12-07; before, each case ran its block of
-queries, and a drift of the load between blocks moved ratios by up to 0.2).
+the cases taking turns, each at a different query (since 2026-12-07; before, each case ran
+its block of queries, and a drift of the load between blocks moved ratios by up to 0.2; until
+noon that day every case ran the same query in turn, which warmed the caches for the later
+ones: `--same-query`).
 
 With `--embed`, every search first embeds its query text with the product's default embedder
 (a fresh text each time, so no cache answers), as RetrievalService does once per request
@@ -24,6 +26,7 @@ Usage: python benchmarks/metadata_filter_scale.py [--chunks 100000] [--queries 1
        [--whitelists]  (each filter also by its whitelist alone, beside its metadata terms)
        [--ann-min-rows N]  (rows from which a kb gets its own graph; default: the setting's)
        [--ef-exponents 1.0,1.3]  (each filter at each dense filter ef exponent, side by side)
+       [--same-query]  (every case runs the same query at each step, the method before)
 """
 
 from __future__ import annotations
@@ -145,7 +148,8 @@ def build(directory: Path, chunks: int, seed: int, ids: str = "short"
 
 def probe(index: EmbeddedIndex, repository: SqlRepository, directory: Path, n: int,
           seed: int, embed: Callable[[str], object] | None = None,
-          whitelists: bool = False, exponents: tuple[float, ...] = ()) -> None:
+          whitelists: bool = False, exponents: tuple[float, ...] = (),
+          same_query: bool = False) -> None:
     rng = np.random.default_rng(seed + 1)
     words, probs = build_vocabulary(np.random.default_rng(seed))
     queries = queries_near(np.load(directory / "centres.npy"), n, rng)
@@ -204,7 +208,7 @@ def probe(index: EmbeddedIndex, repository: SqlRepository, directory: Path, n: i
         calls = itertools.count()  # shared: no two searches embed the same text
         cases = {name: _embedding_first(embed, queries_text, calls, run)
                  for name, run in cases.items()}
-    results = _interleaved(cases, n)
+    results = _interleaved(cases, n, same_query=same_query)
     base = results["a, filter none (unfiltered)"]
     print(f"\n| search | hybrid p50 ms | p95 ms | x unfiltered a | CPU ms/search "
           f"| x unfiltered a (CPU) |  (load {load()}, "
@@ -217,23 +221,30 @@ def probe(index: EmbeddedIndex, repository: SqlRepository, directory: Path, n: i
 
 
 def _interleaved(cases: dict[str, Callable[[int], object]], n: int,
-                 rounds: int = 2) -> dict[str, tuple[float, float, float]]:
+                 rounds: int = 2, same_query: bool = False
+                 ) -> dict[str, tuple[float, float, float]]:
     """p50 and p95 wall ms and mean CPU ms (every thread of the process) of each case,
-    every query run by every case in turn (the order rotating per query): a drift of the
-    machine's load, which moved whole blocks of one case by 20 % between runs, hits every
-    case alike."""
+    the cases taking turns (the order rotating per step): a drift of the machine's load,
+    which moved whole blocks of one case by 20 % between runs, hits every case alike.
+
+    At each step every case runs a different query: case k the query k x n / cases further
+    on, so every case runs every query once a round, never just after another case ran it.
+    (`same_query`: every case the step's query, as before 2026-12-07 noon: the later cases
+    then walked the graph nodes and postings the first had just brought into the caches,
+    which hid most of the cost of a longer graph walk.)"""
     for run in cases.values():
         for i in range(min(5, n)):
             run(i)  # warm-up: page cache, filter cache
     names = list(cases)
     times: dict[str, list[float]] = {name: [] for name in names}
     cpu_s = dict.fromkeys(names, 0.0)
+    offsets = {name: 0 if same_query else k * n // len(names) for k, name in enumerate(names)}
     for round_ in range(rounds):
         for i in range(n):
             shift = (i + round_) % len(names)
             for name in names[shift:] + names[:shift]:
                 started, cpu = time.perf_counter(), time.process_time()
-                cases[name](i)
+                cases[name]((i + offsets[name]) % n)
                 times[name].append(time.perf_counter() - started)
                 cpu_s[name] += time.process_time() - cpu
     return {name: (statistics.median(times[name]) * 1e3,
@@ -280,6 +291,9 @@ def main() -> None:
                         help="comma-separated: each filter at each dense filter ef exponent")
     parser.add_argument("--embed", action="store_true",
                         help="embed each search's query first (the default embedder)")
+    parser.add_argument("--same-query", action="store_true",
+                        help="every case runs the step's query (the method before "
+                             "2026-12-07 noon), not a query of its own")
     args = parser.parse_args()
     print(f"{os.cpu_count()} cores, load {load()}, {time.strftime('%Y-%m-%d %H:%M')}",
           flush=True)
@@ -310,7 +324,8 @@ def run(directory: Path, args: argparse.Namespace) -> None:
         if not args.embed:
             probe(index, repository, directory, args.queries, args.seed,
                   whitelists=args.whitelists, exponents=tuple(
-                      float(e) for e in args.ef_exponents.split(",") if e))
+                      float(e) for e in args.ef_exponents.split(",") if e),
+                  same_query=args.same_query)
             return
         from ragsift.bootstrap import build as build_container
         from ragsift.config import Settings
@@ -319,7 +334,7 @@ def run(directory: Path, args: argparse.Namespace) -> None:
             container = build_container(Settings(data_dir=Path(tmp)))
             try:
                 probe(index, repository, directory, args.queries, args.seed,
-                      container.embedder.embed_query)
+                      container.embedder.embed_query, same_query=args.same_query)
             finally:
                 container.close()
     finally:

@@ -52,7 +52,7 @@ class IndexSettings(BaseModel):
         default=20.0, ge=1, le=1024, description="most that ef grows by for a filter passing "
         "a share s of a graph's rows and for a small kb")
     dense_ann_filter_ef_exponent: float = Field(
-        default=1.3, ge=0.5, le=3.0, description="a filter passing a share s of a graph's rows "
+        default=1.0, ge=0.5, le=3.0, description="a filter passing a share s of a graph's rows "
         "searches it with ef x s^-exponent (up to the boost); higher: more recall under "
         "selective filters, more CPU")
     dense_ann_oversample: float = Field(

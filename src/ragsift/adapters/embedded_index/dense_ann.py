@@ -66,11 +66,13 @@ class AnnSettings:
     ef_search: int = 192
     filter_ef_boost: float = 20.0  # the largest ef: 3,840, as before per-kb graphs
     # A filter passing a share s of a graph's rows raises ef by s^-exponent (1M rows, s = 0.1,
-    # ef_search 96: ef 960 gave recall@30 0.956, 1,920 0.996). With ef_search 192, 1.0 still
-    # keeps every share's recall above the unfiltered search's, but 1.3 gives more at 1M
-    # (s = 0.3: 0.993 against 0.982) and the walk's saving (0.4 ms at 100k, s = 0.5) did not
-    # show in the hybrid's CPU (research/filter_ef_probe.py; docs/benchmarks.md, 2026-12-07)
-    filter_ef_exponent: float = 1.3
+    # ef_search 96: ef 960 gave recall@30 0.956, 1,920 0.996). With ef_search 192, 1.0 keeps
+    # every share's recall above the unfiltered search's at 100k and 1M rows (0.7 too, with
+    # less margin; 0.5 falls under it at 1M, s = 0.05), and a 50 % filter's walk costs 3.5
+    # against 4.1 ms at 1.3 for queries the graph has not just walked (research/
+    # filter_ef_probe.py; docs/benchmarks.md, 2026-12-07: repeating a query across cases hid
+    # the saving in an earlier comparison)
+    filter_ef_exponent: float = 1.0
     oversample: float = 2.0
     connectivity: int = 32
     # per-kb graphs: the same recall in any ingestion order at 80 as at 160, 2x cheaper
