@@ -36,10 +36,10 @@ from ragsift.adapters.embedded_index.bm25_schema import (
     Restrictions,
     bm25_query,
     document,
-    document_key,
 )
 from ragsift.adapters.embedded_index.bm25_schema import filter_clauses as filter_clauses
 from ragsift.adapters.embedded_index.bm25_schema import schema as schema
+from ragsift.adapters.embedded_index.bm25_terms import changed_documents
 from ragsift.domain.index_records import IndexRecord
 from ragsift.domain.results import ChannelHit
 
@@ -126,9 +126,7 @@ class KbIndex:
         metadata terms (it filters by document)."""
         if not self.terms:
             return set()
-        indexed = self.indexed_fingerprints(wait=True) or {}
-        return {document_id for document_id, printed in fingerprints.items()
-                if indexed.get(document_key(document_id), printed) != printed}
+        return set(changed_documents(fingerprints, self.indexed_fingerprints(wait=True) or {})[0])
 
     def analyze(self, text: str) -> list[str]:
         """Tokens of `text` by the analyzer this index was built with (for queries too)."""

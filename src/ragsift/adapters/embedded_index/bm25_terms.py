@@ -35,7 +35,6 @@ from ragsift.domain.metadata_terms import (
     AllOf,
     AnyToken,
     Documents,
-    MetadataTerms,
     NoneOf,
     OneOf,
     TermNode,
@@ -47,15 +46,15 @@ STALE_MAX = 500
 _SHOULD_MAX = 16
 
 
-def changed_documents(terms: MetadataTerms, indexed: Mapping[int, int]
+def changed_documents(fingerprints: Mapping[str, int], indexed: Mapping[int, int]
                       ) -> tuple[frozenset[str], list[int]]:
-    """(documents whose indexed chunks carry other metadata than they hold now, keys of
-    documents the index holds and the facts do not: a crash between the two writes, never
-    in a whitelist), each document's key computed once."""
-    keys = {document_key(doc_id): doc_id for doc_id in terms.fingerprints}
+    """(documents of `fingerprints` (id -> the fingerprint of their metadata now) whose
+    indexed chunks carry other metadata, keys of documents the index holds and the facts do
+    not: a crash between the two writes, never in a whitelist), each document's key computed
+    once."""
+    keys = {document_key(doc_id): doc_id for doc_id in fingerprints}
     stale = frozenset(doc_id for key, doc_id in keys.items()
-                      if indexed.get(key, terms.fingerprints[doc_id])
-                      != terms.fingerprints[doc_id])
+                      if indexed.get(key, fingerprints[doc_id]) != fingerprints[doc_id])
     return stale, sorted(key for key in indexed if key not in keys)
 
 
@@ -65,7 +64,7 @@ def terms_restrictions(schema_: tantivy.Schema, search_filter: SearchFilter,
     documents changed since they were indexed (then its whitelist does better)."""
     terms = search_filter.metadata_terms
     assert terms is not None
-    stale, unknown = changed_documents(terms, indexed)
+    stale, unknown = changed_documents(terms.fingerprints, indexed)
     if len(stale) + len(unknown) > STALE_MAX:
         return None
     base = filter_clauses(schema_, search_filter.model_copy(update={"document_ids": None}),
