@@ -26,6 +26,7 @@ from ragsift.domain.metadata import decode_metadata
 from ragsift.domain.metadata_terms import document_tokens, fingerprint, scalar_token
 from ragsift.domain.models import Document, DocumentStatus
 from ragsift.ingestion.metadata_refresh import heal_stale_metadata, refresh_metadata
+from ragsift.ingestion.preparation import index_records
 
 
 @pytest.fixture
@@ -181,3 +182,56 @@ def test_a_broken_index_at_recovery_is_logged_and_recovery_goes_on(
     with caplog.at_level(logging.WARNING):
         assert container.ingestion.recover(document.kb_id) == []
     assert "stays out of its index" in caplog.text and "cannot be read" in caplog.text
+
+
+def _facts_reads(container: Container, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The KBs whose documents' metadata the heal reads from the facts from now on."""
+    reads: list[str] = []
+    original = container.repository.filter_fields
+
+    def counted(kb_id: str) -> dict[str, dict[str, object]]:
+        reads.append(kb_id)
+        return original(kb_id)
+
+    monkeypatch.setattr(container.repository, "filter_fields", counted)
+    return reads
+
+
+def test_a_start_after_nothing_changed_skips_the_check(
+        container: Container, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The check reads every document's metadata (O(documents)); once the index agreed
+    with the facts, a start finding neither written since does not read them."""
+    document = hotels_with(container, "finance")
+    container.ingestion.recover(document.kb_id)  # heals, and notes the agreement
+    reads = _facts_reads(container, monkeypatch)
+    container.ingestion.recover(document.kb_id)
+    container.ingestion.recover(None)
+    assert reads == []
+    assert indexed_with(container, document.kb_id, "dept", "finance") == \
+        _child_count(container, document.id)
+
+
+def test_metadata_changed_in_the_facts_after_a_check_is_healed_at_the_next_start(
+        container: Container, monkeypatch: pytest.MonkeyPatch) -> None:
+    document = hotels_with(container, "finance")
+    container.ingestion.recover(document.kb_id)
+    reads = _facts_reads(container, monkeypatch)
+    container.repository.set_metadata(document.id, {"dept": "hr"})  # `docs meta`: facts alone
+    container.ingestion.recover(document.kb_id)
+    assert reads == [document.kb_id]
+    assert indexed_with(container, document.kb_id, "dept", "hr") == \
+        _child_count(container, document.id)
+
+
+def test_an_index_written_after_a_check_is_checked_again(container: Container) -> None:
+    """The agreement noted holds for the index as committed then: a later write (here one
+    that does not follow the facts, as a restored or foreign index might) is checked."""
+    document = hotels_with(container, "finance")
+    container.ingestion.recover(document.kb_id)
+    children = [c for c in container.repository.list_chunks(document.id) if c.level == 1]
+    other = document.model_copy(update={"metadata": {"dept": "legal"}})
+    container.index.update_records(index_records(other, children))  # type: ignore[attr-defined]
+    assert indexed_with(container, document.kb_id, "dept", "legal") == len(children)
+    container.ingestion.recover(document.kb_id)
+    assert indexed_with(container, document.kb_id, "dept", "legal") == 0
+    assert indexed_with(container, document.kb_id, "dept", "finance") == len(children)

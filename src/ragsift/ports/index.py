@@ -83,9 +83,15 @@ class RecordUpdatable(Protocol):
 class MetadataTermsHeld(Protocol):
     """An index holding each document's metadata as terms with a fingerprint of them
     (domain/metadata_terms.py), which tells the documents whose terms are not their
-    metadata now."""
+    metadata now. It also keeps the facts' stamp (Repository.filter_stamp, as JSON) its
+    terms were last found to agree with, forgotten at its next write, so a check of an
+    unchanged kb is skipped."""
 
     def stale_metadata(self, kb_id: str, fingerprints: Mapping[str, int]) -> set[str]: ...
+
+    def metadata_checked(self, kb_id: str) -> str | None: ...
+
+    def record_metadata_checked(self, kb_id: str, facts: str) -> None: ...
 
 
 @runtime_checkable

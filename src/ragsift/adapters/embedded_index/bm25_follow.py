@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from ragsift.adapters.embedded_index import bm25_metadata_check as metadata_check
 from ragsift.adapters.embedded_index.bm25_filters import FilterClauses
 from ragsift.adapters.embedded_index.bm25_kb import (
     KbIndex,
@@ -91,6 +92,14 @@ class FollowedBm25Store:
         """TantivyBm25Store.stale_metadata over the kb's newest commit."""
         kb = self._kb(kb_directory_name(kb_id), kb_id)
         return set() if kb is None else kb.stale_metadata(fingerprints)
+
+    def metadata_checked(self, kb_id: str) -> str | None:
+        """TantivyBm25Store.metadata_checked over the kb's newest commit."""
+        kb = self._kb(kb_directory_name(kb_id), kb_id)
+        return None if kb is None else metadata_check.checked(kb.directory)
+
+    def record_metadata_checked(self, kb_id: str, facts: str) -> None:
+        """Nothing: a follower writes nothing in the writer's directories."""
 
     def takes_terms(self, search_filter: SearchFilter) -> bool:
         """Whether the filter's metadata part reaches the kb's index as terms."""

@@ -120,6 +120,11 @@ class KbIndex:
         self._fingerprints = (searcher, found)
         return found
 
+    @property
+    def directory(self) -> Path:
+        """Where this kb's index files lie."""
+        return self._directory
+
     def stale_metadata(self, fingerprints: Mapping[str, int]) -> set[str]:
         """The documents of `fingerprints` (id -> the fingerprint of their metadata now)
         whose chunks here were indexed with other metadata; none where the index holds no

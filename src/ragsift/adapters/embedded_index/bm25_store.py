@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from ragsift.adapters.embedded_index import bm25_metadata_check as metadata_check
 from ragsift.adapters.embedded_index.bm25_catalog import Bm25Catalog
 from ragsift.adapters.embedded_index.bm25_filters import FilterClauses
 from ragsift.adapters.embedded_index.bm25_kb import (
@@ -292,6 +293,18 @@ class TantivyBm25Store(Bm25Catalog):
         metadata (KbIndex.stale_metadata); none when the kb has no index."""
         kb = self._kb(kb_directory_name(kb_id), create=False, kb_id=kb_id)
         return set() if kb is None else kb.stale_metadata(fingerprints)
+
+    def metadata_checked(self, kb_id: str) -> str | None:
+        """The facts' stamp the kb's index last agreed with, unwritten since
+        (bm25_metadata_check)."""
+        kb = self._kb(kb_directory_name(kb_id), create=False, kb_id=kb_id)
+        return None if kb is None else metadata_check.checked(kb.directory)
+
+    def record_metadata_checked(self, kb_id: str, facts: str) -> None:
+        """Note that the kb's index, as committed now, agrees with the facts at `facts`."""
+        kb = self._kb(kb_directory_name(kb_id), create=False, kb_id=kb_id)
+        if kb is not None:
+            metadata_check.record(kb.directory, facts)
 
     def takes_terms(self, search_filter: SearchFilter) -> bool:
         """Whether the filter's metadata part reaches the kb's index as terms."""

@@ -200,6 +200,16 @@ class EmbeddedIndex:
         BM25 terms were written with other metadata (MetadataTermsHeld)."""
         return self._sparse.stale_metadata(kb_id, fingerprints)
 
+    def metadata_checked(self, kb_id: str) -> str | None:
+        """The facts' stamp (Repository.filter_stamp, as JSON) the kb's metadata terms were
+        last found to agree with, if the kb's BM25 index has not been written since."""
+        return self._sparse.metadata_checked(kb_id)
+
+    def record_metadata_checked(self, kb_id: str, facts: str) -> None:
+        """Note that the kb's metadata terms, as committed now, agree with the facts at
+        `facts` (best effort)."""
+        self._sparse.record_metadata_checked(kb_id, facts)
+
     def count(self) -> int:
         """Number of live chunks (dense rows)."""
         return self._dense.count()
