@@ -4,7 +4,7 @@
 remembered weights digest and the mapped USE weights) in a worktree (default
 /tmp/ragsift-cold-old, created if absent and removed at the end unless --keep-old); `new` is
 this working tree. Both run with this Python (the same virtual environment) and PYTHONPATH
-pointing at their own src/, as `from ragsift.cli import main; main()` does what the `ragsift`
+pointing at their own src/, as `ragsift.cli.run()` (`main()` before it) does what the `ragsift`
 script does. Each has its own data directory holding two KBs ingested by its own code first:
 `mixed` (a Chinese and an English sample: its searches also run the second dense channel,
 USE, when the `use` extra is installed) and `zh` (the Chinese sample alone: e5 only). Both
@@ -58,7 +58,8 @@ from bench_server import free_port, healthy, process_tree_cpu, stop_server, wait
 ROOT = Path(__file__).resolve().parents[1]
 ZH, EN = "hr-handbook-zh.md", "release-notes-en.txt"
 QUERY = "年假有几天"
-CLI = "from ragsift.cli import main; main()"
+# the console script's entry (run since 2026-12-07; main before)
+CLI = "import ragsift.cli as c; getattr(c, 'run', c.main)()"
 TARGETS = {"--help": "<= 0.3 CPU-s", "search --kb zh": "<= 1.0 CPU-s, <= 250 MB",
            "search --kb mixed": "<= 1.0 CPU-s, <= 250 MB"}
 
