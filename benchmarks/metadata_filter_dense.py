@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 from dense_ann_data import queries_near
+from document_ids import document_id
 from metadata_filter_scale import DIMENSION, K, metadata_of
 
 from ragsift.adapters.embedded_index import EmbeddedIndex
@@ -64,11 +65,14 @@ def main() -> None:
     apply_simd_level(faiss, "auto")
     faiss.omp_set_num_threads(1)
     queries = queries_near(np.load(args.dir / "centres.npy"), n, np.random.default_rng(37))
+    # the build's document ids (metadata_filter_scale.py --ids): its marker names the shape
+    ids = "uuid" if any(args.dir.glob("built-*-uuid")) else "short"
     docs = {"$or (19%)": lambda m: m["dept"] == "hr" or (m["dept"] == "it" and m["year"] < 2024),
             "dept = hr (10%)": lambda m: m["dept"] == "hr"}
     cases = {"a unfiltered": SearchFilter(kb_id="a"), "b whole": SearchFilter(kb_id="b")}
     for name, keep in docs.items():
-        allowed = frozenset(f"d{d}" for d in range(snap.size // 10) if keep(metadata_of(d)))
+        allowed = frozenset(document_id(d, ids) for d in range(snap.size // 10)
+                            if keep(metadata_of(d)))
         cases[f"a {name}"] = SearchFilter(kb_id="a", document_ids=allowed)
     graphs = {kb: g.index for kb, g in dense._ann._graphs.items()}
     rows_b = snap.candidates(cases["b whole"]).rows
