@@ -46,6 +46,17 @@ const step = () => {
 requestAnimationFrame(step);
 """
 
+# holds each page's GET of one conversation for 1.5 s, as a slow server would
+SLOW_OPEN = """
+const plain = window.fetch;
+window.fetch = (input, init) => {
+  const url = String(input?.url || input);
+  const get = !init || !init.method || init.method === "GET";
+  if (!get || !/\\/api\\/conversations\\/[0-9a-f]{32}$/.test(url)) return plain(input, init);
+  return new Promise((done) => setTimeout(done, 1500)).then(() => plain(input, init));
+};
+"""
+
 ACTIVE_IN_PANEL = ("const a = document.activeElement;"
                    "return document.getElementById('evidence-panel').contains(a)"
                    " ? (a.dataset.part || a.tagName) : 'OUTSIDE:' + a.tagName + '#' + a.id;")
@@ -305,9 +316,11 @@ def test_desktop_sidebar_folds_to_a_64px_rail_whose_actions_work_by_keyboard_and
     assert _active(browser) == {"id": "", "cls": "open", "row": older}  # kept on re-render
     _keys(browser, Keys.TAB)
     assert _active(browser)["cls"] == "delete" and _active(browser)["row"] == older
+    browser.driver.execute_script(SLOW_OPEN)  # the next conversation loads slowly
     _keys(browser, Keys.ENTER)
     assert "Rail older question" in browser.accept_confirm()
     browser.wait(lambda d: older not in _conversation_ids(browser), 10)
+    assert older not in browser.driver.current_url  # at once, before the next one has loaded
     assert live_server.client.get(f"/api/conversations/{older}").status_code == 404
 
     browser.driver.refresh()

@@ -53,6 +53,7 @@ const conversations = new ConversationList({
   onOpen: (id) => openConversation(id),
   onDeleted: (id, items) => {
     if (id !== state.conversationId) return;
+    setUrl(null); // a reload before the next one has loaded must not ask for the deleted one
     if (items.length) openConversation(items[0].id);
     else newChat();
   },
