@@ -235,6 +235,21 @@ def test_a_cli_search_imports_neither_the_chat_nor_the_versions(data_dir: Path) 
     assert modules == []
 
 
+def test_a_cli_search_cuts_its_query_without_loading_rjiebas_dictionary(data_dir: Path) -> None:
+    """Its query is cut from the dictionary words it holds (query_jieba.py): rjieba's package,
+    whose import builds the 349k-word dictionary, stays unloaded; hits and scores are those of
+    the search that loads it."""
+    body = ("from ragsift.cli import main\n"
+            "sys.argv = ['ragsift', 'search', '保修多久', '--kb', 'manuals', '--json']\n"
+            "try:\n    main()\nexcept SystemExit as exc:\n    assert exc.code in (0, None)\n")
+    printed, modules = _run_import_probe(data_dir, body, watched=("rjieba",))
+    assert modules == ["rjieba.rjieba"]  # the extension alone
+    loaded, modules = _run_import_probe(data_dir, "import rjieba\n" + body, watched=("rjieba",))
+    assert modules == ["rjieba", "rjieba.rjieba"]
+    hits = json.loads(printed)
+    assert hits and hits == json.loads(loaded)
+
+
 @pytest.mark.parametrize("request_fields", [
     {"query": "what is E-104?"},
     {"query": "保修多久", "mode": "sparse", "top_k": 1},

@@ -28,8 +28,6 @@ import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-import rjieba
-
 from ragsift.config import Settings
 from ragsift.retrieval.quantities import Quantity, contradicts, quantities
 
@@ -139,6 +137,8 @@ def _covering_word(text: str, start: int, end: int) -> str:
     """
     words: list[tuple[int, str]] = []
     offset = 0
+    import rjieba  # its import builds jieba's dictionary: only when a stage runs
+
     for word in rjieba.cut(text):
         words.append((offset, word))
         offset += len(word)
@@ -231,6 +231,8 @@ class ConsistencyRescorer:
         """The query's words (2+ characters) at least missing_min_idf rare in the KB."""
         if self._idf is None or self._config.missing_penalty <= 0:
             return ()
+        import rjieba
+
         words = dict.fromkeys(w for w in rjieba.cut(_plain(query)) if len(w) >= 2)
         return tuple(w for w in words if self._idf(w) >= self._config.missing_min_idf)
 
