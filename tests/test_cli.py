@@ -299,3 +299,49 @@ def test_the_console_script_leaves_its_objects_frozen_for_the_exit() -> None:
                          text=True, env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
                          check=False)
     assert bad.returncode == 2  # a usage error keeps its code through run()
+
+
+INGEST_PROBE = """
+import json, sqlite3, sys
+from ragsift.cli import main
+note, database = sys.argv[1:3]
+sys.argv = ['ragsift', 'ingest', note, '--kb', 'notes']
+try:
+    main()
+except SystemExit as exc:
+    assert exc.code in (0, None), exc.code
+loaded = sorted(m for m in sys.modules if m == 'tokenizers' or m.startswith('tokenizers.'))
+db = sqlite3.connect(database)
+rows = db.execute("SELECT level, ordinal, text, token_count FROM chunks ORDER BY level, ordinal")
+print(json.dumps({"tokenizers": loaded, "chunks": rows.fetchall()}))
+"""
+
+
+def test_a_small_ingest_chunks_as_a_large_one_without_loading_e5s_vocabulary(
+    tmp_path: Path,
+) -> None:
+    """A one-file ingest counts and tokenizes from the e5 pieces its text holds: the whole
+    vocabulary (~1 CPU-s, ~290 MB) is not loaded, the chunks and their counts are the same,
+    and so are the hits of a search."""
+    lines = (ROOT / "samples" / "hr-handbook-zh.md").read_text(encoding="utf-8").splitlines()
+    note = tmp_path / "note.md"
+    note.write_text("\n\n".join(lines[:40]) + "\n\nE-104 means the Wi-Fi password failed.\n",
+                    encoding="utf-8")
+    runs = {}
+    for name, chars in (("light", "16384"), ("full", "0")):
+        data = tmp_path / name
+        done = subprocess.run(
+            [sys.executable, "-c", INGEST_PROBE, str(note), str(data / "ragsift.sqlite")],
+            capture_output=True, text=True, timeout=300, check=False,
+            env={**os.environ, "RAGSIFT_DATA_DIR": str(data),
+                 "RAGSIFT_INGEST_LIGHT_TOKENIZER_CHARS": chars})
+        assert done.returncode == 0, done.stderr
+        runs[name] = json.loads(done.stdout.rstrip("\n").rpartition("\n")[2])
+        searched = ragsift(data, "search", "年假有几天 E-104", "--kb", "notes", "--json")
+        assert searched.returncode == 0, searched.stderr
+        runs[name]["hits"] = [(hit["text"], hit["dense_score"], hit["sparse_score"])
+                              for hit in json.loads(searched.stdout)]
+    assert runs["light"]["tokenizers"] == [] and runs["full"]["tokenizers"] != []
+    assert len(runs["light"]["chunks"]) > 5
+    assert runs["light"]["chunks"] == runs["full"]["chunks"]
+    assert runs["light"]["hits"] and runs["light"]["hits"] == runs["full"]["hits"]

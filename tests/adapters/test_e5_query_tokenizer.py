@@ -65,3 +65,15 @@ def test_a_damaged_cache_is_built_again(tmp_path: Path) -> None:
     path = cache_path(tmp_path, model_path())
     path.write_bytes(b"not sqlite" * 100)
     assert E5QueryTokenizer(tmp_path).token_ids("年假") == E5Tokenizer().token_ids("年假")
+
+
+def test_counts_equal_the_hf_tokenizers_which_count_a_run_of_unknowns_once(
+    cache_dir: Path
+) -> None:
+    reference, fast = E5Tokenizer(), E5QueryTokenizer(cache_dir)
+    texts = [*corpus(), "𠮷𠮷𠮷 a", "a \u200b𠮷\u200b b 𠮷", " trailing ", "\u200b"]
+    mismatches = [text[:40] for text in texts
+                  if fast.token_count(text) != reference.count_tokens(text) and text.strip()]
+    assert mismatches == []
+    # the rule is exercised: some texts hold runs of unknown characters
+    assert any(fast.token_count(text) < len(fast.token_ids(text)) for text in texts)

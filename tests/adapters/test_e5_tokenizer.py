@@ -86,3 +86,49 @@ def test_a_pickled_tokenizer_counts_the_same() -> None:
     copy = pickle.loads(pickle.dumps(tokenizer))
     assert copy.count_tokens(text) == tokenizer.count_tokens(text) > 0
     assert len(pickle.dumps(tokenizer)) < 200  # the path, not the vocabulary
+
+
+LIGHT_PROBE = """
+import json, sys
+from pathlib import Path
+from ragsift.adapters import e5_tokenizer
+texts = json.loads(sys.argv[2])
+e5_tokenizer.use_light_route(Path(sys.argv[1]), int(sys.argv[3]))
+tokenizer = e5_tokenizer.E5Tokenizer()
+out = {"counts": [tokenizer.count_tokens(t) for t in texts],
+       "ids": [tokenizer.token_ids(t) for t in texts]}
+out["loaded_within_budget"] = e5_tokenizer._loaded.cache_info().currsize
+tokenizer.preload()  # the light route is still on: nothing loads
+out["loaded_after_preload"] = e5_tokenizer._loaded.cache_info().currsize
+out["past_budget"] = tokenizer.count_tokens("x" * 64)
+out["loaded_past_budget"] = e5_tokenizer._loaded.cache_info().currsize
+out["after"] = [tokenizer.count_tokens(t) for t in texts]
+print(json.dumps(out))
+"""
+
+
+def test_the_light_route_counts_and_ids_as_the_vocabulary_does_until_its_budget_is_spent(
+    tmp_path: Path,
+) -> None:
+    import json
+    import subprocess
+    import sys
+
+    rng = random.Random(5)
+    lines = [line[:300] for name in ("hr-handbook-zh.md", "release-notes-en.txt")
+             for line in (SAMPLES / name).read_text(encoding="utf-8").splitlines() if line.strip()]
+    texts = lines[:80] + ["".join(rng.choice(ALPHABET) for _ in range(rng.randint(1, 120)))
+                          for _ in range(80)] + ["𠮷𠮷 a", " 年假 leave  days ", "  double  "]
+    budget = sum(map(len, texts)) * 2 + 10  # counts and ids of every text; not 64 more
+    done = subprocess.run(
+        [sys.executable, "-c", LIGHT_PROBE, str(tmp_path), json.dumps(texts), str(budget)],
+        capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    reference = E5Tokenizer()
+    assert out["loaded_within_budget"] == 0 and out["loaded_after_preload"] == 0
+    assert out["counts"] == [reference.count_tokens(t) for t in texts]
+    assert out["ids"] == [reference.token_ids(t) for t in texts]
+    assert out["loaded_past_budget"] == 1  # the text past the budget loaded the vocabulary
+    assert out["past_budget"] == reference.count_tokens("x" * 64)
+    assert out["after"] == out["counts"]

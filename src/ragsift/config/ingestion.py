@@ -25,6 +25,15 @@ class IngestionSettings(BaseModel):
         description="processes that parse, chunk and BM25-analyze documents in `ragsift "
         "ingest`; 1 = in-process; default: min(2, CPU cores)",
     )
+    # 64k: a one-file ingest of ~2 KB tokenizes ~5-8k characters (chunk counts, ids to embed)
+    # at ~35 us each; the vocabulary's load costs ~1 CPU-s, what ~30k characters cost
+    ingest_light_tokenizer_chars: int = Field(
+        default=16384, ge=0, le=1 << 24,
+        description="a `ragsift ingest` of files of at most this many bytes in all counts and "
+        "tokenizes its texts from the e5 pieces they hold (a word list in the model cache) "
+        "until it has tokenized twice this many characters, instead of loading e5's whole "
+        "vocabulary first (~1 CPU-s, ~290 MB): the same counts; 0 = always load it",
+    )
     prepare_isolation: bool = Field(
         default=True,
         description="parse every document in a worker process, under the time and memory "
