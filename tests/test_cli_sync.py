@@ -140,3 +140,35 @@ def test_a_resumed_sync_counts_added_and_replaced_as_its_lines_show_them(
 def test_a_missing_folder_is_a_clear_error(tmp_path: Path) -> None:
     done = run(tmp_path / "data", "sync", str(tmp_path / "nope"), "--kb", "hr")
     assert done.returncode == 2 and "not a folder" in done.stderr
+
+
+SYNC_PROBE = """
+import json, sys
+from ragsift.cli import main
+folder = sys.argv[1]
+sys.argv = ['ragsift', 'sync', folder, '--kb', 'hr']
+try:
+    main()
+except SystemExit as exc:
+    assert exc.code in (0, None), exc.code
+print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] == 'tokenizers')))
+"""
+
+
+def test_a_sync_of_a_few_small_files_does_not_load_e5s_whole_vocabulary(tmp_path: Path) -> None:
+    """Its added files are tokenized from the pieces they hold (RAGSIFT_INGEST_LIGHT_...)."""
+    import json
+    import subprocess
+    import sys
+
+    docs = _folder(tmp_path)
+    data = tmp_path / "data"
+    done = subprocess.run([sys.executable, "-c", SYNC_PROBE, str(docs)], capture_output=True,
+                          text=True, timeout=300, check=False,
+                          env={**os.environ, "RAGSIFT_DATA_DIR": str(data)})
+    assert done.returncode == 0, done.stderr
+    assert "3 added" in done.stdout
+    assert json.loads(done.stdout.rstrip("\n").rpartition("\n")[2]) == []
+    state = _state(data)  # every document READY, with chunks, and searchable
+    assert set(state) == {"parking.md", "canteen.md", "sub/leave.md", "search"}
+    assert all(state.values())

@@ -97,6 +97,7 @@ def sync(
 ) -> None:
     """Make a KB match a folder: new files added, changed ones replaced (size + mtime, then
     sha256), with --prune deleted ones removed. Idempotent; a re-run resumes a killed one."""
+    from ragsift.bootstrap import tokenize_small_ingest
     from ragsift.cli.ingest_report import Tally
     from ragsift.ingestion.files import find_files, plan_sync
 
@@ -118,6 +119,7 @@ def sync(
         for document in plan.delete_first:  # an added file holds its bytes
             _delete(container, document)
         todo = plan.todo()
+        tokenize_small_ingest(container.settings, _total_bytes(todo))
         # sidecars are the folder's own statement of its metadata: a file's applies to its
         # own document, even unchanged, but never to another key's holding the same bytes
         tally = (_run(container, knowledge_base, todo, None, metadata, replace_meta=True,

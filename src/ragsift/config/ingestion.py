@@ -29,7 +29,8 @@ class IngestionSettings(BaseModel):
     # at ~35 us each; the vocabulary's load costs ~1 CPU-s, what ~30k characters cost
     ingest_light_tokenizer_chars: int = Field(
         default=16384, ge=0, le=1 << 24,
-        description="a `ragsift ingest` of files of at most this many bytes in all counts and "
+        description="a `ragsift ingest` (or the files a `sync` adds or replaces) of at most "
+        "this many bytes in all counts and "
         "tokenizes its texts from the e5 pieces they hold (a word list in the model cache) "
         "until it has tokenized twice this many characters, instead of loading e5's whole "
         "vocabulary first (~1 CPU-s, ~290 MB): the same counts; 0 = always load it",
