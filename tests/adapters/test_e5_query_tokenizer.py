@@ -77,3 +77,19 @@ def test_counts_equal_the_hf_tokenizers_which_count_a_run_of_unknowns_once(
     assert mismatches == []
     # the rule is exercised: some texts hold runs of unknown characters
     assert any(fast.token_count(text) < len(fast.token_ids(text)) for text in texts)
+
+
+def test_first_use_removes_what_a_killed_build_left_and_spares_a_running_ones(
+    tmp_path: Path,
+) -> None:
+    import os
+
+    from ragsift.adapters import e5_query_tokenizer
+
+    killed, running = tmp_path / "e5-vocab-abc.tmp", tmp_path / "e5-vocab-def.tmp"
+    for temp in (killed, running):
+        temp.write_bytes(b"half a build")
+    old = killed.stat().st_mtime - 2 * e5_query_tokenizer.STALE_TEMPORARY_S
+    os.utime(killed, (old, old))
+    E5QueryTokenizer(tmp_path).token_ids("年假")
+    assert not killed.exists() and running.exists()

@@ -26,3 +26,19 @@ def write_atomically(path: Path, data: bytes, prefix: str, suffix: str = "") -> 
         with contextlib.suppress(OSError):
             os.unlink(temp)
         raise
+
+
+def remove_stale_temporaries(folder: Path, pattern: str, older_than_s: float) -> int:
+    """Remove the files matching `pattern` in `folder` last written over `older_than_s`
+    seconds ago: what a writer killed midway left (kill -9 skips its clean-up); a write in
+    progress elsewhere is younger. How many were removed."""
+    import time
+
+    cutoff = time.time() - older_than_s
+    removed = 0
+    for temp in folder.glob(pattern):
+        with contextlib.suppress(OSError):
+            if temp.is_file() and temp.stat().st_mtime < cutoff:
+                temp.unlink()
+                removed += 1
+    return removed

@@ -29,9 +29,12 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from ragsift.adapters.atomic_files import remove_stale_temporaries
 from ragsift.adapters.e5_tokenizer import model_path, read_vocabulary, spaced
 
 logger = logging.getLogger(__name__)
+
+STALE_TEMPORARY_S = 3600.0
 
 _FORMAT = 1
 _PREFIX = "e5-vocab-"
@@ -103,6 +106,8 @@ def _open(path: Path) -> tuple[sqlite3.Connection, tuple[Any, ...]] | None:
 
 def _open_or_build(source: str, cache_dir: Path) -> tuple[sqlite3.Connection, tuple[Any, ...]]:
     path = cache_path(cache_dir, source)
+    # a build killed midway (kill -9) left its temporary file: an hour old, it is no build's
+    remove_stale_temporaries(cache_dir, f"{_PREFIX}*.tmp", STALE_TEMPORARY_S)
     opened = _open(path)
     if opened is None:
         _build(source, path)

@@ -153,3 +153,19 @@ def test_the_analyzer_cuts_short_texts_from_the_cache_until_rjieba_is_loaded(
     expected = [analyzer.analyze_v2(q) for q in queries]  # this process: rjieba's route
     assert out["short"] == expected
     assert out["after_load"] == expected
+
+
+def test_first_use_removes_what_a_killed_build_left_and_spares_a_running_ones(
+        source: str, tmp_path: Path) -> None:
+    killed = tmp_path / "jieba-words-abc123.tmp"
+    running = tmp_path / "jieba-words-def456.tmp"
+    for temp in (killed, running):
+        temp.write_bytes(b"half a build")
+    old = killed.stat().st_mtime - 2 * query_jieba.STALE_TEMPORARY_S
+    os.utime(killed, (old, old))
+    QueryJieba(tmp_path, source).cut_for_search("年假")  # builds the cache
+    assert not killed.exists() and running.exists()
+    running.replace(killed)
+    os.utime(killed, (old, old))
+    QueryJieba(tmp_path, source).cut_for_search("年假")  # reads it, and sweeps too
+    assert not killed.exists()
