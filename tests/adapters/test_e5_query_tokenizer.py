@@ -84,12 +84,12 @@ def test_first_use_removes_what_a_killed_build_left_and_spares_a_running_ones(
 ) -> None:
     import os
 
-    from ragsift.adapters import e5_query_tokenizer
+    from ragsift.adapters import word_list_cache
 
     killed, running = tmp_path / "e5-vocab-abc.tmp", tmp_path / "e5-vocab-def.tmp"
     for temp in (killed, running):
         temp.write_bytes(b"half a build")
-    old = killed.stat().st_mtime - 2 * e5_query_tokenizer.STALE_TEMPORARY_S
+    old = killed.stat().st_mtime - 2 * word_list_cache.STALE_TEMPORARY_S
     os.utime(killed, (old, old))
     E5QueryTokenizer(tmp_path).token_ids("年假")
     assert not killed.exists() and running.exists()

@@ -5,6 +5,8 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 
@@ -14,12 +16,21 @@ def write_atomically(path: Path, data: bytes, prefix: str, suffix: str = "") -> 
     The temporary file is named `prefix...suffix` so its owner can sweep what a killed
     process left behind.
     """
+    with replaced_atomically(path, prefix, suffix) as temp, open(temp, "wb") as handle:
+        handle.write(data)
+
+
+@contextmanager
+def replaced_atomically(path: Path, prefix: str, suffix: str = "") -> Iterator[Path]:
+    """A temporary file beside `path` (named `prefix...suffix`) for the caller to write and
+    close; on success it is fsynced and renamed to `path`, on an error removed."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(prefix=prefix, suffix=suffix, dir=path.parent)
+    fd, name = tempfile.mkstemp(prefix=prefix, suffix=suffix, dir=path.parent)
+    os.close(fd)
+    temp = Path(name)
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
+        yield temp
+        with open(temp, "rb") as handle:
             os.fsync(handle.fileno())
         os.replace(temp, path)
     except BaseException:

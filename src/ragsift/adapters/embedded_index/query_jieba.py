@@ -9,46 +9,25 @@ in an SQLite copy of the dictionary in the model cache, put into an empty rjieba
 filler word no text contains makes its total the full dictionary's: the cut is the same.
 
 The dictionary is the `jieba` package's dict.txt, the one rjieba embeds (every word of it is
-in rjieba's, and tests/adapters/embedded_index/test_query_jieba.py checks equal cuts). The
-cache is keyed by that file's path, size and mtime and by _FORMAT, written aside and renamed
-into place; anything unexpected in it is built again.
+in rjieba's, and tests/adapters/embedded_index/test_query_jieba.py checks equal cuts), cached
+as a word_list_cache.WordList.
 """
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import importlib.machinery
 import importlib.util
-import logging
-import marshal
 import os
 import sqlite3
 import sys
-import tempfile
 import threading
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ragsift.adapters.atomic_files import remove_stale_temporaries
+from ragsift.adapters.word_list_cache import WordList, rows_for, substrings
 
-logger = logging.getLogger(__name__)
-
-STALE_TEMPORARY_S = 3600.0
-
-_FORMAT = 1
-_PREFIX = "jieba-words-"
 # private-use characters: no normalised text holds them (a text that does takes rjieba's route)
 FILLER = "\U000f8a00\U000f8a01"
-_VARIABLES = 500  # under SQLite's smallest limit of bound variables (999)
-_SCHEMA = """
-PRAGMA journal_mode = OFF;
-PRAGMA synchronous = OFF;
-CREATE TABLE word (text TEXT PRIMARY KEY, freq INTEGER NOT NULL, tag TEXT NOT NULL)
-    WITHOUT ROWID;
-CREATE TABLE meta (fields BLOB NOT NULL);
-"""
 
 
 def dictionary_path() -> str | None:
@@ -60,15 +39,10 @@ def dictionary_path() -> str | None:
     return path if os.path.isfile(path) else None
 
 
-def cache_path(cache_dir: Path, source: str) -> Path:
-    stat = os.stat(source)
-    key = f"{_FORMAT}|{os.path.realpath(source)}|{stat.st_size}|{stat.st_mtime_ns}"
-    return cache_dir / f"{_PREFIX}{hashlib.sha256(key.encode()).hexdigest()[:16]}.sqlite"
-
-
-def _read(source: str) -> tuple[dict[str, tuple[int, str]], int]:
-    """(word -> (freq, tag), total): a word listed twice keeps its last line and counts twice
-    in the total, as jieba-rs loads it (a difference of 3 in 60 million, in any case)."""
+def _fill(source: str, db: sqlite3.Connection) -> tuple[Any, ...]:
+    """dict.txt's words into the `word` table; (total frequency, longest word). A word listed
+    twice keeps its last line and counts twice in the total, as jieba-rs loads it (3 in 60
+    million for the one such word, in any case)."""
     words: dict[str, tuple[int, str]] = {}
     total = 0
     with open(source, encoding="utf-8") as handle:
@@ -79,62 +53,17 @@ def _read(source: str) -> tuple[dict[str, tuple[int, str]], int]:
             freq = int(parts[1]) if len(parts) > 1 else 0
             words[parts[0]] = (freq, parts[2] if len(parts) > 2 else "")
             total += freq
-    return words, total
+    # in key order: appends to the B-tree instead of random inserts
+    db.executemany("INSERT INTO word VALUES (?, ?, ?)",
+                   ((word, *words[word]) for word in sorted(words)))
+    return total, max(len(word) for word in words)
 
 
-def _build(source: str, path: Path) -> None:
-    words, total = _read(source)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(prefix=_PREFIX, suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        with contextlib.closing(sqlite3.connect(temp)) as db:
-            db.executescript(_SCHEMA)
-            # in key order: appends to the B-tree instead of random inserts
-            db.executemany("INSERT INTO word VALUES (?, ?, ?)",
-                           ((word, *words[word]) for word in sorted(words)))
-            meta = (_FORMAT, total, max(len(word) for word in words))
-            db.execute("INSERT INTO meta VALUES (?)", (marshal.dumps(meta),))
-            db.commit()
-        with open(temp, "rb") as handle:
-            os.fsync(handle.fileno())
-        os.replace(temp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
-        raise
-
-
-def _open(path: Path) -> tuple[sqlite3.Connection, tuple[Any, ...]] | None:
-    """The cache and its meta fields; None when absent, unreadable or of another format."""
-    if not path.is_file():
-        return None
-    try:
-        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
-        (blob,) = db.execute("SELECT fields FROM meta").fetchone()
-        meta = marshal.loads(blob)
-    except (sqlite3.Error, EOFError, ValueError, TypeError) as exc:
-        logger.warning("jieba word cache %s unreadable (%s): building it again", path, exc)
-        return None
-    if not (isinstance(meta, tuple) and len(meta) == 3 and meta[0] == _FORMAT):
-        db.close()
-        logger.warning("jieba word cache %s is of another format: building it again", path)
-        return None
-    return db, meta
-
-
-def _open_or_build(source: str, cache_dir: Path) -> tuple[sqlite3.Connection, tuple[Any, ...]]:
-    path = cache_path(cache_dir, source)
-    # a build killed midway (kill -9) left its temporary file: an hour old, it is no build's
-    remove_stale_temporaries(cache_dir, f"{_PREFIX}*.tmp", STALE_TEMPORARY_S)
-    opened = _open(path)
-    if opened is None:
-        _build(source, path)
-        logger.info("jieba's dictionary cached in %s", path)
-        opened = _open(path)
-        if opened is None:
-            raise RuntimeError(f"the jieba word cache {path} does not load once written")
-    return opened
+WORDS = WordList(
+    name="jieba dictionary", prefix="jieba-words-", format=1, fill=_fill, meta_fields=2,
+    schema="CREATE TABLE word (text TEXT PRIMARY KEY, freq INTEGER NOT NULL, "
+           "tag TEXT NOT NULL) WITHOUT ROWID;\n",
+)
 
 
 class QueryJieba:
@@ -152,8 +81,8 @@ class QueryJieba:
     def _opened(self) -> sqlite3.Connection:
         with self._lock:
             if self._db is None:
-                db, (_, self._total, self._longest) = _open_or_build(self._source,
-                                                                     self._cache_dir)
+                db, (_, self._total, self._longest) = WORDS.open_or_build(self._cache_dir,
+                                                                          self._source)
                 self._db = db  # set last: it marks the instance as loaded
             return self._db
 
@@ -171,16 +100,10 @@ class QueryJieba:
 
     def _words(self, db: sqlite3.Connection, text: str) -> dict[str, tuple[int, str]]:
         """The dictionary words among the substrings of `text`, with freq and tag."""
-        wanted = sorted({text[start:end] for start in range(len(text))
-                         for end in range(start + 1, min(len(text), start + self._longest) + 1)})
-        found: dict[str, tuple[int, str]] = {}
+        wanted = substrings(text, self._longest)
         with self._lock:  # one connection, shared by the threads of the process
-            for batch in _batches(wanted, _VARIABLES):
-                marks = ",".join("?" * len(batch))
-                for word, freq, tag in db.execute(
-                        f"SELECT text, freq, tag FROM word WHERE text IN ({marks})", batch):
-                    found[word] = (freq, tag)
-        return found
+            return {word: (freq, tag) for word, freq, tag in rows_for(
+                db, "SELECT text, freq, tag FROM word WHERE text IN ({marks})", wanted)}
 
 
 _EXTENSION_LOCK = threading.Lock()
@@ -214,8 +137,3 @@ def _extension() -> Any:
                     raise
                 return module
         raise ImportError("rjieba's extension module is not where its package is")
-
-
-def _batches(items: list[str], size: int) -> Iterable[list[str]]:
-    for offset in range(0, len(items), size):
-        yield items[offset : offset + size]
