@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from ragsift.adapters.e5_query_tokenizer import E5QueryTokenizer, cache_path
-from ragsift.adapters.e5_tokenizer import E5Tokenizer, model_path
+from ragsift.adapters.e5_tokenizer import E5Tokenizer
+from ragsift.adapters.e5_vocabulary import model_path
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 ALPHABET = (

