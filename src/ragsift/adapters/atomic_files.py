@@ -9,6 +9,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+# a temporary file or folder this old belongs to no write still running
+STALE_TEMPORARY_S = 3600.0
+
 
 def write_atomically(path: Path, data: bytes, prefix: str, suffix: str = "") -> None:
     """`data` to `path` through a temporary file in its folder (fsynced), then a rename.
@@ -39,17 +42,22 @@ def replaced_atomically(path: Path, prefix: str, suffix: str = "") -> Iterator[P
         raise
 
 
-def remove_stale_temporaries(folder: Path, pattern: str, older_than_s: float) -> int:
-    """Remove the files matching `pattern` in `folder` last written over `older_than_s`
-    seconds ago: what a writer killed midway left (kill -9 skips its clean-up); a write in
-    progress elsewhere is younger. How many were removed."""
+def remove_stale_temporaries(folder: Path, pattern: str,
+                             older_than_s: float = STALE_TEMPORARY_S) -> int:
+    """Remove the files and folders matching `pattern` in `folder` last written over
+    `older_than_s` seconds ago: what a writer killed midway left (kill -9 skips its clean-up);
+    a write in progress elsewhere is younger. How many were removed."""
+    import shutil
     import time
 
     cutoff = time.time() - older_than_s
     removed = 0
     for temp in folder.glob(pattern):
         with contextlib.suppress(OSError):
-            if temp.is_file() and temp.stat().st_mtime < cutoff:
-                temp.unlink()
+            if temp.stat().st_mtime < cutoff:
+                if temp.is_dir():
+                    shutil.rmtree(temp)
+                else:
+                    temp.unlink()
                 removed += 1
     return removed

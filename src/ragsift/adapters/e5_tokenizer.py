@@ -119,12 +119,6 @@ class E5Tokenizer:
         """normalise() before spaces become metaspaces."""
         return spaced(text, self._table)
 
-    def preload(self) -> None:
-        """Load the vocabulary now unless a light route is on (before workers fork: they
-        share it then)."""
-        if _light is None or not _light.left:
-            self._load()
-
     def _light_route(self, text: str) -> E5QueryTokenizer | None:
         light = _light
         return None if light is None or self._tokenizer is not None else light.take(len(text))

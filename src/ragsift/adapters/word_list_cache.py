@@ -21,11 +21,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ragsift.adapters.atomic_files import remove_stale_temporaries, replaced_atomically
+from ragsift.adapters.atomic_files import (
+    STALE_TEMPORARY_S,
+    remove_stale_temporaries,
+    replaced_atomically,
+)
 
 logger = logging.getLogger(__name__)
 
-STALE_TEMPORARY_S = 3600.0
 _VARIABLES = 500  # under SQLite's smallest limit of bound variables (999)
 _PRAGMAS = "PRAGMA journal_mode = OFF;\nPRAGMA synchronous = OFF;\n"
 _META = "CREATE TABLE meta (fields BLOB NOT NULL);\n"

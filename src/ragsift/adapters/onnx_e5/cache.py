@@ -41,7 +41,7 @@ SOURCE_KEY = "ragsift.source_sha256"
 BUILDER_KEY = "ragsift.builder_version"
 
 # a build takes seconds; a temporary file this old belongs to no running build
-STALE_TEMPORARY_S = 3600.0
+STALE_TEMPORARY_S = atomic_files.STALE_TEMPORARY_S
 
 LoadSession = Callable[[str | bytes], Any]
 
@@ -141,19 +141,6 @@ def save_external(path: Path, data: bytes) -> None:
         shutil.rmtree(temp, ignore_errors=True)
 
 
-def _remove_stale_temporaries(path: Path) -> None:
-    """Temporary files and folders of builds killed midway (kill -9 skips their clean-up); a
-    build running in another process now writes a younger one."""
-    cutoff = time.time() - STALE_TEMPORARY_S
-    for temp in path.parent.glob(path.name + ".*.tmp"):
-        with contextlib.suppress(OSError):
-            if temp.stat().st_mtime < cutoff:
-                if temp.is_dir():
-                    shutil.rmtree(temp)
-                else:
-                    temp.unlink()
-
-
 @dataclass(frozen=True, slots=True)
 class Loaded:
     """A session on the graph, what it was opened from (for more sessions), and whether the
@@ -195,7 +182,9 @@ def load_or_build(cache_dir: Path, source_digest: str, build: Callable[[], bytes
     session = _load_cached(path, source_digest, load)
     if session is not None:
         return Loaded(session, str(path), built=False)
-    _remove_stale_temporaries(path)
+    # temporary files and folders of builds killed midway; a running build's is younger
+    atomic_files.remove_stale_temporaries(path.parent, path.name + ".*.tmp",
+                                          STALE_TEMPORARY_S)
     started = time.perf_counter()
     data = _single_file_graph(cache_dir, source_digest, load)
     if data is None:
