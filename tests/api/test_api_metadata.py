@@ -196,6 +196,28 @@ def test_a_duplicate_upload_keeps_the_documents_metadata_and_says_so(ready: Read
                      json={"metadata": before, "replace": True})
 
 
+def test_a_patch_that_changes_only_a_values_type_is_a_change(ready: Ready) -> None:
+    """true and 1 are equal in Python, not in a filter: a PATCH from one to the other is
+    written, and the filter and the BM25 index's metadata terms follow it."""
+    api, kb_id, ids = ready
+    firmware = f"/api/documents/{ids['firmware.txt']}"
+    api.client.patch(firmware, json={"metadata": {"signed": True}})
+    assert _ids(api.search(kb_id, "error E-104", filter={"signed": True})) == {
+        ids["firmware.txt"]}
+    response = api.client.patch(firmware, json={"metadata": {"signed": 1}})
+    assert response.json()["metadata"] == {"signed": 1}
+    assert api.client.get(firmware).json()["metadata"]["signed"] is not True
+    assert _ids(api.search(kb_id, "error E-104", filter={"signed": True})) == set()
+    assert _ids(api.search(kb_id, "error E-104", filter={"signed": 1})) == {ids["firmware.txt"]}
+    assert _indexed_with(api, kb_id, "signed", 1) >= 1
+    assert _indexed_with(api, kb_id, "signed", True) == 0
+    api.client.patch(firmware, json={"metadata": {}, "replace": True})
+
+
+def _ids(hits: list[dict[str, object]]) -> set[object]:
+    return {h["document_id"] for h in hits}
+
+
 def _indexed_with(api: Api, kb_id: str, key: str, value: object) -> int:
     """Chunks of the kb's BM25 index carrying one metadata term, as committed."""
     import tantivy

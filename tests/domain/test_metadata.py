@@ -14,6 +14,7 @@ from ragsift.domain.metadata import (
     cli_value,
     decode_metadata,
     merge_metadata,
+    same_metadata,
     validate_metadata,
 )
 
@@ -94,3 +95,10 @@ def test_a_merge_patch_sets_replaces_and_removes_keys() -> None:
     merged = merge_metadata({"dept": "hr", "year": 2023, "old": "x"},
                             {"year": 2024, "old": None, "new": ["a"]}, LIMITS)
     assert merged == {"dept": "hr", "year": 2024, "new": ["a"]}
+
+
+def test_same_metadata_tells_types_apart_and_ignores_key_order() -> None:
+    assert same_metadata({"a": 1, "b": [True]}, {"b": [True], "a": 1})
+    for first, other in ((True, 1), (False, 0.0), (1, 1.0), ("1", 1), ([1], [True])):
+        assert not same_metadata({"a": first}, {"a": other})
+    assert not same_metadata({"a": 1}, {"a": 1, "b": None})

@@ -190,3 +190,9 @@ def merge_metadata(current: Mapping[str, Any], patch: Mapping[str, Any],
     merged = {key: value for key, value in current.items() if key not in patch}
     merged.update((key, value) for key, value in patch.items() if value is not None)
     return validate_metadata(merged, limits)
+
+
+def same_metadata(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """Equal as stored JSON. Python's == takes True for 1 and 0.0 for False, but a filter does
+    not (`$eq: true` passes true only), so a change of a value's type is a change."""
+    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)

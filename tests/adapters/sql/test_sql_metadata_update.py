@@ -68,3 +68,33 @@ def test_a_change_that_raises_writes_nothing_and_a_missing_document_is_not_found
         repo.update_metadata("nope", lambda current: current)
     document = repo.get_document("doc1")
     assert document is not None and document.metadata == {"a": 1}
+
+
+@pytest.mark.parametrize(("first", "then"), [
+    (True, 1), (1, True), (False, 0.0), (0, False), (1, 1.0), ([1], [True])])
+def test_a_value_of_another_type_that_python_calls_equal_is_written(
+    repo: SqlRepository, first: Any, then: Any,
+) -> None:
+    """True == 1 and 0.0 == False in Python, but not in a filter (`$eq: true` passes true
+    only): setting the other one changes the stored value and the document's updated_at."""
+    repo.create_kb(make_kb())
+    repo.add_document(make_document())
+    repo.set_metadata("doc1", {"final": first})
+    stamp = repo.filter_stamp("kb1")
+    repo.set_metadata("doc1", {"final": then})
+    document = repo.get_document("doc1")
+    assert document is not None
+    assert document.metadata == {"final": then}
+    assert type(document.metadata["final"]) is type(then)
+    if isinstance(then, list):
+        assert type(document.metadata["final"][0]) is type(then[0])
+    assert repo.filter_stamp("kb1") != stamp
+
+
+def test_setting_the_same_metadata_again_is_no_change(repo: SqlRepository) -> None:
+    repo.create_kb(make_kb())
+    repo.add_document(make_document())
+    repo.set_metadata("doc1", {"b": 1, "a": [True, "x"]})
+    stamp = repo.filter_stamp("kb1")
+    repo.set_metadata("doc1", {"a": [True, "x"], "b": 1})
+    assert repo.filter_stamp("kb1") == stamp

@@ -14,7 +14,7 @@ from ragsift.adapters.sql.change_probe import SqliteChangeProbe, probe_for
 from ragsift.adapters.sql.orm import DocumentRow
 from ragsift.adapters.sql.version_commits import lock_state
 from ragsift.domain.errors import NotFound
-from ragsift.domain.metadata import ROLES_FIELD
+from ragsift.domain.metadata import ROLES_FIELD, same_metadata
 
 # ids per IN list: well under SQLite's oldest bound-variable limit
 _IN_BATCH = 500
@@ -58,7 +58,7 @@ class MetadataRepositoryMixin:
                 raise NotFound(f"document {document_id!r} does not exist")
             before = dict(current[0] or {})
             metadata = change(dict(before))
-            if metadata != before:
+            if not same_metadata(metadata, before):
                 session.execute(update(DocumentRow).where(where)
                                 .values(meta=dict(metadata), updated_at=datetime.now(UTC)))
                 # a change of the document in the KB's draft: the next sealed version has it
