@@ -180,6 +180,8 @@ def test_a_duplicate_upload_keeps_the_documents_metadata_and_says_so(ready: Read
     again = api.upload(kb_id, {"copy-of-hotels.md": HOTELS},
                        metadata=json.dumps({"dept": "legal"}))
     same = api.upload(kb_id, {"hotels.md": HOTELS}, metadata=json.dumps(before))
+    retyped = api.upload(kb_id, {"hotels.md": HOTELS},
+                         metadata=json.dumps({**before, "year": float(before["year"])}))
     replaced = api.upload(kb_id, {"hotels.md": HOTELS},
                           metadata=json.dumps({"dept": "legal"}), replace="true")
 
@@ -188,6 +190,8 @@ def test_a_duplicate_upload_keeps_the_documents_metadata_and_says_so(ready: Read
     assert first["metadata_ignored"] is True
     # the same metadata again: nothing to ignore
     assert same.json()["documents"][0]["metadata_ignored"] is False
+    # 2023.0 is another JSON value than the stored 2023: not the same metadata
+    assert retyped.json()["documents"][0]["metadata_ignored"] is True
     [asked] = replaced.json()["documents"]
     assert asked["duplicate"] and asked["metadata_ignored"] is False
     assert api.client.get(f"/api/documents/{ids['hotels.md']}").json()["metadata"] == {

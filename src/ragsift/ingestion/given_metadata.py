@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from ragsift.domain.metadata import same_metadata
+
 if TYPE_CHECKING:
     from ragsift.domain.models import KnowledgeBase
     from ragsift.ingestion.metadata_refresh import MetadataChanges
@@ -20,7 +22,7 @@ def metadata_ignored(outcome: IngestOutcome, wanted: Mapping[str, Any] | None,
                      replace: bool) -> bool:
     """True when `wanted` differs from a duplicate's metadata and replacing was not asked."""
     return (outcome.duplicate and not replace and wanted is not None
-            and dict(wanted) != outcome.document.metadata)
+            and not same_metadata(wanted, outcome.document.metadata))
 
 
 def apply_given_metadata(
@@ -36,7 +38,7 @@ def apply_given_metadata(
         return False
     if metadata_ignored(outcome, wanted, replace):
         return True
-    changed = dict(wanted) != outcome.document.metadata
+    changed = not same_metadata(wanted, outcome.document.metadata)
     if changed and refresh is not None:  # the index first (metadata_refresh.py)
         refresh({outcome.document.id: wanted})
     repository.set_metadata(outcome.document.id, wanted)
