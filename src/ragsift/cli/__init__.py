@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import os
 import sys
 from typing import NoReturn
 
@@ -91,7 +92,11 @@ def run() -> None:
     its ~1.4 CPU-s, docs/benchmarks.md); frozen, they are freed with the process. Nothing is
     lost: commands close what they opened before returning, and a process's end must be
     safe anyway (kill -9). `main` stays the in-process entry (tests), which freezes nothing.
+    OpenBLAS starts with one thread here, in our own process (blas_start.py).
     """
+    from ragsift.blas_start import start_blas_with_one_thread
+
+    start_blas_with_one_thread(os.environ)
     try:
         main()
     finally:

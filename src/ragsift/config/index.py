@@ -31,7 +31,9 @@ class IndexSettings(BaseModel):
         default="auto", pattern=r"^(auto|off|[1-9][0-9]{0,2})$",
         description="BLAS threads of dense scans: auto = every core for a big scan running "
         "alone, one beside other searches (two BLAS threads under load made small scans 50x "
-        "slower); a number = always that many; off = numpy's own default",
+        "slower); a number = always that many; off = numpy's own default. The ragsift "
+        "command starts OpenBLAS with one thread (raised for a big scan) unless this is off "
+        "in its environment or OPENBLAS_NUM_THREADS, GOTO_NUM_THREADS or OMP_NUM_THREADS is set",
     )
     dense_checkpoint_rows: int = Field(
         default=2_000, ge=1, description="rows added or deleted in an embedded dense store "
