@@ -225,12 +225,14 @@ def test_a_cli_search_on_sqlite_imports_neither_sqlalchemy_nor_alembic(data_dir:
 
 def test_a_cli_search_imports_neither_the_chat_nor_the_versions(data_dir: Path) -> None:
     """The search container is built from ragsift.bootstrap, whose full container wires the
-    chat and KB versions: those load with that container only."""
+    chat and KB versions: those load with that container only, and the chat's models with
+    the conversation port (ragsift.ports loads a port when asked for it)."""
     printed, modules = _run_import_probe(data_dir, (
         "from ragsift.cli import main\n"
         "sys.argv = ['ragsift', 'search', 'what is E-104?', '--kb', 'manuals', '--json']\n"
         "try:\n    main()\nexcept SystemExit as exc:\n    assert exc.code in (0, None)\n"),
-        watched=("ragsift.chat.service", "ragsift.versions.service", "ragsift.versions.writer"))
+        watched=("ragsift.chat.service", "ragsift.versions.service", "ragsift.versions.writer",
+                 "ragsift.domain.chat", "ragsift.ports.conversations"))
     assert "E-104" in json.loads(printed)[0]["text"]
     assert modules == []
 

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Iterator, Sequence
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 from numpy.typing import NDArray
 
-from ragsift.domain.chat import (
-    ChatMessage,
-    TokenUsage,
-)
 from ragsift.domain.stages import RerankScore, RewriteProposal
+
+if TYPE_CHECKING:  # annotations only: a search never loads the chat models
+    from ragsift.domain.chat import ChatMessage, TokenUsage
 
 Vectors = NDArray[np.float32]
 
