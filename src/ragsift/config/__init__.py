@@ -49,7 +49,9 @@ class Settings(  # the concerns in the order of the settings reference
 ):
     """Defaults for every stage; a request may override the retrieval ones."""
 
-    model_config = SettingsConfigDict(env_prefix="RAGSIFT_", frozen=True, extra="ignore")
+    # built here, once for all fields (the concerns defer theirs: config/concern.py)
+    model_config = SettingsConfigDict(env_prefix="RAGSIFT_", frozen=True, extra="ignore",
+                                      defer_build=False)
 
 
 def metadata_limits(settings: Settings) -> MetadataLimits:

@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import Field
+
+from ragsift.config.concern import Concern
 
 
-class AuthSettings(BaseModel):
+class AuthSettings(Concern):
     """Access control."""
 
     auth: bool = Field(

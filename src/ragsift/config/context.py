@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import Field
+
+from ragsift.config.concern import Concern
 
 
-class ContextSettings(BaseModel):
+class ContextSettings(Concern):
     """Context expansion."""
 
     small2big: bool = Field(

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
+
+from ragsift.config.concern import Concern
 
 
-class CrossLingualSettings(BaseModel):
+class CrossLingualSettings(Concern):
     """Cross-lingual search."""
 
     # cross-lingual queries (ragsift.retrieval.cross_lingual): the rewrite stage's one variant

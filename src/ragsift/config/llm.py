@@ -3,10 +3,12 @@ same server."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import Field
+
+from ragsift.config.concern import Concern
 
 
-class LlmSettings(BaseModel):
+class LlmSettings(Concern):
     """Query rewrite."""
 
     rewrite: bool = Field(

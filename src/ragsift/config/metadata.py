@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import Field
+
+from ragsift.config.concern import Concern
 
 
-class MetadataSettings(BaseModel):
+class MetadataSettings(Concern):
     """Metadata and filters."""
 
     metadata_max_keys: int = Field(

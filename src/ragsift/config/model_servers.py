@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import Field
+
+from ragsift.config.concern import Concern
 
 
-class ModelServerSettings(BaseModel):
+class ModelServerSettings(Concern):
     """Model-server calls."""
 
     http_timeout_s: float = Field(

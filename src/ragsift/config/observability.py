@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
+
+from ragsift.config.concern import Concern
 
 
-class ObservabilitySettings(BaseModel):
+class ObservabilitySettings(Concern):
     """Observability."""
 
     log_format: Literal["text", "json"] = Field(

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import Field
+
+from ragsift.config.concern import Concern
 
 
-class ParseLimitSettings(BaseModel):
+class ParseLimitSettings(Concern):
     """Parse limits."""
 
     max_file_bytes: int = Field(

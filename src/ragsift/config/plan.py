@@ -6,13 +6,15 @@ from __future__ import annotations
 import re
 from typing import Self
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import Field, model_validator
+
+from ragsift.config.concern import Concern
 
 _REPLY_KEY = re.compile(
     r"(greeting|thanks|farewell|acknowledgement|handoff|out_of_scope)\.(zh|en)")
 
 
-class PlanSettings(BaseModel):
+class PlanSettings(Concern):
     """Retrieval plan, routing and FAQ."""
 
     run_doc: bool = Field(default=True, description="search document chunks")

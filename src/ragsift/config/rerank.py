@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Literal, Self
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import Field, model_validator
+
+from ragsift.config.concern import Concern
 
 
-class RerankSettings(BaseModel):
+class RerankSettings(Concern):
     """Rerank."""
 
     rerank: bool = Field(

@@ -3,10 +3,12 @@ docs/quality.md "Quality levers"): off unless switched on."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import Field
+
+from ragsift.config.concern import Concern
 
 
-class RescoringSettings(BaseModel):
+class RescoringSettings(Concern):
     """Re-scoring and feedback."""
 
     consistency_rescoring: bool = Field(

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 from typing import Literal, Self
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import Field, model_validator
+
+from ragsift.config.concern import Concern
 
 RetrievalMode = Literal["dense", "sparse", "hybrid"]
 FusionMethod = Literal["rrf", "weighted", "zscore"]
 
 
-class RetrievalSettings(BaseModel):
+class RetrievalSettings(Concern):
     """Retrieval."""
 
     mode: RetrievalMode = Field(

@@ -3,10 +3,12 @@ bound."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import Field
+
+from ragsift.config.concern import Concern
 
 
-class ServerSettings(BaseModel):
+class ServerSettings(Concern):
     """API server."""
 
     max_json_bytes: int = Field(

@@ -6,10 +6,12 @@ from pathlib import Path
 from typing import Self
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import Field, model_validator
+
+from ragsift.config.concern import Concern
 
 
-class StorageSettings(BaseModel):
+class StorageSettings(Concern):
     """Storage."""
 
     data_dir: Path = Field(

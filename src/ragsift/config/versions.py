@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
+
+from ragsift.config.concern import Concern
 
 
-class VersionSettings(BaseModel):
+class VersionSettings(Concern):
     """Knowledge-base versions."""
 
     kb_publish_mode: Literal["auto", "staged"] = Field(
