@@ -79,11 +79,14 @@ class WordList:
     def _open(self, path: Path) -> tuple[sqlite3.Connection, tuple[Any, ...]] | None:
         if not path.is_file():
             return None
+        db: sqlite3.Connection | None = None
         try:
             db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
             (blob,) = db.execute("SELECT fields FROM meta").fetchone()
             meta = marshal.loads(blob)
         except (sqlite3.Error, EOFError, ValueError, TypeError) as exc:
+            if db is not None:  # not left open on the file the build replaces
+                db.close()
             logger.warning("%s cache %s unreadable (%s): building it again", self.name, path, exc)
             return None
         if not (isinstance(meta, tuple) and len(meta) == 1 + self.meta_fields
