@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -215,6 +216,40 @@ def test_a_patch_that_changes_only_a_values_type_is_a_change(ready: Ready) -> No
     assert _ids(api.search(kb_id, "error E-104", filter={"signed": 1})) == {ids["firmware.txt"]}
     assert _indexed_with(api, kb_id, "signed", 1) >= 1
     assert _indexed_with(api, kb_id, "signed", True) == 0
+    api.client.patch(firmware, json={"metadata": {}, "replace": True})
+
+
+def test_a_patch_after_a_concurrent_change_is_published_and_indexed(
+    ready: Ready, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another change lands between the route's read of the document and its write: the
+    PATCH restores what the route read, which is still a change of the stored metadata, so
+    the BM25 index's metadata terms follow it (they were compared with the read before)."""
+    api, kb_id, ids = ready
+    firmware = f"/api/documents/{ids['firmware.txt']}"
+    api.client.patch(firmware, json={"metadata": {"tier": "gold"}, "replace": True})
+    repository = api.container.repository
+    real_update = repository.update_metadata
+
+    def concurrent_then_update(document_id: str, change: Any) -> Any:
+        real_update(document_id, lambda current: {**current, "tier": "silver"})
+        api.container.ingestion.refresh_metadata(
+            {document_id: {**current_metadata(document_id), "tier": "silver"}})
+        return real_update(document_id, change)
+
+    def current_metadata(document_id: str) -> dict[str, Any]:
+        document = repository.get_document(document_id)
+        assert document is not None
+        return dict(document.metadata)
+
+    monkeypatch.setattr(repository, "update_metadata", concurrent_then_update)
+    response = api.client.patch(firmware, json={"metadata": {"tier": "gold"}})
+    monkeypatch.undo()
+    assert response.json()["metadata"] == {"tier": "gold"}
+    assert _indexed_with(api, kb_id, "tier", "gold") >= 1
+    assert _indexed_with(api, kb_id, "tier", "silver") == 0
+    assert _ids(api.search(kb_id, "error E-104", filter={"tier": "gold"})) == {
+        ids["firmware.txt"]}
     api.client.patch(firmware, json={"metadata": {}, "replace": True})
 
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ragsift.domain.assets import Asset
 from ragsift.domain.faq import FaqCommit, FaqCommitted, FaqEntry
 from ragsift.domain.kb_settings import KbSettingsRecord
+from ragsift.domain.metadata import MetadataUpdate
 from ragsift.domain.models import Chunk, Document, DocumentStatus, KnowledgeBase, Revision
 from ragsift.domain.tuning import TunedFusion
 
@@ -155,7 +156,7 @@ class LazySqlRepository:
 
     def update_metadata(
         self, document_id: str, change: Callable[[dict[str, Any]], dict[str, Any]]
-    ) -> dict[str, Any]:
+    ) -> MetadataUpdate:
         return self._sql().update_metadata(document_id, change)
 
     def filter_fields(self, kb_id: str) -> dict[str, dict[str, Any]]:

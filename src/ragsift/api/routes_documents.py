@@ -17,7 +17,7 @@ from ragsift.api.schemas import ChunkOut, ChunkPage, DocumentPatch, UploadedDocu
 from ragsift.api.uploads import UploadForm, UploadLimits, read_upload
 from ragsift.config import metadata_limits
 from ragsift.domain.keys import normalize_key
-from ragsift.domain.metadata import merge_metadata, same_metadata, validate_metadata
+from ragsift.domain.metadata import merge_metadata, validate_metadata
 from ragsift.domain.metadata_keys import summarize_keys
 from ragsift.domain.models import Document, DocumentScope, DocumentStatus, KnowledgeBase
 from ragsift.ingestion.front_matter import front_matter, is_markdown
@@ -254,14 +254,16 @@ def patch_document(document_id: str, body: DocumentPatch, state: State) -> Docum
     limits = metadata_limits(state.container.settings)
     if body.replace:
         wanted = validate_metadata(body.metadata, limits)
-        metadata = state.container.repository.update_metadata(document_id, lambda _: wanted)
+        updated = state.container.repository.update_metadata(document_id, lambda _: wanted)
     else:  # merged with the metadata as it is when written, not as read above
-        metadata = state.container.repository.update_metadata(
+        updated = state.container.repository.update_metadata(
             document_id, lambda current: merge_metadata(current, body.metadata, limits))
-    if not same_metadata(metadata, document.metadata):  # auto mode publishes a change
+    # changed as against the metadata the write replaced (a concurrent change may have
+    # landed since the read above): auto mode publishes it, the BM25 terms follow
+    if updated.changed:
         state.container.versions.metadata_changed(require_kb(state.container, document.kb_id))
-        state.container.ingestion.refresh_metadata({document_id: metadata})
-    return document.model_copy(update={"metadata": metadata})
+        state.container.ingestion.refresh_metadata({document_id: updated.metadata})
+    return document.model_copy(update={"metadata": updated.metadata})
 
 
 @router.post("/api/documents/{document_id}/reindex", status_code=202,

@@ -82,7 +82,7 @@ def docs_meta(
     """Show a document's metadata, or change it (no re-embedding: filters read it from the
     facts). Without --meta, --meta-file or --unset it only prints it."""
     from ragsift.config import metadata_limits
-    from ragsift.domain.metadata import merge_metadata, same_metadata
+    from ragsift.domain.metadata import merge_metadata
 
     patch = given_metadata(meta, meta_file) or {}
     patch.update({key: None for key in unset or ()})
@@ -98,9 +98,10 @@ def docs_meta(
         if patch or replace:
             limits = metadata_limits(container.settings)
             # merged with the metadata as it is when written (a serve may change it meanwhile)
-            metadata = container.repository.update_metadata(doc_id, lambda current: (
+            updated = container.repository.update_metadata(doc_id, lambda current: (
                 merge_metadata({} if replace else current, patch, limits)))
-            if not same_metadata(metadata, document.metadata):  # auto mode publishes it
+            metadata = updated.metadata
+            if updated.changed:  # against what the write replaced; auto mode publishes it
                 container.versions.metadata_changed(knowledge_base)
     if as_json:
         echo_json(metadata)

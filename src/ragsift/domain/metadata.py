@@ -192,6 +192,16 @@ def merge_metadata(current: Mapping[str, Any], patch: Mapping[str, Any],
     return validate_metadata(merged, limits)
 
 
+@dataclass(frozen=True, slots=True)
+class MetadataUpdate:
+    """A document's metadata after an update, and whether the update wrote it: decided
+    against the metadata as it was at the write, not as a caller read it before (another
+    change may land between the two)."""
+
+    metadata: dict[str, Any]
+    changed: bool
+
+
 def same_metadata(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     """Equal as stored JSON. Python's == takes True for 1 and 0.0 for False, but a filter does
     not (`$eq: true` passes true only), so a change of a value's type is a change."""

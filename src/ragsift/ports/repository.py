@@ -7,6 +7,7 @@ from typing import Any, Protocol
 
 from ragsift.domain.assets import Asset
 from ragsift.domain.faq import FaqCommit, FaqCommitted, FaqEntry
+from ragsift.domain.metadata import MetadataUpdate
 from ragsift.domain.models import Chunk, Document, DocumentStatus, KnowledgeBase, Revision
 from ragsift.domain.tuning import TunedFusion
 
@@ -130,9 +131,10 @@ class Repository(Protocol):
         ...
 
     def update_metadata(self, document_id: str,
-                        change: Callable[[dict[str, Any]], dict[str, Any]]) -> dict[str, Any]:
-        """Write `change(current metadata)` atomically (no concurrent change is lost); the
-        result; NotFound when the document does not exist."""
+                        change: Callable[[dict[str, Any]], dict[str, Any]]) -> MetadataUpdate:
+        """Write `change(current metadata)` atomically (no concurrent change is lost): the
+        result, and whether it differs from the metadata it replaced (same_metadata);
+        NotFound when the document does not exist."""
         ...
 
     def filter_fields(self, kb_id: str) -> dict[str, dict[str, Any]]:

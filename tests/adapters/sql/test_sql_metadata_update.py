@@ -98,3 +98,14 @@ def test_setting_the_same_metadata_again_is_no_change(repo: SqlRepository) -> No
     stamp = repo.filter_stamp("kb1")
     repo.set_metadata("doc1", {"a": [True, "x"], "b": 1})
     assert repo.filter_stamp("kb1") == stamp
+
+
+def test_an_update_says_whether_it_changed_what_it_replaced(repo: SqlRepository) -> None:
+    repo.create_kb(make_kb())
+    repo.add_document(make_document())
+    first = repo.update_metadata("doc1", lambda current: {"a": 1})
+    assert first.changed and first.metadata == {"a": 1}
+    again = repo.update_metadata("doc1", lambda current: {"a": 1})
+    assert not again.changed and again.metadata == {"a": 1}
+    retyped = repo.update_metadata("doc1", lambda current: {"a": True})
+    assert retyped.changed and retyped.metadata == {"a": True}

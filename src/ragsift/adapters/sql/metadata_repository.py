@@ -14,7 +14,7 @@ from ragsift.adapters.sql.change_probe import SqliteChangeProbe, probe_for
 from ragsift.adapters.sql.orm import DocumentRow
 from ragsift.adapters.sql.version_commits import lock_state
 from ragsift.domain.errors import NotFound
-from ragsift.domain.metadata import ROLES_FIELD, same_metadata
+from ragsift.domain.metadata import ROLES_FIELD, MetadataUpdate, same_metadata
 
 # ids per IN list: well under SQLite's oldest bound-variable limit
 _IN_BATCH = 500
@@ -36,11 +36,12 @@ class MetadataRepositoryMixin:
         self.update_metadata(document_id, lambda _current: dict(metadata))
 
     def update_metadata(self, document_id: str,
-                        change: Callable[[dict[str, Any]], dict[str, Any]]) -> dict[str, Any]:
-        """Read a document's metadata, write `change(current)` and return it, atomically: two
-        concurrent changes (a PATCH of key a, one of key b) both land instead of the later
-        write dropping the earlier one's key. `change` may raise (nothing is written). A real
-        change counts as a change of the KB's draft (VersionState.draft_changes)."""
+                        change: Callable[[dict[str, Any]], dict[str, Any]]) -> MetadataUpdate:
+        """Read a document's metadata, write `change(current)` and return it with whether it
+        changed, atomically: two concurrent changes (a PATCH of key a, one of key b) both
+        land instead of the later write dropping the earlier one's key. `change` may raise
+        (nothing is written). A real change counts as a change of the KB's draft
+        (VersionState.draft_changes)."""
         with self._sessions.begin() as session:
             where = DocumentRow.id == document_id
             kb_id = session.scalar(select(DocumentRow.kb_id).where(where))
@@ -58,12 +59,13 @@ class MetadataRepositoryMixin:
                 raise NotFound(f"document {document_id!r} does not exist")
             before = dict(current[0] or {})
             metadata = change(dict(before))
-            if not same_metadata(metadata, before):
+            changed = not same_metadata(metadata, before)
+            if changed:
                 session.execute(update(DocumentRow).where(where)
                                 .values(meta=dict(metadata), updated_at=datetime.now(UTC)))
                 # a change of the document in the KB's draft: the next sealed version has it
                 lock_state(session, kb_id, changes=1)
-        return metadata
+        return MetadataUpdate(metadata, changed)
 
     def filter_fields(self, kb_id: str) -> dict[str, dict[str, Any]]:
         """document id -> its metadata (JSON form), scope fields and allowed roles (as
