@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 from typing import Any
 
@@ -226,3 +227,20 @@ def test_a_build_that_onnx_runtime_fails_is_logged_and_leaves_only_the_plain_gra
     assert "cannot save the packed e5 graph" in caplog.text
     assert [p.name for p in tmp_path.iterdir()] == [graph.name]
     assert needs_packing(graph, KEY)
+
+
+def test_a_build_removes_the_temporaries_of_builds_killed_long_ago(tmp_path: Path) -> None:
+    graph = _graph(tmp_path / "g.onnx")
+    packed = packed_path(graph, KEY)
+    old_folder = tmp_path / f"{packed.name}.abc.tmp"
+    old_folder.mkdir()
+    (old_folder / packed.name).write_bytes(b"half")
+    old_probe = tmp_path / f"{probe_path(packed).name}.xyz.tmp"
+    old_probe.write_bytes(b"half")
+    young_probe = tmp_path / f"{probe_path(packed).name}.new.tmp"  # a build running now
+    young_probe.write_bytes(b"half")
+    hour_ago = time.time() - 7200
+    for path in (old_folder, old_probe):
+        os.utime(path, (hour_ago, hour_ago))
+    assert build_packed(graph, KEY, HIDDEN, _open)
+    assert not old_folder.exists() and not old_probe.exists() and young_probe.exists()

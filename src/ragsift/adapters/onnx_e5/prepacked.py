@@ -147,8 +147,9 @@ def build_packed(graph: Path, key: str, hidden: int, open_session: OpenSession) 
     Failures to write are logged, never raised: the plain graph serves as before.
     """
     packed = packed_path(graph, key)
-    atomic_files.remove_stale_temporaries(graph.parent, packed.name + ".*.tmp",
-                                          atomic_files.STALE_TEMPORARY_S)
+    for written in (packed, probe_path(packed)):  # what builds killed midway left
+        atomic_files.remove_stale_temporaries(graph.parent, written.name + ".*.tmp",
+                                              atomic_files.STALE_TEMPORARY_S)
     try:
         temp = Path(tempfile.mkdtemp(prefix=packed.name + ".", suffix=".tmp", dir=graph.parent))
     except OSError as exc:
