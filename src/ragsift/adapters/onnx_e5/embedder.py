@@ -112,13 +112,14 @@ class _Runtime:
             return _open_session(source, threads, optimize, optimized_to)
 
         session = None if key is None else open_packed(graph, key, hidden, opener)
-        self.built, self._optimize = False, session is None
-        if session is not None:
-            self._source: str | bytes = str(packed_path(graph, key or ""))
+        if key is not None and session is not None:
+            self.built, self._optimize = False, False
+            self._source: str | bytes = str(packed_path(graph, key))
         else:
             loaded = load_or_build(cache_dir, digest, lambda: _graph_bytes(self.weights, digest),
                                    lambda source: _open_session(source, threads))
-            self.built, self._source, session = loaded.built, loaded.source, loaded.session
+            self.built, self._optimize = loaded.built, True
+            self._source, session = loaded.source, loaded.session
             if key is not None and isinstance(loaded.source, str) and needs_packing(graph, key):
                 # for the next processes: this one keeps the session it has
                 build_packed(graph, key, hidden, opener)
