@@ -221,6 +221,10 @@ def main() -> None:
                         help="document ids: d7, or 32-hex as ragsift gives them")
     parser.add_argument("--probe", type=Path, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.keep and (args.keep / "index").exists():
+        # writing again would replace every chunk (twice the rows, half of them dead)
+        parser.error(f"{args.keep} already holds an index: search it with --reuse, "
+                     "or build into an empty directory")
     if args.probe:
         search_probe(args.probe, args.queries, args.seed)
         return

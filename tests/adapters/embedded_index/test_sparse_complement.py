@@ -163,3 +163,56 @@ def test_an_unrestricted_page_is_used_only_when_it_tells_the_top_exactly(
     hits = search_by_complement(search, allowed, (None, 0.75), 2)
     assert calls == [frozenset(), None][:searches]
     assert hits == [_hit(d, s) for d, s in scores if d != "x"][:2]
+
+
+def _plan_by_names(index: EmbeddedIndex, search_filter: SearchFilter
+                   ) -> tuple[frozenset[str] | None, float]:
+    """whitelist_plan as the kb's live documents named one by one would make it."""
+    snap = index._dense._snapshot
+    held = frozenset(snap.row(r)[1] for r in range(snap.size)
+                     if snap.alive[r] and snap.row(r)[2] == search_filter.kb_id)
+    allowed = search_filter.document_ids or frozenset()
+    left_out = held - allowed
+    share = (len(held) - len(left_out)) / len(held) if held else 0.0
+    return (left_out if len(left_out) < len(allowed) else None, share)
+
+
+@pytest.mark.parametrize("left_out", [set(), {3}, set(range(0, DOCUMENTS, 3)),
+                                      set(range(70, DOCUMENTS))])
+def test_the_whitelist_plan_counted_in_codes_is_the_plan_by_names(
+    tmp_path: Path, left_out: set[int]
+) -> None:
+    records = [IndexRecord(chunk_id=f"c{i:03d}", document_id=f"d{i // 2}",
+                           kb_id="kb" if i % 10 else "other", text="alpha")
+               for i in range(DOCUMENTS * 2)]
+    vectors = np.random.default_rng(5).standard_normal((len(records), DIM)).astype(np.float32)
+    built = EmbeddedIndex(tmp_path, DIM)
+    built.upsert(records, vectors)
+    for gone in ("d7", "d8", "d100"):  # deleted documents are not held
+        built.delete_document(gone)
+    search_filter = SearchFilter(kb_id="kb", document_ids=frozenset(
+        [f"d{d}" for d in range(DOCUMENTS) if d not in left_out] + ["unknown", "d8"]))
+    plan = built._dense.whitelist_plan(search_filter)
+    assert plan == _plan_by_names(built, search_filter)
+    assert plan[1] > 0  # planned, not below the whitelist length that plans
+    built.close()
+
+
+def test_a_plan_after_a_write_sees_the_write_and_another_whitelist_its_own_documents(
+    tmp_path: Path,
+) -> None:
+    records = [IndexRecord(chunk_id=f"c{i:03d}", document_id=f"d{i // 2}", kb_id="kb",
+                           text="alpha") for i in range(DOCUMENTS * 2)]
+    vectors = np.random.default_rng(6).standard_normal((len(records), DIM)).astype(np.float32)
+    built = EmbeddedIndex(tmp_path, DIM)
+    built.upsert(records, vectors)
+    first, second = _whitelist(set(range(100, DOCUMENTS))), _whitelist({1, 2, 3})
+    for search_filter in (first, second):  # the kb's documents counted once, read twice
+        assert built._dense.whitelist_plan(search_filter) == _plan_by_names(built, search_filter)
+    built.delete_document("d2")
+    built.upsert([IndexRecord(chunk_id="new", document_id="d-new", kb_id="kb", text="beta")],
+                 vectors[:1])
+    for search_filter in (first, second):
+        assert built._dense.whitelist_plan(search_filter) == _plan_by_names(built, search_filter)
+    assert "d-new" in (built._dense.whitelist_plan(second)[0] or ())
+    built.close()

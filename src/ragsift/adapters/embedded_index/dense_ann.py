@@ -36,6 +36,7 @@ from ragsift.adapters.embedded_index.dense_ann_files import (
 from ragsift.adapters.embedded_index.dense_ann_graph import Graph
 from ragsift.adapters.embedded_index.faiss_simd import AUTO, apply_simd_level
 from ragsift.adapters.embedded_index.read_write_lock import ReadWriteLock
+from ragsift.adapters.embedded_index.sorted_unique import sorted_unique
 from ragsift.adapters.thread_budget import default_budget
 
 if TYPE_CHECKING:
@@ -266,8 +267,7 @@ class AnnIndex:
         for _ in range(_RETRIES):
             found = self._search(graph, query, bits, labels_wanted, max(ef, labels_wanted))
             if found.size >= want:
-                merged: IntpArray = np.unique(np.concatenate([found, tail]))
-                return merged
+                return sorted_unique(np.concatenate([found, tail]))
             ef *= 4
         logger.debug("graph found fewer than %d allowed rows; scanning exactly", want)
         return None

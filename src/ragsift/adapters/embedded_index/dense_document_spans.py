@@ -18,6 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from ragsift.adapters.embedded_index.sorted_unique import sorted_unique
+
 Int64Array = NDArray[np.int64]
 IntpArray = NDArray[np.intp]
 
@@ -65,5 +67,4 @@ class DocumentSpans:
             return None
         # each span's rows in one vectorised pass: a run of `length` rows from its start
         offsets = np.repeat(starts - (np.cumsum(lengths) - lengths), lengths)
-        found: IntpArray = np.unique(offsets + np.arange(total)).astype(np.intp)
-        return found
+        return sorted_unique(offsets + np.arange(total))

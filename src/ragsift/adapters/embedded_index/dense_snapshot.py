@@ -14,6 +14,7 @@ from ragsift.adapters.embedded_index.dense_columns import Vocabulary
 from ragsift.adapters.embedded_index.dense_document_spans import DocumentSpans
 from ragsift.adapters.embedded_index.dense_log import FILTER_FIELDS, VERSION_FIELDS, Row
 from ragsift.adapters.embedded_index.dense_rows import READ_MAX_ROWS, RowReader
+from ragsift.adapters.embedded_index.sorted_unique import present_codes
 from ragsift.adapters.thread_budget import default_budget
 from ragsift.domain.filters import SearchFilter
 from ragsift.domain.results import ChannelHit
@@ -107,6 +108,9 @@ class Snapshot:
     # The rows of each document (dense_document_spans.py): made on a whitelist's first need
     # and carried to the next snapshot by each write; empty until then.
     spans: list[DocumentSpans] = field(default_factory=list)
+    # kb code -> by document code + 1: whether the kb has a live row of that document; made
+    # on a whitelist plan's first need in that kb, never carried to the next snapshot.
+    held: dict[int, BoolArray] = field(default_factory=dict)
 
     def search(
         self, query: Float32Array, search_filter: SearchFilter, limit: int
@@ -176,17 +180,40 @@ class Snapshot:
         plan: tuple[frozenset[str] | None, float] = (None, 0.0)
         kb_code = self.vocab.index["kb_id"].get(search_filter.kb_id)
         if kb_code is not None:
-            in_kb = self.alive & (self.codes["kb_id"] == kb_code + 1)
-            names = self.vocab.values["document_id"]
-            held = frozenset(names[code - 1] for code in
-                             np.unique(self.codes["document_id"][in_kb]).tolist() if code)
-            left_out = held - allowed
-            share = (len(held) - len(left_out)) / len(held) if held else 0.0
-            plan = (left_out if len(left_out) < len(allowed) else None, share)
+            plan = self._plan(kb_code, allowed)
         if len(self.complements) >= _CACHE_SIZE:
             self.complements.clear()
         self.complements[search_filter] = plan
         return plan
+
+    def _plan(self, kb_code: int, allowed: frozenset[str]) -> tuple[frozenset[str] | None, float]:
+        """whitelist_plan of a kb that has rows here, counted in document codes: only the
+        left-out documents are named, and only when they are the shorter list."""
+        held = self._held_documents(kb_code)
+        held_count = int(np.count_nonzero(held))
+        lookup = self.vocab.index["document_id"].get
+        codes = np.fromiter((lookup(d, -1) for d in allowed), dtype=np.intp, count=len(allowed))
+        codes = codes[codes < held.size - 1] + 1  # -1 (unknown here) becomes code 0: not held
+        kept = int(np.count_nonzero(held[codes]))
+        share = kept / held_count if held_count else 0.0
+        if held_count - kept >= len(allowed):
+            return None, share
+        left_out = held.copy()
+        left_out[codes] = False
+        names = self.vocab.values["document_id"]
+        return frozenset(names[code - 1] for code in np.flatnonzero(left_out).tolist()), share
+
+    def _held_documents(self, kb_code: int) -> BoolArray:
+        """self.held[kb_code], made on first need (read-only: plans share it)."""
+        found = self.held.get(kb_code)
+        if found is None:
+            in_kb = self.alive & (self.codes["kb_id"] == kb_code + 1)
+            found = present_codes(self.codes["document_id"][in_kb],
+                                  len(self.vocab.values["document_id"]) + 1)
+            found[0] = False  # code 0: no document
+            found.flags.writeable = False
+            self.held[kb_code] = found
+        return found
 
     def document_spans(self) -> DocumentSpans:
         """Where each document's rows lie, made on first need."""
@@ -199,15 +226,16 @@ class Snapshot:
         kb_code = self.vocab.index["kb_id"].get(search_filter.kb_id)
         if kb_code is None:
             return empty
-        rows = self._kb_rows(kb_code, search_filter.document_ids)
-        restrictions: dict[str, frozenset[str]] = dict(search_filter.scope_fields())
+        wanted_codes = [(name, self._codes(name, values))
+                        for name, values in search_filter.scope_fields().items()]
+        documents = None
         if search_filter.document_ids is not None:
-            restrictions["document_id"] = search_filter.document_ids
-        for name, values in restrictions.items():
-            field_vocab = self.vocab.index[name]
-            wanted = [field_vocab[v] + 1 for v in values if v in field_vocab]
-            if not wanted:
-                return empty
+            documents = self._codes("document_id", search_filter.document_ids)
+            wanted_codes.append(("document_id", documents))
+        if not all(wanted for _, wanted in wanted_codes):
+            return empty
+        rows = self._kb_rows(kb_code, documents)
+        for name, wanted in wanted_codes:
             # A lookup table indexed by code is one gather, whatever the number of values.
             lookup = np.zeros(max(wanted) + 1, dtype=np.bool_)
             lookup[wanted] = True
@@ -225,13 +253,16 @@ class Snapshot:
                         & ((valid_to == 0) | (valid_to > seq))]
         return rows
 
-    def _kb_rows(self, kb_code: int, document_ids: frozenset[str] | None) -> IntpArray:
-        """The kb's live rows; with a whitelist of few documents, only those within their
-        spans (the caller keeps the whitelist's own by their codes)."""
-        if document_ids is not None and len(document_ids) * _SPAN_DOCUMENT_ROWS <= self.size:
-            field_vocab = self.vocab.index["document_id"]
-            wanted = [field_vocab[d] + 1 for d in document_ids if d in field_vocab]
-            spanned = self.document_spans().rows(wanted, most=self.size // 8)
+    def _codes(self, name: str, values: frozenset[str]) -> list[int]:
+        """The codes + 1 (as the rows hold them) of those of `values` field `name` has here."""
+        field_vocab = self.vocab.index[name]
+        return [field_vocab[v] + 1 for v in values if v in field_vocab]
+
+    def _kb_rows(self, kb_code: int, documents: list[int] | None) -> IntpArray:
+        """The kb's live rows; with a whitelist of few documents (their codes + 1), only
+        those within their spans (the caller keeps the whitelist's own by their codes)."""
+        if documents is not None and len(documents) * _SPAN_DOCUMENT_ROWS <= self.size:
+            spanned = self.document_spans().rows(documents, most=self.size // 8)
             if spanned is not None:
                 keep = self.alive[spanned] & (self.codes["kb_id"][spanned] == kb_code + 1)
                 found: IntpArray = spanned[keep]
