@@ -1,10 +1,11 @@
 """The distinct values of an integer array, the ways a search can afford them.
 
 numpy 2's `np.unique` finds integers' distinct values through a hash table and then sorts
-them: on this machine 41 us for 500 row numbers (a 50-document whitelist's rows), 660 against
-9,400 us for 50,000, and 25 ms for the document codes of a 900k-row kb, where a sort and a
-comparison of neighbours take 6.4 us, 660 us and 6.3 ms, and counting the codes 2.1 ms
-(research: docs/benchmarks.md, "Distinct rows and codes without np.unique").
+them. On this machine (research/distinct_values_probe.py, twice): 500 row numbers (a
+50-document whitelist's rows) 41-59 us, against 6-10 us for a sort and a comparison of
+neighbours; 50,000 rows 8.8-9.4 ms against 0.7-0.9; the document codes of a 900k-row kb 21-25
+ms, against 6-10 ms sorted and 2 ms counted (docs/benchmarks.md, "Distinct rows and codes
+without np.unique").
 """
 
 from __future__ import annotations
