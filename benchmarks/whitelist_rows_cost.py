@@ -16,7 +16,8 @@ whitelist a search has not seen):
 
 p50 per side (ms, medians over the rounds), and old / new. Usage:
 python benchmarks/whitelist_rows_cost.py --baseline REV [--rows 1000000] [--rounds 4]
-    [--queries 200] [--dir DIR]
+    [--queries 200] [--dir DIR] [--replaced 0.4]  (that share of kb `a`'s documents written
+    again after the build, as a sync of changed files does: their old rows dead)
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ def document_id(number: int) -> str:
     return hashlib.md5(str(number).encode()).hexdigest()  # an id, not a secret
 
 
-def build(directory: Path, rows: int) -> None:
+def build(directory: Path, rows: int, replaced: float) -> None:
     from ragsift.adapters.embedded_index.dense_store import DenseMatrixStore
     from ragsift.domain.index_records import IndexRecord
 
@@ -60,6 +61,14 @@ def build(directory: Path, rows: int) -> None:
                                   kb_id="a" if i < rows * 9 // 10 else "b", text="")
                       for i in numbers],
                      rng.standard_normal((len(numbers), DIMENSION)).astype(np.float32))
+    # re-ingested whole, in batches of documents as a sync writes them: their old rows die
+    documents = rows * 9 // 10 // 10
+    again = np.sort(rng.choice(documents, int(documents * replaced), replace=False))
+    for lo in range(0, again.size, 1_000):
+        numbers = [i for d in again[lo: lo + 1_000].tolist() for i in range(10 * d, 10 * d + 10)]
+        store.upsert([IndexRecord(chunk_id=f"c{i}", document_id=document_id(i // 10),
+                                  kb_id="a", text="") for i in numbers],
+                     rng.standard_normal((len(numbers), DIMENSION)).astype(np.float32))
     store.close()
     (directory / "rows.json").write_text(json.dumps(rows), "utf-8")
 
@@ -69,7 +78,7 @@ def worker(directory: Path, queries: int) -> None:
     from ragsift.adapters.embedded_index.dense_store import DenseMatrixStore
     from ragsift.domain.filters import SearchFilter
 
-    rows = json.loads((directory / "rows.json").read_text("utf-8"))
+    rows = json.loads((directory / "rows.json").read_text("utf-8"))  # as built, before --replaced
     store = DenseMatrixStore(directory, DIMENSION)
     documents = rows * 9 // 10 // 10
     rng = np.random.default_rng(11)
@@ -114,6 +123,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--dir", type=Path, default=None)
+    parser.add_argument("--replaced", type=float, default=0.0,
+                        help="share of kb a's documents written again after the build")
     parser.add_argument("--worker", type=Path, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -125,8 +136,9 @@ def main() -> None:
         if not (directory / "rows.json").exists():
             directory.mkdir(parents=True, exist_ok=True)
             started = time.perf_counter()
-            build(directory, args.rows)
-            print(f"built {args.rows:,} rows in {time.perf_counter() - started:.0f} s")
+            build(directory, args.rows, args.replaced)
+            print(f"built {args.rows:,} rows, {args.replaced:.0%} of kb a's documents written "
+                  f"again, in {time.perf_counter() - started:.0f} s")
         sides = {"old": export_src(args.baseline, Path(tmp) / "old"), "new": here}
         print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
               f"Python {platform.python_version()}, {time.strftime('%Y-%m-%d %H:%M')}, "

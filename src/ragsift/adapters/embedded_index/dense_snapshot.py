@@ -218,7 +218,8 @@ class Snapshot:
     def document_spans(self) -> DocumentSpans:
         """Where each document's rows lie, made on first need."""
         if not self.spans:
-            self.spans.append(DocumentSpans.of(self.codes["document_id"][: self.size]))
+            self.spans.append(DocumentSpans.of(self.codes["document_id"][: self.size],
+                                               self.alive[: self.size]))
         return self.spans[0]
 
     def _allowed_rows(self, search_filter: SearchFilter) -> IntpArray:

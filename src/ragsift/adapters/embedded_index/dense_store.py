@@ -300,7 +300,9 @@ class DenseMatrixStore:
             generation=snap.generation,
             ann=snap.ann,
             reader=snap.reader or self._files.reader(),
-            spans=[snap.spans[0].extended(new_codes["document_id"], snap.size)]
+            spans=[snap.spans[0].written(snap.codes["document_id"][: snap.size],
+                                         snap.alive[: snap.size], new_codes["document_id"],
+                                         dead)]
             if snap.spans else [],
         )
 
