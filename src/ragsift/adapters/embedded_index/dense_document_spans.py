@@ -89,7 +89,7 @@ class DocumentSpans:
         killed = sorted_unique(np.asarray(dead, dtype=np.intp))
         old = killed[killed < size]
         spans = self.extended(added, size, codes[old[alive[old]]])
-        new = killed[killed >= size] - size
+        new = killed[(killed >= size) & (killed < size + added.size)] - size
         return spans.extended(added[:0], size + added.size, added[new]) if new.size else spans
 
     def _grown(self, codes: NDArray[np.int32], size: int
