@@ -185,7 +185,7 @@ def test_a_build_killed_at_any_step_leaves_nothing_that_opens(tmp_path: Path) ->
                     time.sleep(600)
                 done.append(target)
                 real(source, target)
-            prepacked.os.replace = replace
+            os.replace = replace  # every rename of the build, atomic_files' too
             prepacked.build_packed(Path({str(graph)!r}), KEY, HIDDEN, _open)
         """)], stdout=subprocess.PIPE, text=True)
         assert child.stdout is not None  # the probe's rename is os.replace too (atomic_files)

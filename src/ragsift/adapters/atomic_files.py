@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -40,6 +41,28 @@ def replaced_atomically(path: Path, prefix: str, suffix: str = "") -> Iterator[P
         with contextlib.suppress(OSError):
             os.unlink(temp)
         raise
+
+
+@contextmanager
+def staging_folder(beside: Path) -> Iterator[Path]:
+    """A temporary folder beside `beside`, named `<its name>.*.tmp` (what
+    remove_stale_temporaries sweeps after a kill), removed on exit with what is left in it."""
+    beside.parent.mkdir(parents=True, exist_ok=True)
+    temp = Path(tempfile.mkdtemp(prefix=beside.name + ".", suffix=".tmp", dir=beside.parent))
+    try:
+        yield temp
+    finally:
+        shutil.rmtree(temp, ignore_errors=True)
+
+
+def replace_in_order(moves: Sequence[tuple[Path, Path]]) -> None:
+    """Each staged file of `moves` fsynced, then renamed onto its target in order: a kill
+    midway leaves the last target, the one readers look for, unwritten."""
+    for staged, _ in moves:
+        with open(staged, "rb") as handle:
+            os.fsync(handle.fileno())
+    for staged, target in moves:
+        os.replace(staged, target)
 
 
 def remove_stale_temporaries(folder: Path, pattern: str,

@@ -20,8 +20,6 @@ import contextlib
 import hashlib
 import logging
 import os
-import shutil
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -125,20 +123,13 @@ def save_external(path: Path, data: bytes) -> None:
 
     model = onnx.load_from_string(data)
     del data
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temp = Path(tempfile.mkdtemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent))
-    try:
+    with atomic_files.staging_folder(path) as temp:
         weights = weights_path(path)
         onnx.save_model(model, str(temp / path.name), save_as_external_data=True,
                         all_tensors_to_one_file=True, location=weights.name,
                         size_threshold=1024)
-        for name in (weights.name, path.name):
-            with open(temp / name, "rb") as handle:
-                os.fsync(handle.fileno())
-        os.replace(temp / weights.name, weights)
-        os.replace(temp / path.name, path)
-    finally:
-        shutil.rmtree(temp, ignore_errors=True)
+        atomic_files.replace_in_order([(temp / weights.name, weights),
+                                       (temp / path.name, path)])
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,10 +25,7 @@ import base64
 import contextlib
 import hashlib
 import logging
-import os
 import platform
-import shutil
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -36,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from ragsift.adapters import atomic_files
+from ragsift.adapters.onnx_e5.cache import write_atomically
 
 logger = logging.getLogger(__name__)
 
@@ -151,36 +149,25 @@ def build_packed(graph: Path, key: str, hidden: int, open_session: OpenSession) 
         atomic_files.remove_stale_temporaries(graph.parent, written.name + ".*.tmp",
                                               atomic_files.STALE_TEMPORARY_S)
     try:
-        temp = Path(tempfile.mkdtemp(prefix=packed.name + ".", suffix=".tmp", dir=graph.parent))
-    except OSError as exc:
-        logger.warning("cannot save the packed e5 graph beside %s (%s)", graph, exc)
-        return False
-    try:
-        return _build_in(temp, graph, packed, hidden, open_session)
+        with atomic_files.staging_folder(packed) as temp:
+            return _build_in(temp, graph, packed, hidden, open_session)
     except Exception as exc:  # onnxruntime raises its own types; the plain graph serves
         logger.warning("cannot save the packed e5 graph %s (%s)", packed, exc)
         return False
-    finally:
-        shutil.rmtree(temp, ignore_errors=True)
 
 
 def _build_in(temp: Path, graph: Path, packed: Path, hidden: int,
               open_session: OpenSession) -> bool:
     staged = temp / packed.name
     expected = _probe_output(open_session(str(graph), True, str(staged)), hidden)
-    data = staged.with_name(staged.name + ".data")
-    for path in (data, staged):
-        with open(path, "rb") as handle:
-            os.fsync(handle.fileno())
     if _probe_output(open_session(str(staged), False, None), hidden) != expected:
         logger.info("the packed e5 graph gives other outputs than %s on this machine: "
                     "sessions keep optimizing and packing at open", graph.name)
         refused_path(packed).touch()
         return False
-    os.replace(data, packed.with_name(packed.name + ".data"))
-    os.replace(staged, packed)
-    probe = probe_path(packed)
-    atomic_files.write_atomically(probe, base64.b64encode(expected), prefix=probe.name + ".",
-                                  suffix=".tmp")
+    data = staged.with_name(staged.name + ".data")
+    atomic_files.replace_in_order([(data, packed.with_name(packed.name + ".data")),
+                                   (staged, packed)])
+    write_atomically(probe_path(packed), base64.b64encode(expected))
     logger.info("saved the e5 graph optimized and packed for this machine as %s", packed)
     return True
