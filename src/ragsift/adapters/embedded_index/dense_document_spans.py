@@ -51,11 +51,8 @@ class DocumentSpans:
         rows = (np.arange(codes.size, dtype=np.int64) if alive is None
                 else np.flatnonzero(alive[: codes.size]).astype(np.int64))
         held = codes[rows]
-        first = np.full(size, _UNSET, dtype=np.int64)
-        last = np.full(size, -1, dtype=np.int64)
-        np.minimum.at(first, held, rows)
-        np.maximum.at(last, held, rows)
-        first[first == _UNSET] = -1
+        first, last = np.full(size, -1, dtype=np.int64), np.full(size, -1, dtype=np.int64)
+        _place(first, last, held, rows)
         return cls(first, last, np.bincount(held, minlength=size).astype(np.int64))
 
     def extended(self, codes: NDArray[np.int32], start: int,
@@ -72,11 +69,7 @@ class DocumentSpans:
             gone = live == 0
             first[gone], last[gone] = -1, -1  # replaced or deleted whole: no stale span
         if codes.size:
-            rows = np.arange(start, start + codes.size, dtype=np.int64)
-            first[first < 0] = _UNSET
-            np.minimum.at(first, codes, rows)
-            first[first == _UNSET] = -1
-            np.maximum.at(last, codes, rows)
+            _place(first, last, codes, np.arange(start, start + codes.size, dtype=np.int64))
             np.add.at(live, codes, 1)
         return DocumentSpans(first, last, live)
 
@@ -118,3 +111,12 @@ class DocumentSpans:
         # each span's rows in one vectorised pass: a run of `length` rows from its start
         offsets = np.repeat(starts - (np.cumsum(lengths) - lengths), lengths)
         return sorted_unique(offsets + np.arange(total))
+
+
+def _place(first: Int64Array, last: Int64Array, codes: NDArray[np.int32],
+           rows: Int64Array) -> None:
+    """Widen, in place, the spans of `codes` (-1: none yet) to hold `rows`, row i's code i."""
+    first[first < 0] = _UNSET
+    np.minimum.at(first, codes, rows)
+    first[first == _UNSET] = -1
+    np.maximum.at(last, codes, rows)
