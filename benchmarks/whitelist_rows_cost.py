@@ -23,7 +23,6 @@ python benchmarks/whitelist_rows_cost.py --baseline REV [--rows 1000000] [--roun
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import platform
@@ -36,16 +35,13 @@ from pathlib import Path
 
 import numpy as np
 from bench_server import export_src
+from document_ids import document_id
 
 DIMENSION = 32
 
 
 def load() -> str:
     return "/".join(f"{x:.2f}" for x in os.getloadavg())
-
-
-def document_id(number: int) -> str:
-    return hashlib.md5(str(number).encode()).hexdigest()  # an id, not a secret
 
 
 def build(directory: Path, rows: int, replaced: float) -> None:
@@ -57,7 +53,7 @@ def build(directory: Path, rows: int, replaced: float) -> None:
     batch = 10_000
     for lo in range(0, rows, batch):
         numbers = range(lo, min(rows, lo + batch))
-        store.upsert([IndexRecord(chunk_id=f"c{i}", document_id=document_id(i // 10),
+        store.upsert([IndexRecord(chunk_id=f"c{i}", document_id=document_id(i // 10, "uuid"),
                                   kb_id="a" if i < rows * 9 // 10 else "b", text="")
                       for i in numbers],
                      rng.standard_normal((len(numbers), DIMENSION)).astype(np.float32))
@@ -66,7 +62,7 @@ def build(directory: Path, rows: int, replaced: float) -> None:
     again = np.sort(rng.choice(documents, int(documents * replaced), replace=False))
     for lo in range(0, again.size, 1_000):
         numbers = [i for d in again[lo: lo + 1_000].tolist() for i in range(10 * d, 10 * d + 10)]
-        store.upsert([IndexRecord(chunk_id=f"c{i}", document_id=document_id(i // 10),
+        store.upsert([IndexRecord(chunk_id=f"c{i}", document_id=document_id(i // 10, "uuid"),
                                   kb_id="a", text="") for i in numbers],
                      rng.standard_normal((len(numbers), DIMENSION)).astype(np.float32))
     store.close()
@@ -85,7 +81,7 @@ def worker(directory: Path, queries: int) -> None:
 
     def whitelist(size: int) -> SearchFilter:
         picked = rng.choice(documents, size, replace=False)
-        return SearchFilter(kb_id="a", document_ids=frozenset(document_id(int(d))
+        return SearchFilter(kb_id="a", document_ids=frozenset(document_id(int(d), "uuid")
                                                               for d in picked))
 
     def timed(call: object, filters: list[SearchFilter], first: bool = False) -> float:
